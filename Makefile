@@ -1,0 +1,39 @@
+# ovn-udn: the commands a developer and CI use. See README.md.
+SHELL := /bin/bash
+GO ?= go
+# Integration tests start real API servers and OVN zones; give the whole run room.
+TEST_TIMEOUT ?= 45m
+TESTFLAGS ?=
+
+.PHONY: all build deps test unit vet generate clean
+
+all: build
+
+## build: compile bin/ovn-udn
+build:
+	$(GO) build -o bin/ovn-udn ./cmd/ovn-udn
+
+## deps: install kube-apiserver, etcd and the OVN root (cached, idempotent)
+deps:
+	bash hack/install-deps.sh
+
+## vet: gofmt and go vet
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+## test: install dependencies, then run every test, unit and integration, against real components
+test: deps vet
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
+
+## unit: run the tests that need no real components (fast)
+unit:
+	OVN_UDN_SKIP_REAL=1 $(GO) test $(TESTFLAGS) ./...
+
+## generate: regenerate libovsdb models from the installed OVN schemas
+generate:
+	$(GO) generate ./...
+
+clean:
+	rm -rf bin

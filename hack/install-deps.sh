@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# Installs the real components ovn-udn's tests and sandbox run against, idempotently:
+#   - host Debian packages (debootstrap) through apt;
+#   - kube-apiserver and etcd, built from the Go module proxy through the throwaway
+#     modules in hack/tools/{kube,etcd} (their go.sum pins every byte);
+#   - a Debian sid root made with debootstrap holding OVN >= 25.09 and Open vSwitch,
+#     plus wrapper scripts that run its binaries on the host through the root's own
+#     dynamic loader (no chroot: host paths, network namespaces and /proc just work).
+#
+# Everything goes under one directory, $OVN_UDN_CACHE (default $HOME/.cache/ovn-udn):
+#   kube/bin/{kube-apiserver,etcd}   KUBEBUILDER_ASSETS for envtest
+#   ovn/root/                        the Debian sid root
+#   ovn/bin/                         wrappers: ovn-nbctl, ovsdb-server, ovn-trace, ping, ...
+#   stamps/                          what was installed, from which inputs
+# A step is redone only when its inputs (versions, go.sum, package list) change.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+CACHE=${OVN_UDN_CACHE:-$HOME/.cache/ovn-udn}
+KUBE_VERSION=v1.34.10
+ETCD_VERSION=v3.6.5
+OVN_MIN_VERSION=25.09
+DEBIAN_SUITE=${OVN_UDN_DEBIAN_SUITE:-sid}
+DEBIAN_MIRROR=${OVN_UDN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# What the OVN root holds: OVN and OVS for the zones and chassis, iproute2 and the
+# small tools the dataplane tests run inside pod network namespaces.
+OVN_PACKAGES=ovn-central,ovn-host,openvswitch-switch,iproute2,iputils-ping,ethtool,netcat-openbsd,tcpdump
+# Wrappers made in ovn/bin, one per program of the root the project runs.
+OVN_PROGRAMS="ovsdb-server ovsdb-tool ovsdb-client ovn-northd ovn-controller ovn-nbctl ovn-sbctl
+ovn-trace ovn-appctl ovs-vswitchd ovs-vsctl ovs-appctl ovs-ofctl ovs-dpctl ping ethtool nc tcpdump ip"
+
+step() { printf '==> %s\n' "$*"; }
+fail() {
+	printf 'install-deps: FAILED at step "%s": %s\n' "$1" "$2" >&2
+	exit 1
+}
+stamp_ok() { [ -f "$CACHE/stamps/$1" ] && [ "$(cat "$CACHE/stamps/$1")" = "$2" ]; }
+stamp_set() { mkdir -p "$CACHE/stamps" && printf '%s' "$2" >"$CACHE/stamps/$1"; }
+hash_files() { cat "$@" | sha256sum | cut -c1-16; }
+
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9 || fail lock "cannot lock $CACHE/.lock"
+
+host_packages() {
+	local missing=()
+	command -v debootstrap >/dev/null || missing+=(debootstrap)
+	command -v flock >/dev/null || missing+=(util-linux)
+	command -v ip >/dev/null || missing+=(iproute2)
+	[ ${#missing[@]} -eq 0 ] && return 0
+	step "host packages: apt-get install ${missing[*]}"
+	[ "$(id -u)" -eq 0 ] || fail "host packages" "need root to apt-get install ${missing[*]} (or install them yourself)"
+	apt-get update -qq >/dev/null || fail "host packages" "apt-get update failed: check the Debian mirror in /etc/apt/sources.list"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+		fail "host packages" "apt-get install ${missing[*]} failed"
+}
+
+# go_tool NAME MODULE_DIR PACKAGE LDFLAGS: builds one binary from a throwaway module.
+go_tool() {
+	local name=$1 dir=$2 pkg=$3 ldflags=$4
+	local out="$CACHE/kube/bin/$name"
+	local key
+	key="$(go env GOVERSION) $(hash_files "$dir/go.mod" "$dir/go.sum") $ldflags"
+	if [ -x "$out" ] && stamp_ok "$name" "$key"; then
+		return 0
+	fi
+	step "$name: building $pkg from the Go module proxy (cold: minutes; cached afterwards)"
+	mkdir -p "$CACHE/kube/bin"
+	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$out.tmp" "$pkg") ||
+		fail "$name" "go build failed; check that the Go module proxy is reachable (GOPROXY=$(go env GOPROXY)) and $dir/go.sum is intact"
+	mv "$out.tmp" "$out"
+	stamp_set "$name" "$key"
+}
+
+kube_binaries() {
+	local v=${KUBE_VERSION#v}
+	go_tool kube-apiserver "$REPO/hack/tools/kube" k8s.io/kubernetes/cmd/kube-apiserver \
+		"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=${v%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$v" | cut -d. -f2)"
+	go_tool etcd "$REPO/hack/tools/etcd" go.etcd.io/etcd/server/v3 "-s -w"
+}
+
+# version_ge A B: A >= B for dotted numeric versions.
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+
+ovn_root() {
+	local root="$CACHE/ovn/root"
+	local key="$DEBIAN_SUITE $DEBIAN_MIRROR $OVN_PACKAGES"
+	if [ -d "$root" ] && stamp_ok ovn-root "$key"; then
+		return 0
+	fi
+	step "ovn root: debootstrap $DEBIAN_SUITE with $OVN_PACKAGES (about 75 s, 400 MB)"
+	[ "$(id -u)" -eq 0 ] || fail "ovn root" "debootstrap needs root"
+	local tmp="$CACHE/ovn/root.tmp"
+	rm -rf "$tmp"
+	mkdir -p "$CACHE/ovn"
+	debootstrap --variant=minbase --include="$OVN_PACKAGES" "$DEBIAN_SUITE" "$tmp" "$DEBIAN_MIRROR" \
+		>"$CACHE/ovn/debootstrap.log" 2>&1 ||
+		fail "ovn root" "debootstrap failed (log: $CACHE/ovn/debootstrap.log); check that $DEBIAN_MIRROR is reachable"
+	local v
+	v=$(chroot "$tmp" dpkg-query -W -f='${Version}' ovn-central 2>/dev/null) ||
+		fail "ovn root" "ovn-central is not installed in the root"
+	v=${v#*:}
+	v=${v%%-*}
+	version_ge "$v" "$OVN_MIN_VERSION" ||
+		fail "ovn root" "Debian $DEBIAN_SUITE has OVN $v, older than $OVN_MIN_VERSION (transit routers need it); set OVN_UDN_DEBIAN_SUITE to a suite with a newer OVN"
+	rm -rf "$root"
+	mv "$tmp" "$root"
+	printf '%s\n' "$v" >"$CACHE/ovn/VERSION"
+	stamp_set ovn-root "$key"
+}
+
+# in_root ROOT PATH: resolves PATH (relative to ROOT) through symlinks the way the
+# root itself would see them (absolute links such as /etc/alternatives point
+# inside the root, not at the host).
+in_root() {
+	local root=$1 p=$2 target n=0
+	while [ -L "$root/$p" ] && [ $n -lt 20 ]; do
+		target=$(readlink "$root/$p")
+		case "$target" in
+		/*) p=$target ;;
+		*) p="$(dirname "$p")/$target" ;;
+		esac
+		n=$((n + 1))
+	done
+	[ -f "$root/$p" ] && [ -x "$root/$p" ] && printf '%s\n' "$root/$p"
+}
+
+ovn_wrappers() {
+	local root="$CACHE/ovn/root" bin="$CACHE/ovn/bin"
+	local key
+	key="$(cat "$CACHE/stamps/ovn-root") $(echo "$OVN_PROGRAMS" | sha256sum | cut -c1-16) v2"
+	if [ -d "$bin" ] && stamp_ok ovn-wrappers "$key"; then
+		return 0
+	fi
+	step "ovn wrappers: $bin"
+	local loader="$root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
+	local libs="$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
+	[ -x "$loader" ] || fail "ovn wrappers" "no dynamic loader at $loader; remove $root and rerun"
+	rm -rf "$bin"
+	mkdir -p "$bin"
+	local p path
+	for p in $OVN_PROGRAMS; do
+		path=""
+		for d in /usr/bin /usr/sbin /bin /sbin; do
+			path=$(in_root "$root" "$d/$p") && break
+		done
+		[ -n "$path" ] || fail "ovn wrappers" "$p is not in the root; the package list may have changed"
+		cat >"$bin/$p" <<EOF
+#!/bin/sh
+# Runs $p from the Debian $DEBIAN_SUITE root through that root's own loader.
+exec "$loader" --library-path "$libs" "$path" "\$@"
+EOF
+		chmod +x "$bin/$p"
+	done
+	"$bin/ovn-nbctl" --version >/dev/null || fail "ovn wrappers" "ovn-nbctl does not run through $loader"
+	stamp_set ovn-wrappers "$key"
+}
+
+start=$(date +%s)
+host_packages
+kube_binaries
+ovn_root
+ovn_wrappers
+"$CACHE/ovn/bin/ovn-nbctl" --version | head -n1 | sed 's/^/    /'
+"$CACHE/kube/bin/kube-apiserver" --version | sed 's/^/    /'
+"$CACHE/kube/bin/etcd" --version | head -n1 | sed 's/^/    /'
+step "dependencies ready in $CACHE ($(($(date +%s) - start)) s)"

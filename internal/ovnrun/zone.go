@@ -1,0 +1,209 @@
+// Package ovnrun runs real OVN components from the installed Debian root: a zone
+// (Northbound and Southbound ovsdb-server plus ovn-northd) on loopback TCP ports,
+// with every file in one directory and every process tracked by PID.
+package ovnrun
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
+)
+
+// Zone is one OVN interconnect zone: its own NB and SB databases and northd.
+type Zone struct {
+	Name string
+	// Dir holds the databases, logs and control sockets.
+	Dir string
+	// NB and SB are the databases' OVSDB remotes, "tcp:127.0.0.1:PORT".
+	NB, SB string
+
+	nbServer, sbServer, northd *proc.Process
+}
+
+// ZoneOptions configures StartZone.
+type ZoneOptions struct {
+	// Name names the zone (it becomes NB_Global.name).
+	Name string
+	// Dir is where files go; it must exist.
+	Dir string
+}
+
+// StartZone creates fresh NB and SB databases, starts their servers and northd,
+// and returns once northd has synced the empty NB into the SB. On error every
+// process it started is stopped.
+func StartZone(opts ZoneOptions) (_ *Zone, err error) {
+	z := &Zone{Name: opts.Name, Dir: opts.Dir}
+	defer func() {
+		if err != nil {
+			z.Stop()
+		}
+	}()
+	if z.nbServer, z.NB, err = z.startDB("nb", deps.OVNSchema("ovn-nb")); err != nil {
+		return nil, err
+	}
+	if z.sbServer, z.SB, err = z.startDB("sb", deps.OVNSchema("ovn-sb")); err != nil {
+		return nil, err
+	}
+	if err := z.StartNorthd(); err != nil {
+		return nil, err
+	}
+	if _, err := z.NBCtl("set", "NB_Global", ".", "name="+opts.Name); err != nil {
+		return nil, err
+	}
+	if err := z.Sync(10 * time.Second); err != nil {
+		return nil, err
+	}
+	return z, nil
+}
+
+// StartNorthd (re)starts ovn-northd for the zone; StartZone calls it once.
+func (z *Zone) StartNorthd() error {
+	if z.northd != nil && !z.northd.Exited() {
+		return nil
+	}
+	cmd := deps.OVNCommand("ovn-northd", "--ovnnb-db="+z.NB, "--ovnsb-db="+z.SB,
+		"--unixctl="+filepath.Join(z.Dir, "northd.ctl"), "--no-chdir", "-vconsole:off", "-vfile:info",
+		"--log-file="+filepath.Join(z.Dir, "northd.log"))
+	cmd.Env = z.env()
+	p, err := proc.Start("ovn-northd["+z.Name+"]", cmd, filepath.Join(z.Dir, "northd.out"))
+	if err != nil {
+		return err
+	}
+	z.northd = p
+	return nil
+}
+
+// startDB creates a database from schema and serves it on a free loopback port.
+// A port taken between choosing and binding is retried with another.
+func (z *Zone) startDB(db, schema string) (*proc.Process, string, error) {
+	file := filepath.Join(z.Dir, db+".db")
+	if out, err := deps.OVNCommand("ovsdb-tool", "create", file, schema).CombinedOutput(); err != nil {
+		return nil, "", fmt.Errorf("zone %s: ovsdb-tool create %s: %v: %s", z.Name, db, err, out)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, "", err
+		}
+		remote := fmt.Sprintf("tcp:127.0.0.1:%d", port)
+		p, err := StartDBServer(fmt.Sprintf("ovsdb-server[%s/%s]", z.Name, db), z.Dir, db, file, port)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := WaitListening(p, port, 10*time.Second); err != nil {
+			p.Stop(time.Second)
+			lastErr = err
+			continue
+		}
+		return p, remote, nil
+	}
+	return nil, "", fmt.Errorf("zone %s: %s server did not start: %w", z.Name, db, lastErr)
+}
+
+// StartDBServer runs ovsdb-server for one database file, listening on
+// 127.0.0.1:port, with its control socket and log named after tag in dir.
+func StartDBServer(name, dir, tag, file string, port int) (*proc.Process, error) {
+	cmd := deps.OVNCommand("ovsdb-server", file,
+		fmt.Sprintf("--remote=ptcp:%d:127.0.0.1", port),
+		"--unixctl="+filepath.Join(dir, tag+".ctl"), "--no-chdir", "-vconsole:off", "-vfile:info",
+		"--log-file="+filepath.Join(dir, tag+".log"))
+	return proc.Start(name, cmd, filepath.Join(dir, tag+".out"))
+}
+
+// WaitListening waits until something accepts TCP connections on 127.0.0.1:port,
+// failing early if p exits.
+func WaitListening(p *proc.Process, port int, timeout time.Duration) error {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return proc.WaitFor(timeout, 10*time.Millisecond, func() (bool, error) {
+		if p.Exited() {
+			return false, p.ExitError()
+		}
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err != nil {
+			return false, err
+		}
+		c.Close()
+		return true, nil
+	})
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (z *Zone) env() []string {
+	return append(os.Environ(), "OVS_RUNDIR="+z.Dir, "OVN_RUNDIR="+z.Dir, "OVS_LOGDIR="+z.Dir, "OVN_LOGDIR="+z.Dir)
+}
+
+// NBCtl runs ovn-nbctl against the zone's NB and returns its stdout.
+func (z *Zone) NBCtl(args ...string) (string, error) {
+	return z.ctl("ovn-nbctl", z.NB, args)
+}
+
+// SBCtl runs ovn-sbctl against the zone's SB and returns its stdout.
+func (z *Zone) SBCtl(args ...string) (string, error) {
+	return z.ctl("ovn-sbctl", z.SB, args)
+}
+
+func (z *Zone) ctl(tool, db string, args []string) (string, error) {
+	cmd := deps.OVNCommand(tool, append([]string{"--db=" + db}, args...)...)
+	cmd.Env = z.env()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("zone %s: %s %s: %v: %s", z.Name, tool, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+// Sync waits until northd has translated everything written to the NB so far
+// into the SB (ovn-nbctl --wait=sb sync).
+func (z *Zone) Sync(timeout time.Duration) error {
+	if z.northd == nil || z.northd.Exited() {
+		return fmt.Errorf("zone %s: northd is not running", z.Name)
+	}
+	_, err := z.NBCtl(fmt.Sprintf("--timeout=%d", int(timeout.Seconds())), "--wait=sb", "sync")
+	if err != nil && z.northd.Exited() {
+		return z.northd.ExitError()
+	}
+	return err
+}
+
+// Processes returns the zone's running processes (for status output and fault
+// injection).
+func (z *Zone) Processes() map[string]*proc.Process {
+	return map[string]*proc.Process{"nb": z.nbServer, "sb": z.sbServer, "northd": z.northd}
+}
+
+// Stop stops northd and both database servers. It is safe to call twice and on a
+// partly started zone.
+func (z *Zone) Stop() {
+	for _, p := range []*proc.Process{z.northd, z.sbServer, z.nbServer} {
+		if p != nil {
+			p.Stop(3 * time.Second)
+		}
+	}
+}
+
+// Logs returns the tails of the zone's logs, for failure messages.
+func (z *Zone) Logs() string {
+	var b strings.Builder
+	for _, f := range []string{"nb.log", "sb.log", "northd.log", "northd.out"} {
+		fmt.Fprintf(&b, "--- %s/%s\n%s\n", z.Name, f, proc.Tail(filepath.Join(z.Dir, f), 10))
+	}
+	return b.String()
+}
