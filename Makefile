@@ -31,9 +31,11 @@ test: deps vet
 unit:
 	OVN_UDN_SKIP_REAL=1 $(GO) test $(TESTFLAGS) ./...
 
-## generate: regenerate libovsdb models from the installed OVN schemas
+## generate: regenerate deepcopy code and CRDs from api/, and libovsdb models from the installed OVN schemas
 generate:
-	$(GO) generate ./...
+	$(GO) tool controller-gen object paths=./api/...
+	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd
+	$(GO) generate ./internal/ovsdb/
 
 clean:
 	rm -rf bin
