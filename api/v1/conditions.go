@@ -1,0 +1,54 @@
+package v1
+
+// Well-known labels, annotations and finalizers of the API.
+const (
+	// PrimaryNetworkLabel must be on a namespace (set when it is created) for a
+	// Primary network to be provided to it.
+	PrimaryNetworkLabel = "k8s.ovn.org/primary-user-defined-network"
+	// NetworkProtectionFinalizer keeps a network and its
+	// NetworkAttachmentDefinitions until no pod uses them.
+	NetworkProtectionFinalizer = "k8s.ovn.org/user-defined-network-protection"
+)
+
+// ConditionNetworkCreated is the condition type of both kinds: True once the
+// network's NetworkAttachmentDefinition(s) exist and match the spec.
+const ConditionNetworkCreated = "NetworkCreated"
+
+// Reasons of the NetworkCreated condition. They are stable API: tools match on
+// them. docs/api.md describes each.
+const (
+	// ReasonNADCreated: every NetworkAttachmentDefinition exists and matches.
+	ReasonNADCreated = "NetworkAttachmentDefinitionCreated"
+	// ReasonSyncError: creating or updating a NetworkAttachmentDefinition failed
+	// (the API server refused or was unreachable); retried.
+	ReasonSyncError = "SyncError"
+	// ReasonForeignNAD: a NetworkAttachmentDefinition of the same name exists and
+	// is not owned by this network; it is never overwritten.
+	ReasonForeignNAD = "ForeignNetworkAttachmentDefinition"
+	// ReasonPrimaryConflict: the namespace already has another primary network.
+	ReasonPrimaryConflict = "PrimaryNetworkConflict"
+	// ReasonNamespaceNotLabeled: a Primary network needs the namespace label
+	// k8s.ovn.org/primary-user-defined-network.
+	ReasonNamespaceNotLabeled = "NamespaceNotLabeled"
+	// ReasonPodsExist: pods already run in the namespace, so it cannot get a new
+	// primary network.
+	ReasonPodsExist = "PodsAlreadyExist"
+	// ReasonSubnetOverlap: a subnet overlaps a subnet reserved by the cluster
+	// (default network, services, join, masquerade or transit).
+	ReasonSubnetOverlap = "SubnetOverlap"
+	// ReasonInvalidSpec: the spec passed the API server's checks but cannot be
+	// rendered (e.g. an invalid namespace selector).
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNetworkLimit: the cluster's configured maximum number of networks is
+	// reached.
+	ReasonNetworkLimit = "NetworkLimitExceeded"
+	// ReasonVRFConflict: another ClusterUserDefinedNetwork uses the same VRF name.
+	ReasonVRFConflict = "VRFConflict"
+	// ReasonNetworkInUse: deletion waits until no pod uses the network.
+	ReasonNetworkInUse = "NetworkInUse"
+	// ReasonNamespaceTerminating: a selected namespace is being deleted.
+	ReasonNamespaceTerminating = "NamespaceTerminating"
+	// ReasonMultipleFailures: a ClusterUserDefinedNetwork failed in several
+	// namespaces for different reasons; the message lists them.
+	ReasonMultipleFailures = "MultipleFailures"
+)
