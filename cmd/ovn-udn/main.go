@@ -3,14 +3,19 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/ovn-udn/ovn-udn/internal/cli"
 )
 
 func main() {
-	if err := cli.NewRootCommand().Execute(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cli.NewRootCommand().ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "ovn-udn:", err)
 		os.Exit(1)
 	}

@@ -21,7 +21,7 @@ an offline renderer, and a local sandbox cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(newVersionCommand(), newClusterManagerCommand())
 	for _, p := range planned {
 		root.AddCommand(p.command())
 	}
@@ -35,7 +35,6 @@ type plannedCommand struct {
 }
 
 var planned = []plannedCommand{
-	{"cluster-manager", "Run the cluster-wide controllers: network definitions and allocation"},
 	{"controller", "Run the zone controller that renders networks into one node's OVN zone"},
 	{"node", "Run the node agent: node annotations and pod network plumbing"},
 	{"render", "Render manifests into NADs, node annotations and OVN rows, offline"},

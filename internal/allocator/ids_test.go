@@ -1,0 +1,68 @@
+package allocator
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestIDsAllocateIsStablePerName(t *testing.T) {
+	a := NewIDs(1, 3)
+	x, _ := a.Allocate("x")
+	again, _ := a.Allocate("x")
+	if x != 1 || again != 1 {
+		t.Fatalf("x got %d then %d, want 1 twice", x, again)
+	}
+}
+
+func TestIDsNextFitDelaysReuse(t *testing.T) {
+	a := NewIDs(1, 3)
+	for _, n := range []string{"a", "b"} {
+		if _, err := a.Allocate(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Release("a") // 1 is free, but 3 was never used: it comes first.
+	if id, _ := a.Allocate("c"); id != 3 {
+		t.Fatalf("c got %d, want 3 (next fit)", id)
+	}
+	if id, _ := a.Allocate("d"); id != 1 {
+		t.Fatalf("d got %d, want the released 1 after wrapping", id)
+	}
+	if _, err := a.Allocate("e"); !errors.Is(err, ErrExhausted) {
+		t.Fatalf("e: err = %v, want ErrExhausted", err)
+	}
+	if got, want := a.Len(), 3; got != want {
+		t.Fatalf("Len = %d, want %d", got, want)
+	}
+}
+
+func TestIDsReserve(t *testing.T) {
+	a := NewIDs(1, 10)
+	if err := a.Reserve("x", 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reserve("y", 5); err == nil {
+		t.Fatal("reserving an ID held by another name succeeded")
+	}
+	if err := a.Reserve("y", 11); err == nil {
+		t.Fatal("reserving an ID outside the range succeeded")
+	}
+	if err := a.Reserve("x", 6); err != nil {
+		t.Fatal(err)
+	}
+	if h, ok := a.Holder(5); ok {
+		t.Fatalf("5 still held by %s after x moved to 6", h)
+	}
+	if id, _ := a.Get("x"); id != 6 {
+		t.Fatalf("x = %d, want 6", id)
+	}
+}
+
+func TestTransitSwitchKey(t *testing.T) {
+	if got := TransitSwitchKey(0); got != 16711680 {
+		t.Errorf("TransitSwitchKey(0) = %d, want 16711680 (2^24-2^16)", got)
+	}
+	if got := TransitSwitchKey(4095); got != FirstAllocatedKey-1 {
+		t.Errorf("TransitSwitchKey(4095) = %d, want %d: legacy and allocated ranges must touch, not overlap", got, FirstAllocatedKey-1)
+	}
+}

@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+)
+
+func newClusterManagerCommand() *cobra.Command {
+	opts := clustermanager.Options{Cluster: config.Default(), MetricsAddr: "0", HealthAddr: "0"}
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "cluster-manager",
+		Short: "Run the cluster-wide controllers: network definitions and allocation",
+		Long: `Run the cluster-wide controllers: it renders UserDefinedNetworks and
+ClusterUserDefinedNetworks into NetworkAttachmentDefinitions, and allocates what
+must be unique across the cluster (network IDs, tunnel keys, node IDs, node
+subnets), keeping it in the Kubernetes API.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New())
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			return clustermanager.Run(cmd.Context(), cfg, opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster or $KUBECONFIG)")
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one active cluster-manager among replicas")
+	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "kube-system", "namespace of the leader-election Lease")
+	fs.StringVar(&opts.MetricsAddr, "metrics-addr", opts.MetricsAddr, "metrics listen address (0 disables)")
+	fs.StringVar(&opts.HealthAddr, "health-addr", opts.HealthAddr, "health probe listen address (0 disables)")
+	opts.Cluster.AddFlags(fs)
+	return cmd
+}

@@ -1,0 +1,195 @@
+// Package config holds the cluster-wide settings every ovn-udn component must
+// agree on: the default network's subnets, service CIDRs, and the internal
+// join, transit and masquerade subnets, plus defaults for networks. The same
+// values are given to cluster-manager, zone controllers and `ovn-udn render`.
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+)
+
+// Cluster is the cluster-wide configuration.
+type Cluster struct {
+	// ClusterSubnets are the default network's pod subnets (CIDR/hostPrefix).
+	ClusterSubnets []netconf.Subnet
+	// ServiceCIDRs are the Kubernetes service ranges.
+	ServiceCIDRs []netip.Prefix
+	// DefaultJoinSubnets join the default network's routers.
+	DefaultJoinSubnets []netip.Prefix
+	// UDNJoinSubnets are the join subnets of primary user-defined networks that
+	// do not set their own.
+	UDNJoinSubnets []netip.Prefix
+	// TransitSubnets connect zones (transit switches and routers).
+	TransitSubnets []netip.Prefix
+	// MasqueradeSubnets hold two addresses per network for gateway SNAT; they
+	// must be large enough for 2 × (MaxNetworks + 1) addresses.
+	MasqueradeSubnets []netip.Prefix
+	// MTU is the default MTU of networks that do not set one.
+	MTU int
+	// MaxNetworks limits how many user-defined networks may exist (at most 4095,
+	// the network ID space).
+	MaxNetworks int
+}
+
+// MaxNetworkID is the largest network ID; 0 is the default network.
+const MaxNetworkID = 4095
+
+// Default returns the configuration of a dual-stack kind-like cluster.
+func Default() Cluster {
+	return Cluster{
+		ClusterSubnets:     mustSubnets(true, "10.244.0.0/16/24", "fd00:10:244::/48/64"),
+		ServiceCIDRs:       mustPrefixes("10.96.0.0/16", "fd00:10:96::/112"),
+		DefaultJoinSubnets: mustPrefixes("100.64.0.0/16", "fd98::/64"),
+		UDNJoinSubnets:     mustPrefixes("100.65.0.0/16", "fd99::/64"),
+		TransitSubnets:     mustPrefixes("100.88.0.0/16", "fd97::/64"),
+		MasqueradeSubnets:  mustPrefixes("169.254.0.0/17", "fd69::/112"),
+		MTU:                1400,
+		MaxNetworks:        MaxNetworkID,
+	}
+}
+
+// Validate checks the configuration is usable: every list parses, and the
+// masquerade subnets hold two addresses for each possible network.
+func (c Cluster) Validate() error {
+	if c.MaxNetworks < 1 || c.MaxNetworks > MaxNetworkID {
+		return fmt.Errorf("max networks must be between 1 and %d, got %d", MaxNetworkID, c.MaxNetworks)
+	}
+	if c.MTU < 576 || c.MTU > 65536 {
+		return fmt.Errorf("mtu must be between 576 and 65536, got %d", c.MTU)
+	}
+	if len(c.ClusterSubnets) == 0 {
+		return fmt.Errorf("no cluster subnets")
+	}
+	for _, p := range c.MasqueradeSubnets {
+		if err := MasqueradeFits(p, c.MaxNetworks); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MasqueradeFits checks that p holds two masquerade addresses for every
+// network ID up to maxNetworks, after the addresses the nodes themselves use
+// (see internal/allocator: masquerade addresses).
+func MasqueradeFits(p netip.Prefix, maxNetworks int) error {
+	hostBits := p.Addr().BitLen() - p.Bits()
+	if hostBits >= 31 {
+		return nil
+	}
+	need := uint64(2*(maxNetworks+1) + MasqueradeReserved)
+	if have := uint64(1) << hostBits; have < need {
+		return fmt.Errorf("masquerade subnet %s holds %d addresses; %d networks need at least %d (two per network plus %d reserved): use a larger subnet or fewer networks", p, have, maxNetworks, need, MasqueradeReserved)
+	}
+	return nil
+}
+
+// MasqueradeReserved is how many addresses at the start of each masquerade
+// subnet are reserved for the nodes' own use before per-network pairs begin.
+const MasqueradeReserved = 16
+
+// Reserved lists the subnets user-defined networks must not overlap, each with
+// a name for error messages.
+func (c Cluster) Reserved() []NamedPrefix {
+	var out []NamedPrefix
+	for _, s := range c.ClusterSubnets {
+		out = append(out, NamedPrefix{"cluster default network subnet", s.CIDR})
+	}
+	for _, p := range c.ServiceCIDRs {
+		out = append(out, NamedPrefix{"service CIDR", p})
+	}
+	for _, p := range c.DefaultJoinSubnets {
+		out = append(out, NamedPrefix{"default network join subnet", p})
+	}
+	for _, p := range c.MasqueradeSubnets {
+		out = append(out, NamedPrefix{"masquerade subnet", p})
+	}
+	return out
+}
+
+// NamedPrefix is a prefix with what it is used for.
+type NamedPrefix struct {
+	Name   string
+	Prefix netip.Prefix
+}
+
+// AddFlags registers flags for every setting on fs, filling c.
+func (c *Cluster) AddFlags(fs *pflag.FlagSet) {
+	fs.Var(subnetsValue{&c.ClusterSubnets}, "cluster-subnets", "default network pod subnets, CIDR/hostPrefix, comma-separated")
+	fs.Var(prefixesValue{&c.ServiceCIDRs}, "service-cidrs", "Kubernetes service CIDRs")
+	fs.Var(prefixesValue{&c.DefaultJoinSubnets}, "default-join-subnets", "join subnets of the default network")
+	fs.Var(prefixesValue{&c.UDNJoinSubnets}, "udn-join-subnets", "default join subnets of primary user-defined networks")
+	fs.Var(prefixesValue{&c.TransitSubnets}, "transit-subnets", "transit subnets between zones")
+	fs.Var(prefixesValue{&c.MasqueradeSubnets}, "masquerade-subnets", "masquerade subnets (two addresses per network)")
+	fs.IntVar(&c.MTU, "mtu", c.MTU, "default MTU of networks")
+	fs.IntVar(&c.MaxNetworks, "max-networks", c.MaxNetworks, "maximum number of user-defined networks")
+}
+
+type prefixesValue struct{ p *[]netip.Prefix }
+
+func (v prefixesValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return netconf.JoinList(*v.p)
+}
+func (v prefixesValue) Type() string { return "cidrs" }
+func (v prefixesValue) Set(s string) error {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		p, err := netip.ParsePrefix(strings.TrimSpace(f))
+		if err != nil {
+			return err
+		}
+		out = append(out, p)
+	}
+	*v.p = out
+	return nil
+}
+
+type subnetsValue struct{ s *[]netconf.Subnet }
+
+func (v subnetsValue) String() string {
+	if v.s == nil {
+		return ""
+	}
+	return netconf.JoinList(*v.s)
+}
+func (v subnetsValue) Type() string { return "subnets" }
+func (v subnetsValue) Set(s string) error {
+	var out []netconf.Subnet
+	for _, f := range strings.Split(s, ",") {
+		sn, err := netconf.ParseSubnet(f, true)
+		if err != nil {
+			return err
+		}
+		out = append(out, sn)
+	}
+	*v.s = out
+	return nil
+}
+
+func mustPrefixes(s ...string) []netip.Prefix {
+	out := make([]netip.Prefix, len(s))
+	for i, x := range s {
+		out[i] = netip.MustParsePrefix(x)
+	}
+	return out
+}
+
+func mustSubnets(hostPrefix bool, s ...string) []netconf.Subnet {
+	out := make([]netconf.Subnet, len(s))
+	for i, x := range s {
+		sn, err := netconf.ParseSubnet(x, hostPrefix)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = sn
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+// Package netalloc is cluster-manager's record of what must be unique across the
+// cluster: network IDs and tunnel keys (kept on NetworkAttachmentDefinitions),
+// and node IDs and per-node subnets (kept on Nodes). State lives in the
+// Kubernetes API; this package recovers it at start-up before anything new is
+// allocated, and the pure allocators of internal/allocator do the arithmetic.
+package netalloc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+)
+
+// Network is what a network holds cluster-wide.
+type Network struct {
+	// ID is the network ID, 1..4095.
+	ID int
+	// TunnelKeys are the network's centrally allocated interconnect keys; a
+	// Layer2 primary network holds one, for its transit router.
+	TunnelKeys []int
+}
+
+// ErrLimit is returned when the configured maximum number of networks exists.
+var ErrLimit = errors.New("network limit reached")
+
+// Networks allocates network IDs and tunnel keys. It is safe for concurrent use.
+type Networks struct {
+	mu    sync.Mutex
+	limit int
+	ids   *allocator.IDs
+	keys  *allocator.IDs
+	held  map[string][]int // network -> tunnel keys
+}
+
+// NewNetworks returns an empty registry allowing up to limit networks.
+func NewNetworks(limit int) *Networks {
+	if limit <= 0 || limit > config.MaxNetworkID {
+		limit = config.MaxNetworkID
+	}
+	return &Networks{
+		limit: limit,
+		ids:   allocator.NewIDs(1, config.MaxNetworkID),
+		keys:  allocator.NewIDs(allocator.FirstAllocatedKey, allocator.LastTunnelKey),
+		held:  map[string][]int{},
+	}
+}
+
+// TunnelKeysNeeded is how many central tunnel keys a network of this config
+// needs: one for a Layer2 primary network's transit router.
+func TunnelKeysNeeded(c *netconf.NetConf) int {
+	if c.Topology == netconf.TopologyLayer2 && c.IsPrimary() {
+		return 1
+	}
+	return 0
+}
+
+// Allocate returns the network's ID and keys, allocating what it lacks. A
+// network that cannot get everything gets nothing (no half allocation).
+func (n *Networks) Allocate(name string, keys int) (Network, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	id, had := n.ids.Get(name)
+	if !had {
+		if n.ids.Len() >= n.limit {
+			return Network{}, fmt.Errorf("network %s: %d networks exist, the configured maximum: %w", name, n.ids.Len(), ErrLimit)
+		}
+		var err error
+		if id, err = n.ids.Allocate(name); err != nil {
+			return Network{}, fmt.Errorf("network %s: network ID: %w", name, err)
+		}
+	}
+	got := append([]int(nil), n.held[name]...)
+	for i := len(got); i < keys; i++ {
+		k, err := n.keys.Allocate(keyName(name, i))
+		if err != nil {
+			for j := len(n.held[name]); j < i; j++ {
+				n.keys.Release(keyName(name, j))
+			}
+			if !had {
+				n.ids.Release(name)
+			}
+			return Network{}, fmt.Errorf("network %s: tunnel key: %w", name, err)
+		}
+		got = append(got, k)
+	}
+	n.held[name] = got
+	return Network{ID: id, TunnelKeys: append([]int(nil), got...)}, nil
+}
+
+// Recover records a network's persisted ID and keys (from a NAD's annotations)
+// before anything new is allocated. It fails if they collide with another
+// network's; the caller then lets the network be allocated afresh.
+func (n *Networks) Recover(name string, id int, keys []int) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if cur, ok := n.ids.Get(name); ok {
+		if cur != id {
+			return fmt.Errorf("network %s has ID %d on one NAD and %d on another", name, cur, id)
+		}
+	} else if err := n.ids.Reserve(name, id); err != nil {
+		return fmt.Errorf("network %s: %w", name, err)
+	}
+	if len(n.held[name]) > 0 {
+		return nil
+	}
+	for i, k := range keys {
+		if err := n.keys.Reserve(keyName(name, i), k); err != nil {
+			for j := 0; j < i; j++ {
+				n.keys.Release(keyName(name, j))
+			}
+			return fmt.Errorf("network %s: tunnel key: %w", name, err)
+		}
+	}
+	n.held[name] = append([]int(nil), keys...)
+	return nil
+}
+
+// Get returns the network's allocation.
+func (n *Networks) Get(name string) (Network, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	id, ok := n.ids.Get(name)
+	if !ok {
+		return Network{}, false
+	}
+	return Network{ID: id, TunnelKeys: append([]int(nil), n.held[name]...)}, true
+}
+
+// Release frees the network's ID and keys.
+func (n *Networks) Release(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for i := range n.held[name] {
+		n.keys.Release(keyName(name, i))
+	}
+	delete(n.held, name)
+	n.ids.Release(name)
+}
+
+// Len is the number of networks holding an ID.
+func (n *Networks) Len() int { return n.ids.Len() }
+
+// All returns every network's allocation.
+func (n *Networks) All() map[string]Network {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := map[string]Network{}
+	for name, id := range n.ids.Names() {
+		out[name] = Network{ID: id, TunnelKeys: append([]int(nil), n.held[name]...)}
+	}
+	return out
+}
+
+func keyName(network string, i int) string { return network + "#" + strconv.Itoa(i) }
+
+// ParseAnnotations reads a NAD's network ID and tunnel keys annotations.
+// ok is false when the NAD carries no network ID.
+func ParseAnnotations(a map[string]string) (id int, keys []int, ok bool, err error) {
+	v, has := a[netconf.NetworkIDAnnotation]
+	if !has {
+		return 0, nil, false, nil
+	}
+	if id, err = strconv.Atoi(v); err != nil {
+		return 0, nil, false, fmt.Errorf("annotation %s=%q is not a number", netconf.NetworkIDAnnotation, v)
+	}
+	if k, has := a[netconf.TunnelKeysAnnotation]; has {
+		if err := json.Unmarshal([]byte(k), &keys); err != nil {
+			return 0, nil, false, fmt.Errorf("annotation %s=%q is not a JSON list of numbers", netconf.TunnelKeysAnnotation, k)
+		}
+	}
+	return id, keys, true, nil
+}

@@ -1,0 +1,222 @@
+// Package netconf defines the CNI network configuration that ovn-udn writes into
+// NetworkAttachmentDefinitions, and the annotations cluster-manager records on
+// them. It is the contract between the cluster-manager (which writes NADs), the
+// zone controllers and the node agent (which read them), and `ovn-udn render`.
+package netconf
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+)
+
+// CNIType is the CNI plugin type of every network ovn-udn manages.
+const CNIType = "ovn-k8s-cni-overlay"
+
+// CNIVersion is the CNI specification version written into configs.
+const CNIVersion = "1.0.0"
+
+// Topologies as written in the config.
+const (
+	TopologyLayer3   = "layer3"
+	TopologyLayer2   = "layer2"
+	TopologyLocalnet = "localnet"
+)
+
+// Roles as written in the config.
+const (
+	RolePrimary   = "primary"
+	RoleSecondary = "secondary"
+)
+
+// Annotations cluster-manager records on NetworkAttachmentDefinitions.
+const (
+	// NetworkIDAnnotation holds the network's cluster-wide ID (1..4095), the
+	// same on every NAD of the network.
+	NetworkIDAnnotation = "k8s.ovn.org/network-id"
+	// TunnelKeysAnnotation holds the extra interconnect tunnel keys of the
+	// network as a JSON array (the Layer2 transit router's first).
+	TunnelKeysAnnotation = "k8s.ovn.org/tunnel-keys"
+)
+
+// CUDNPrefix starts the NAD name and network name of every
+// ClusterUserDefinedNetwork.
+const CUDNPrefix = "cluster.udn."
+
+// UDNNetworkName is the network name of the UserDefinedNetwork ns/name.
+func UDNNetworkName(namespace, name string) string { return namespace + "." + name }
+
+// CUDNNetworkName is the network name (and NAD name) of a ClusterUserDefinedNetwork.
+func CUDNNetworkName(name string) string { return CUDNPrefix + name }
+
+// NetConf is the CNI configuration of a network, as JSON in a NAD's spec.config.
+type NetConf struct {
+	CNIVersion string `json:"cniVersion"`
+	// Name is the network name: "<namespace>.<udn>" or "cluster.udn.<cudn>".
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Topology string `json:"topology"`
+	Role     string `json:"role"`
+	// Subnets are comma-separated CIDRs; Layer3 entries may be CIDR/hostPrefix.
+	Subnets        string `json:"subnets,omitempty"`
+	ExcludeSubnets string `json:"excludeSubnets,omitempty"`
+	JoinSubnet     string `json:"joinSubnet,omitempty"`
+	// TransitSubnet is set only when the network must not use the default
+	// transit subnet (its own subnets overlap it).
+	TransitSubnet string `json:"transitSubnet,omitempty"`
+	MTU           int    `json:"mtu,omitempty"`
+	// NADName is the "<namespace>/<name>" of the NAD holding this config.
+	NADName             string `json:"netAttachDefName"`
+	PersistentIPs       bool   `json:"persistentIPs,omitempty"`
+	VRF                 string `json:"vrf,omitempty"`
+	PhysicalNetworkName string `json:"physicalNetworkName,omitempty"`
+	VLANID              int    `json:"vlanID,omitempty"`
+}
+
+// Marshal renders the config as the JSON stored in a NAD (stable field order).
+func (c *NetConf) Marshal() string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic(fmt.Sprintf("netconf: marshal cannot fail for a plain struct: %v", err))
+	}
+	return string(b)
+}
+
+// IsPrimary reports whether the network is a primary network.
+func (c *NetConf) IsPrimary() bool { return c.Role == RolePrimary }
+
+// Parse reads the config of a NAD. It returns (nil, nil) for NADs of other CNI
+// plugins, which ovn-udn ignores, and an error for ovn-udn configs that are
+// malformed.
+func Parse(nad *nadv1.NetworkAttachmentDefinition) (*NetConf, error) {
+	return ParseConfig(nad.Spec.Config)
+}
+
+// ParseConfig is Parse on a raw config string.
+func ParseConfig(config string) (*NetConf, error) {
+	var probe struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal([]byte(config), &probe); err != nil {
+		return nil, fmt.Errorf("config is not JSON: %w", err)
+	}
+	if probe.Type != CNIType {
+		return nil, nil
+	}
+	c := &NetConf{}
+	if err := json.Unmarshal([]byte(config), c); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if c.Name == "" {
+		return nil, fmt.Errorf("config has no network name")
+	}
+	switch c.Topology {
+	case TopologyLayer3, TopologyLayer2, TopologyLocalnet:
+	default:
+		return nil, fmt.Errorf("network %s: unknown topology %q", c.Name, c.Topology)
+	}
+	switch c.Role {
+	case RolePrimary, RoleSecondary:
+	case "":
+		c.Role = RoleSecondary
+	default:
+		return nil, fmt.Errorf("network %s: unknown role %q", c.Name, c.Role)
+	}
+	for field, v := range map[string]string{"subnets": c.Subnets, "excludeSubnets": c.ExcludeSubnets, "joinSubnet": c.JoinSubnet, "transitSubnet": c.TransitSubnet} {
+		if _, err := parseList(v, field == "subnets" && c.Topology == TopologyLayer3); err != nil {
+			return nil, fmt.Errorf("network %s: %s: %w", c.Name, field, err)
+		}
+	}
+	return c, nil
+}
+
+// Subnet is one entry of a network's subnets: a CIDR and, for Layer3, the
+// prefix length of each node's slice (0 when not given).
+type Subnet struct {
+	CIDR       netip.Prefix
+	HostPrefix int
+}
+
+func (s Subnet) String() string {
+	if s.HostPrefix == 0 {
+		return s.CIDR.String()
+	}
+	return fmt.Sprintf("%s/%d", s.CIDR, s.HostPrefix)
+}
+
+// ParseSubnet parses "CIDR" or, when hostPrefix is allowed, "CIDR/hostPrefix".
+// The CIDR must be a network address.
+func ParseSubnet(s string, hostPrefix bool) (Subnet, error) {
+	s = strings.TrimSpace(s)
+	cidr, hp := s, 0
+	if parts := strings.Split(s, "/"); len(parts) == 3 {
+		if !hostPrefix {
+			return Subnet{}, fmt.Errorf("%q: a host prefix is allowed only for Layer3", s)
+		}
+		n, err := strconv.Atoi(parts[2])
+		if err != nil {
+			return Subnet{}, fmt.Errorf("%q: host prefix is not a number", s)
+		}
+		cidr, hp = parts[0]+"/"+parts[1], n
+	}
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		return Subnet{}, fmt.Errorf("%q is not a CIDR", s)
+	}
+	if p.Masked() != p {
+		return Subnet{}, fmt.Errorf("%q is not a network address (did you mean %s?)", s, p.Masked())
+	}
+	if hp != 0 && (hp <= p.Bits() || hp > p.Addr().BitLen()) {
+		return Subnet{}, fmt.Errorf("%q: host prefix must be longer than /%d and at most /%d", s, p.Bits(), p.Addr().BitLen())
+	}
+	return Subnet{CIDR: p, HostPrefix: hp}, nil
+}
+
+func parseList(v string, hostPrefix bool) ([]Subnet, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out []Subnet
+	for _, s := range strings.Split(v, ",") {
+		sn, err := ParseSubnet(s, hostPrefix)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sn)
+	}
+	return out, nil
+}
+
+// ParsedSubnets returns the network's subnets.
+func (c *NetConf) ParsedSubnets() []Subnet {
+	s, _ := parseList(c.Subnets, c.Topology == TopologyLayer3)
+	return s
+}
+
+// Prefixes parses a comma-separated CIDR list already validated by Parse.
+func Prefixes(list string) []netip.Prefix {
+	s, _ := parseList(list, true)
+	out := make([]netip.Prefix, 0, len(s))
+	for _, sn := range s {
+		out = append(out, sn.CIDR)
+	}
+	return out
+}
+
+// JoinPrefixes, ExcludePrefixes and TransitPrefixes return the parsed lists.
+func (c *NetConf) JoinPrefixes() []netip.Prefix    { return Prefixes(c.JoinSubnet) }
+func (c *NetConf) ExcludePrefixes() []netip.Prefix { return Prefixes(c.ExcludeSubnets) }
+func (c *NetConf) TransitPrefixes() []netip.Prefix { return Prefixes(c.TransitSubnet) }
+
+// JoinList renders prefixes as the comma-separated form configs use.
+func JoinList[T fmt.Stringer](items []T) string {
+	s := make([]string, len(items))
+	for i, it := range items {
+		s[i] = it.String()
+	}
+	return strings.Join(s, ",")
+}
