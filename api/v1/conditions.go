@@ -14,6 +14,17 @@ const (
 // network's NetworkAttachmentDefinition(s) exist and match the spec.
 const ConditionNetworkCreated = "NetworkCreated"
 
+// ConditionNodeSubnetsAllocated is set on Layer3 networks by cluster-manager's
+// node allocator: False when some nodes got no subnet of the network
+// (ReasonSubnetsExhausted), True once every node has one.
+const ConditionNodeSubnetsAllocated = "NodeSubnetsAllocated"
+
+// Reasons of the NodeSubnetsAllocated condition.
+const (
+	ReasonSubnetsAllocated = "SubnetsAllocated"
+	ReasonSubnetsExhausted = "SubnetsExhausted"
+)
+
 // Reasons of the NetworkCreated condition. They are stable API: tools match on
 // them. docs/api.md describes each.
 const (
@@ -42,6 +53,9 @@ const (
 	// ReasonNetworkLimit: the cluster's configured maximum number of networks is
 	// reached.
 	ReasonNetworkLimit = "NetworkLimitExceeded"
+	// ReasonTunnelKeysExhausted: the interconnect tunnel-key range (shared by
+	// Layer2 transit routers and connect routers) is used up; no key is reused.
+	ReasonTunnelKeysExhausted = "TunnelKeysExhausted"
 	// ReasonVRFConflict: another ClusterUserDefinedNetwork uses the same VRF name.
 	ReasonVRFConflict = "VRFConflict"
 	// ReasonNetworkInUse: deletion waits until no pod uses the network.

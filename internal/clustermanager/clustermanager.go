@@ -66,16 +66,33 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
+	recorder := mgr.GetEventRecorderFor("ovn-udn-cluster-manager")
 	networks := netalloc.NewNetworks(opts.Cluster.MaxNetworks)
+	recovery := &netalloc.Recovery{Reader: mgr.GetAPIReader(), Networks: networks, Log: mgr.GetLogger().WithName("recovery")}
 	c := &udncontroller.Controller{
 		Client:   mgr.GetClient(),
 		Config:   opts.Cluster,
 		Networks: networks,
-		Recovery: &netalloc.Recovery{Reader: mgr.GetAPIReader(), Networks: networks, Log: mgr.GetLogger().WithName("recovery")},
-		Recorder: mgr.GetEventRecorderFor("ovn-udn-cluster-manager"),
+		Recovery: recovery,
+		Recorder: recorder,
 	}
 	if err := c.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up network controllers: %w", err)
+	}
+	nads := &netalloc.NADController{Client: mgr.GetClient(), Networks: networks, Recovery: recovery, Recorder: recorder}
+	if err := nads.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up NAD allocation: %w", err)
+	}
+	nodes := &netalloc.NodeController{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Config:   opts.Cluster,
+		Nodes:    netalloc.NewNodes(opts.Cluster.MaxNodeID()),
+		Recorder: recorder,
+		Reporter: &netalloc.SubnetReporter{Client: mgr.GetClient(), Recorder: recorder},
+	}
+	if err := nodes.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up node allocation: %w", err)
 	}
 	return mgr, nil
 }

@@ -93,6 +93,22 @@ func MasqueradeFits(p netip.Prefix, maxNetworks int) error {
 // subnet are reserved for the nodes' own use before per-network pairs begin.
 const MasqueradeReserved = 16
 
+// MaxNodeID is the largest node ID the transit subnets can address: each node
+// takes a /31 (or /127) at offset 2 × ID, and a logical port tunnel key is at
+// most 32767.
+func (c Cluster) MaxNodeID() int {
+	max := 1<<15 - 1
+	for _, t := range c.TransitSubnets {
+		hostBits := t.Addr().BitLen() - t.Bits()
+		if hostBits < 17 {
+			if m := (1<<hostBits)/2 - 1; m < max {
+				max = m
+			}
+		}
+	}
+	return max
+}
+
 // Reserved lists the subnets user-defined networks must not overlap, each with
 // a name for error messages.
 func (c Cluster) Reserved() []NamedPrefix {

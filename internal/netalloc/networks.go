@@ -6,7 +6,6 @@
 package netalloc
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -28,6 +27,9 @@ type Network struct {
 
 // ErrLimit is returned when the configured maximum number of networks exists.
 var ErrLimit = errors.New("network limit reached")
+
+// ErrTunnelKeys is returned when the interconnect tunnel-key range is used up.
+var ErrTunnelKeys = errors.New("interconnect tunnel keys exhausted")
 
 // Networks allocates network IDs and tunnel keys. It is safe for concurrent use.
 type Networks struct {
@@ -85,7 +87,7 @@ func (n *Networks) Allocate(name string, keys int) (Network, error) {
 			if !had {
 				n.ids.Release(name)
 			}
-			return Network{}, fmt.Errorf("network %s: tunnel key: %w", name, err)
+			return Network{}, fmt.Errorf("network %s: %w (%v)", name, ErrTunnelKeys, err)
 		}
 		got = append(got, k)
 	}
@@ -158,21 +160,3 @@ func (n *Networks) All() map[string]Network {
 }
 
 func keyName(network string, i int) string { return network + "#" + strconv.Itoa(i) }
-
-// ParseAnnotations reads a NAD's network ID and tunnel keys annotations.
-// ok is false when the NAD carries no network ID.
-func ParseAnnotations(a map[string]string) (id int, keys []int, ok bool, err error) {
-	v, has := a[netconf.NetworkIDAnnotation]
-	if !has {
-		return 0, nil, false, nil
-	}
-	if id, err = strconv.Atoi(v); err != nil {
-		return 0, nil, false, fmt.Errorf("annotation %s=%q is not a number", netconf.NetworkIDAnnotation, v)
-	}
-	if k, has := a[netconf.TunnelKeysAnnotation]; has {
-		if err := json.Unmarshal([]byte(k), &keys); err != nil {
-			return 0, nil, false, fmt.Errorf("annotation %s=%q is not a JSON list of numbers", netconf.TunnelKeysAnnotation, k)
-		}
-	}
-	return id, keys, true, nil
-}

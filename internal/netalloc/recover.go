@@ -68,7 +68,7 @@ func RecoverNetworks(n *Networks, nads []nadv1.NetworkAttachmentDefinition) (int
 		if err != nil || c == nil {
 			continue
 		}
-		id, keys, ok, err := ParseAnnotations(nad.Annotations)
+		id, keys, ok, err := netconf.ParseAllocation(nad.Annotations)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("NAD %s/%s: %w", nad.Namespace, nad.Name, err))
 			continue

@@ -43,6 +43,43 @@ const (
 	TunnelKeysAnnotation = "k8s.ovn.org/tunnel-keys"
 )
 
+// Labels on every NAD ovn-udn renders from a network object.
+const (
+	// ManagedByLabel marks NADs rendered from a UserDefinedNetwork or
+	// ClusterUserDefinedNetwork; their allocation belongs to that controller.
+	ManagedByLabel = "k8s.ovn.org/user-defined-network"
+	// OwnerKindLabel is the kind of the owning network object.
+	OwnerKindLabel = "k8s.ovn.org/owner-kind"
+)
+
+// AllocationAnnotations renders a network's ID and tunnel keys annotations.
+func AllocationAnnotations(networkID int, tunnelKeys []int) map[string]string {
+	a := map[string]string{NetworkIDAnnotation: strconv.Itoa(networkID)}
+	if len(tunnelKeys) > 0 {
+		b, _ := json.Marshal(tunnelKeys)
+		a[TunnelKeysAnnotation] = string(b)
+	}
+	return a
+}
+
+// ParseAllocation reads a NAD's network ID and tunnel keys annotations; ok is
+// false when the NAD carries no network ID.
+func ParseAllocation(a map[string]string) (id int, keys []int, ok bool, err error) {
+	v, has := a[NetworkIDAnnotation]
+	if !has {
+		return 0, nil, false, nil
+	}
+	if id, err = strconv.Atoi(v); err != nil {
+		return 0, nil, false, fmt.Errorf("annotation %s=%q is not a number", NetworkIDAnnotation, v)
+	}
+	if k, has := a[TunnelKeysAnnotation]; has {
+		if err := json.Unmarshal([]byte(k), &keys); err != nil {
+			return 0, nil, false, fmt.Errorf("annotation %s=%q is not a JSON list of numbers", TunnelKeysAnnotation, k)
+		}
+	}
+	return id, keys, true, nil
+}
+
 // CUDNPrefix starts the NAD name and network name of every
 // ClusterUserDefinedNetwork.
 const CUDNPrefix = "cluster.udn."

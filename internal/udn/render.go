@@ -19,16 +19,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
 
-// Labels put on every NAD ovn-udn renders, so they can be listed and so the
-// owner is visible without parsing owner references.
-const (
-	// ManagedByLabel marks NADs rendered by ovn-udn.
-	ManagedByLabel = "k8s.ovn.org/user-defined-network"
-	// OwnerKindLabel is the kind of the owning network (UserDefinedNetwork or
-	// ClusterUserDefinedNetwork).
-	OwnerKindLabel = "k8s.ovn.org/owner-kind"
-)
-
 // Owner identifies the network object a NAD is rendered from.
 type Owner struct {
 	Kind string // "UserDefinedNetwork" or "ClusterUserDefinedNetwork"
@@ -150,28 +140,15 @@ func NAD(req Request, cfg config.Cluster) (*nadv1.NetworkAttachmentDefinition, e
 			Namespace:  req.Namespace,
 			Finalizers: []string{v1.NetworkProtectionFinalizer},
 			Labels: map[string]string{
-				ManagedByLabel: "",
-				OwnerKindLabel: req.Owner.Kind,
+				netconf.ManagedByLabel: "",
+				netconf.OwnerKindLabel: req.Owner.Kind,
 			},
 			OwnerReferences: []metav1.OwnerReference{OwnerReference(req.Owner)},
-			Annotations:     AllocationAnnotations(req.NetworkID, req.TunnelKeys),
+			Annotations:     netconf.AllocationAnnotations(req.NetworkID, req.TunnelKeys),
 		},
 		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: c.Marshal()},
 	}
 	return nad, nil
-}
-
-// AllocationAnnotations renders the network ID and tunnel keys annotations.
-func AllocationAnnotations(networkID int, tunnelKeys []int) map[string]string {
-	a := map[string]string{netconf.NetworkIDAnnotation: fmt.Sprint(networkID)}
-	if len(tunnelKeys) > 0 {
-		keys := make([]string, len(tunnelKeys))
-		for i, k := range tunnelKeys {
-			keys[i] = fmt.Sprint(k)
-		}
-		a[netconf.TunnelKeysAnnotation] = "[" + strings.Join(keys, ",") + "]"
-	}
-	return a
 }
 
 // OwnerReference is the controller reference from a NAD to its network object.
@@ -212,8 +189,8 @@ func JoinSubnets(s v1.UserDefinedNetworkSpec, cfg config.Cluster) []netip.Prefix
 }
 
 // TransitSubnets returns the transit subnets a Layer2 primary network must use
-// instead of the cluster's default ones, or nil when the defaults do not
-// overlap its subnets or join subnets. The choice is deterministic: the first
+// instead of the cluster's default ones (one per IP family of the network), or
+// nil when the defaults do not overlap its subnets or join subnets. The choice is deterministic: the first
 // free /16 (IPv4) or /64 (IPv6) after the default, searched through
 // 100.64.0.0/10 and fd97::/48 respectively.
 func TransitSubnets(subnets, join []netip.Prefix, cfg config.Cluster) ([]netip.Prefix, error) {
@@ -230,8 +207,15 @@ func TransitSubnets(subnets, join []netip.Prefix, cfg config.Cluster) ([]netip.P
 	if !conflict {
 		return nil, nil
 	}
+	fams := map[int]bool{}
+	for _, f := range families(subnets) {
+		fams[f] = true
+	}
 	var out []netip.Prefix
 	for _, t := range cfg.TransitSubnets {
+		if !fams[families([]netip.Prefix{t})[0]] {
+			continue // the network does not use this family
+		}
 		p, ok := firstFree(t, used)
 		if !ok {
 			return nil, &ConditionError{Reason: v1.ReasonSubnetOverlap,
@@ -285,6 +269,16 @@ func nextPrefix(p netip.Prefix) netip.Prefix {
 	}
 	a, _ := netip.AddrFromSlice(b)
 	return netip.PrefixFrom(a, p.Bits())
+}
+
+// TransitNote explains, for status messages, a transit subnet chosen because
+// the defaults overlap the network; it is empty when the defaults are used.
+func TransitNote(c *netconf.NetConf, cfg config.Cluster) string {
+	if c == nil || c.TransitSubnet == "" {
+		return ""
+	}
+	return fmt.Sprintf("transit subnet %s is used because the default transit subnet %s overlaps the network",
+		c.TransitSubnet, netconf.JoinList(cfg.TransitSubnets))
 }
 
 // ConditionError is a failure the controller reports as a condition reason.

@@ -137,7 +137,7 @@ func TestNAD(t *testing.T) {
 	if ref.APIVersion != "k8s.ovn.org/v1" || ref.Kind != "UserDefinedNetwork" || ref.Name != "net" || ref.UID != "uid-1" || !*ref.Controller || !*ref.BlockOwnerDeletion {
 		t.Errorf("owner reference %+v", ref)
 	}
-	if nad.Labels[OwnerKindLabel] != "UserDefinedNetwork" {
+	if nad.Labels[netconf.OwnerKindLabel] != "UserDefinedNetwork" {
 		t.Errorf("labels %v", nad.Labels)
 	}
 }
@@ -176,10 +176,11 @@ func TestTransitSubnets(t *testing.T) {
 		want          []netip.Prefix
 	}{
 		{"no overlap keeps the defaults", p("10.0.0.0/24"), p("100.65.0.0/16"), nil},
-		{"overlap moves to the next free /16", p("100.88.5.0/24"), p("100.65.0.0/16"), p("100.89.0.0/16", "fd97::/64")},
-		{"a big subnet pushes further", p("100.88.0.0/14"), p("100.65.0.0/16"), p("100.92.0.0/16", "fd97::/64")},
-		{"join overlapping the transit moves it", p("10.0.0.0/24"), p("100.88.0.0/16"), p("100.89.0.0/16", "fd97::/64")},
-		{"wraps around the search space, skipping reserved and join", p("100.88.0.0/13", "100.96.0.0/11"), p("100.65.0.0/16"), p("100.66.0.0/16", "fd97::/64")},
+		{"overlap moves to the next free /16", p("100.88.5.0/24"), p("100.65.0.0/16"), p("100.89.0.0/16")},
+		{"a big subnet pushes further", p("100.88.0.0/14"), p("100.65.0.0/16"), p("100.92.0.0/16")},
+		{"join overlapping the transit moves it", p("10.0.0.0/24"), p("100.88.0.0/16"), p("100.89.0.0/16")},
+		{"wraps around the search space, skipping reserved and join", p("100.88.0.0/13", "100.96.0.0/11"), p("100.65.0.0/16"), p("100.66.0.0/16")},
+		{"dual stack: only the conflicting family moves", p("100.88.5.0/24", "fd00::/64"), p("100.65.0.0/16", "fd99::/64"), p("100.89.0.0/16", "fd97::/64")},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

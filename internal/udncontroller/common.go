@@ -8,6 +8,7 @@ package udncontroller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -344,7 +345,10 @@ func (r *Controller) allocate(req udn.Request) (netalloc.Network, *failure) {
 		return netalloc.Network{}, asFailure(req.Namespace, err)
 	}
 	n, err := r.Networks.Allocate(req.NetworkName, netalloc.TunnelKeysNeeded(c))
-	if err != nil {
+	switch {
+	case errors.Is(err, netalloc.ErrTunnelKeys):
+		return netalloc.Network{}, fail(req.Namespace, v1.ReasonTunnelKeysExhausted, "%v", err)
+	case err != nil:
 		return netalloc.Network{}, fail(req.Namespace, v1.ReasonNetworkLimit, "%v", err)
 	}
 	return n, nil

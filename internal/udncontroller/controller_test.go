@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
@@ -117,6 +118,25 @@ func TestLayer2Defaults(t *testing.T) {
 	}
 	if len(getNAD(t, c, ns, "vm").Annotations[netconf.TunnelKeysAnnotation]) == 0 {
 		t.Errorf("a Layer2 primary network needs a transit-router tunnel key annotation")
+	}
+}
+
+// TestTransitSubnetConflict: a Layer2 primary network overlapping the default
+// transit subnet gets another one, recorded in its NAD and reported.
+func TestTransitSubnetConflict(t *testing.T) {
+	c := admin(t)
+	startManager(t, config.Default())
+	ctx := context.Background()
+	ns := namespace(t, c, "transit", primaryLabel)
+	u := udnObj(ns, "net", l2Primary("100.88.0.0/24"))
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cleanupDelete(t, c, u)
+	waitCondition(t, c, u, metav1.ConditionTrue, v1.ReasonNADCreated, "transit subnet 100.89.0.0/16 is used because the default transit subnet 100.88.0.0/16,fd97::/64 overlaps the network")
+	conf, err := netconf.Parse(getNAD(t, c, ns, "net"))
+	if err != nil || conf.TransitSubnet != "100.89.0.0/16" {
+		t.Fatalf("NAD transitSubnet = %q (%v), want 100.89.0.0/16", conf.TransitSubnet, err)
 	}
 }
 
@@ -300,7 +320,7 @@ func TestCUDNAcrossNamespaces(t *testing.T) {
 	c := admin(t)
 	startManager(t, config.Default())
 	ctx := context.Background()
-	sel := map[string]string{"tenant": "shared-" + strconv.Itoa(nsCounter)}
+	sel := map[string]string{"tenant": cmtest.UniqueName("shared")}
 	withSel := func(extra map[string]string) map[string]string {
 		m := map[string]string{v1.PrimaryNetworkLabel: ""}
 		for k, v := range sel {
@@ -322,7 +342,7 @@ func TestCUDNAcrossNamespaces(t *testing.T) {
 	waitCondition(t, c, own, metav1.ConditionTrue, v1.ReasonNADCreated)
 
 	cu := &v1.ClusterUserDefinedNetwork{
-		ObjectMeta: metav1.ObjectMeta{Name: "shared-" + strconv.Itoa(nsCounter)},
+		ObjectMeta: metav1.ObjectMeta{Name: sel["tenant"]},
 		Spec: v1.ClusterUserDefinedNetworkSpec{
 			NamespaceSelector: metav1.LabelSelector{MatchLabels: sel},
 			Template:          v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.60.0.0/16"}},
@@ -457,7 +477,7 @@ func TestVRFConflict(t *testing.T) {
 	c := admin(t)
 	startManager(t, config.Default())
 	ctx := context.Background()
-	label := "vrf-" + strconv.Itoa(nsCounter)
+	label := cmtest.UniqueName("vrf")
 	namespace(t, c, "vrf", map[string]string{label: "x"})
 	mk := func(name string) *v1.ClusterUserDefinedNetwork {
 		return &v1.ClusterUserDefinedNetwork{

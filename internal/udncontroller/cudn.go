@@ -52,7 +52,13 @@ func (r *CUDNReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	status := c.Status.DeepCopy()
 	status.ActiveNamespaces = res.active
 	if len(res.failures) == 0 {
-		r.setCondition(c, &status.Conditions, metav1.ConditionTrue, v1.ReasonNADCreated, res.successMessage())
+		msg := res.successMessage()
+		if conf, err := udn.Config(udn.ForCUDN(c, "", ""), r.Config); err == nil {
+			if note := udn.TransitNote(conf, r.Config); note != "" {
+				msg += "; " + note
+			}
+		}
+		r.setCondition(c, &status.Conditions, metav1.ConditionTrue, v1.ReasonNADCreated, msg)
 	} else {
 		reason, msg := res.failureCondition()
 		log.FromContext(ctx).V(1).Info("network not created everywhere", "reason", reason, "message", msg)
@@ -258,7 +264,7 @@ func (r *CUDNReconciler) vrfHolder(ctx context.Context, c *v1.ClusterUserDefined
 // ownedNADs returns the CUDN's NADs by namespace.
 func (r *CUDNReconciler) ownedNADs(ctx context.Context, c *v1.ClusterUserDefinedNetwork) (map[string]*nadv1.NetworkAttachmentDefinition, error) {
 	var list nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &list, client.MatchingLabels{udn.OwnerKindLabel: "ClusterUserDefinedNetwork"}); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingLabels{netconf.OwnerKindLabel: "ClusterUserDefinedNetwork"}); err != nil {
 		return nil, err
 	}
 	out := map[string]*nadv1.NetworkAttachmentDefinition{}

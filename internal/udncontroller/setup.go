@@ -28,9 +28,9 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("userdefinednetwork").
 		For(&v1.UserDefinedNetwork{}).
-		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(c.udnsInNamespaceOf)).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(c.udnsForNAD)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(c.udnsInNamespace)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.udnsInNamespaceOf), builder.WithPredicates(podChanges)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.udnsForPod), builder.WithPredicates(podChanges)).
 		Watches(&v1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.failingUDNs)).
 		Complete(&UDNReconciler{c}); err != nil {
 		return err
@@ -88,8 +88,29 @@ func (c *Controller) udnsIn(ctx context.Context, ns string) []reconcile.Request 
 	return requests[v1.UserDefinedNetwork, *v1.UserDefinedNetworkList](ctx, c.Client, udnItems, nil, client.InNamespace(ns))
 }
 
-func (c *Controller) udnsInNamespaceOf(ctx context.Context, o client.Object) []reconcile.Request {
-	return c.udnsIn(ctx, o.GetNamespace())
+// udnsForNAD requeues the UDN a NAD is named after (its owner, or the UDN a
+// foreign NAD blocks) and, for a primary NAD, the primary UDNs of its
+// namespace, whose primary-network decision it may change.
+func (c *Controller) udnsForNAD(ctx context.Context, o client.Object) []reconcile.Request {
+	primary := true
+	if nad, ok := o.(*nadv1.NetworkAttachmentDefinition); ok {
+		if conf, err := netconf.Parse(nad); err == nil && (conf == nil || !conf.IsPrimary()) {
+			primary = false
+		}
+	}
+	return requests[v1.UserDefinedNetwork, *v1.UserDefinedNetworkList](ctx, c.Client, udnItems, func(u *v1.UserDefinedNetwork) bool {
+		return u.Name == o.GetName() || (primary && u.Spec.Role == v1.Primary)
+	}, client.InNamespace(o.GetNamespace()))
+}
+
+// udnsForPod requeues the UDNs of a pod's namespace whose decision depends on
+// pods: those being deleted (in use?) and primary ones not yet created (pods
+// already there?).
+func (c *Controller) udnsForPod(ctx context.Context, o client.Object) []reconcile.Request {
+	return requests[v1.UserDefinedNetwork, *v1.UserDefinedNetworkList](ctx, c.Client, udnItems, func(u *v1.UserDefinedNetwork) bool {
+		return u.DeletionTimestamp != nil ||
+			(u.Spec.Role == v1.Primary && !meta.IsStatusConditionTrue(u.Status.Conditions, v1.ConditionNetworkCreated))
+	}, client.InNamespace(o.GetNamespace()))
 }
 
 func (c *Controller) udnsInNamespace(ctx context.Context, o client.Object) []reconcile.Request {

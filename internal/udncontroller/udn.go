@@ -48,8 +48,13 @@ func (r *UDNReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		logger.V(1).Info("network not created", "reason", f.Reason, "message", f.Message)
 		r.setCondition(u, &status.Conditions, metav1.ConditionFalse, f.Reason, f.Message)
 	} else {
-		r.setCondition(u, &status.Conditions, metav1.ConditionTrue, v1.ReasonNADCreated,
-			fmt.Sprintf("NetworkAttachmentDefinition %s/%s is created", u.Namespace, u.Name))
+		msg := fmt.Sprintf("NetworkAttachmentDefinition %s/%s is created", u.Namespace, u.Name)
+		if c, err := udn.Config(udn.ForUDN(u), r.Config); err == nil {
+			if note := udn.TransitNote(c, r.Config); note != "" {
+				msg += "; " + note
+			}
+		}
+		r.setCondition(u, &status.Conditions, metav1.ConditionTrue, v1.ReasonNADCreated, msg)
 	}
 	if err := updateStatus(ctx, r.Client, u, &u.Status, status); err != nil {
 		return ctrl.Result{}, err

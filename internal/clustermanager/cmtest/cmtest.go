@@ -1,0 +1,195 @@
+// Package cmtest runs a real cluster-manager against a kubetest API server for
+// integration tests, under the least-privilege identity of
+// config/rbac/cluster-manager.yaml (so every such test also proves that role is
+// sufficient), and offers the polling helpers those tests share.
+package cmtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/kubetest"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
+)
+
+// Admin returns a cluster-admin client with the cluster-manager's scheme.
+func Admin(t testing.TB, env *kubetest.Env) client.Client {
+	t.Helper()
+	c, err := client.New(env.Config, client.Options{Scheme: clustermanager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var (
+	identityMu sync.Mutex
+	identities = map[*kubetest.Env]*rest.Config{}
+)
+
+// Identity returns a client config for a user bound only to the
+// cluster-manager's ClusterRole.
+func Identity(t testing.TB, env *kubetest.Env) *rest.Config {
+	t.Helper()
+	identityMu.Lock()
+	defer identityMu.Unlock()
+	if cfg, ok := identities[env]; ok {
+		return rest.CopyConfig(cfg)
+	}
+	c := Admin(t, env)
+	ctx := context.Background()
+	if err := ApplyClusterRoles(ctx, c, filepath.Join(kubetest.RepoRoot(), "config", "rbac", "cluster-manager.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-cluster-manager"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "ovn-udn-cluster-manager"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "ovn-udn-cluster-manager"}},
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cfg, err := env.UserConfig("ovn-udn-cluster-manager")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	identities[env] = cfg
+	return rest.CopyConfig(cfg)
+}
+
+// ApplyClusterRoles creates the ClusterRoles of a multi-document manifest
+// (other kinds are skipped: tests bind users, not service accounts).
+func ApplyClusterRoles(ctx context.Context, c client.Client, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	dec := yaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var role rbacv1.ClusterRole
+		if err := dec.Decode(&role); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if role.Kind != "ClusterRole" {
+			continue
+		}
+		if err := c.Create(ctx, &role); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+}
+
+// Start runs a cluster-manager until the test ends or the returned stop is
+// called (stop waits until it has stopped, as a process exit would).
+//
+// OVN_UDN_TEST_LOGS=1 sends the manager's logs to stderr.
+func Start(t testing.TB, env *kubetest.Env, cfg config.Cluster) (stop func()) {
+	t.Helper()
+	mgr, err := clustermanager.New(Identity(t, env), clustermanager.Options{Cluster: cfg, MetricsAddr: "0", HealthAddr: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("cluster-manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+var counter atomic.Int64
+
+// init routes controller-runtime's logs: to stderr with OVN_UDN_TEST_LOGS=1,
+// else nowhere (controllers log a lot, and failures carry their own context).
+func init() {
+	if os.Getenv("OVN_UDN_TEST_LOGS") == "1" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+}
+
+// UniqueName returns prefix with a suffix unique in this test binary's run.
+func UniqueName(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%100000, counter.Add(1))
+}
+
+// Namespace creates a uniquely named namespace (there is no namespace
+// controller to finish deleting namespaces, so tests never reuse names).
+func Namespace(t testing.TB, c client.Client, prefix string, labels map[string]string) string {
+	t.Helper()
+	name := UniqueName(prefix)
+	if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// Eventually polls f until it returns nil, failing the test with f's last
+// error after timeout (30 s when zero).
+func Eventually(t testing.TB, timeout time.Duration, f func() error) {
+	t.Helper()
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	if err := proc.WaitFor(timeout, 50*time.Millisecond, func() (bool, error) {
+		err := f()
+		return err == nil, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// DeleteAtCleanup deletes obj when the test ends and waits until it is gone
+// (the running controller releases its finalizers), so each test leaves the
+// shared API server as it found it. Register it after Start: cleanups run in
+// reverse, so the manager is still running.
+func DeleteAtCleanup(t testing.TB, c client.Client, obj client.Object) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("cleanup: deleting %s: %v", obj.GetName(), err)
+			return
+		}
+		if err := proc.WaitFor(30*time.Second, 50*time.Millisecond, func() (bool, error) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+			return apierrors.IsNotFound(err), err
+		}); err != nil {
+			t.Errorf("cleanup: %s not gone: %v", obj.GetName(), err)
+		}
+	})
+}

@@ -1,0 +1,126 @@
+package netalloc
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+)
+
+// NADController gives networks defined directly by NetworkAttachmentDefinitions
+// (not rendered from a network object) their network ID and tunnel keys, as
+// annotations on every NAD of the network, and releases them when the
+// network's last NAD is gone.
+type NADController struct {
+	Client   client.Client
+	Networks *Networks
+	Recovery *Recovery
+	Recorder record.EventRecorder
+
+	mu      sync.Mutex
+	network map[types.NamespacedName]string // NAD -> network name, to release on deletion
+}
+
+// SetupWithManager registers the controller for NADs ovn-udn does not render.
+func (r *NADController) SetupWithManager(mgr ctrl.Manager) error {
+	unmanaged := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, managed := o.GetLabels()[netconf.ManagedByLabel]
+		return !managed
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("nad-allocation").
+		For(&nadv1.NetworkAttachmentDefinition{}, builder.WithPredicates(unmanaged)).
+		Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler for one NAD.
+func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if err := r.Recovery.Ensure(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := r.Client.Get(ctx, req.NamespacedName, nad); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.forget(ctx, req.NamespacedName)
+	}
+	if _, managed := nad.Labels[netconf.ManagedByLabel]; managed {
+		return ctrl.Result{}, nil
+	}
+	c, err := netconf.Parse(nad)
+	if err != nil {
+		r.Recorder.Eventf(nad, corev1.EventTypeWarning, "InvalidConfig", "not rendered: %v", err)
+		return ctrl.Result{}, nil
+	}
+	if c == nil || nad.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	r.mu.Lock()
+	if r.network == nil {
+		r.network = map[types.NamespacedName]string{}
+	}
+	r.network[req.NamespacedName] = c.Name
+	r.mu.Unlock()
+
+	n, err := r.Networks.Allocate(c.Name, TunnelKeysNeeded(c))
+	if err != nil {
+		r.Recorder.Eventf(nad, corev1.EventTypeWarning, "AllocationFailed", "network %s: %v", c.Name, err)
+		return ctrl.Result{}, nil
+	}
+	want := netconf.AllocationAnnotations(n.ID, n.TunnelKeys)
+	patch := client.MergeFrom(nad.DeepCopy())
+	changed := false
+	for k, v := range want {
+		if nad.Annotations[k] != v {
+			if nad.Annotations == nil {
+				nad.Annotations = map[string]string{}
+			}
+			nad.Annotations[k] = v
+			changed = true
+		}
+	}
+	if !changed {
+		return ctrl.Result{}, nil
+	}
+	if err := r.Client.Patch(ctx, nad, patch); err != nil {
+		return ctrl.Result{}, fmt.Errorf("annotating NAD %s: %w", req, err)
+	}
+	log.FromContext(ctx).Info("allocated network", "nad", req.String(), "network", c.Name, "networkID", n.ID)
+	return ctrl.Result{}, nil
+}
+
+// forget releases a deleted NAD's network if no other NAD carries it.
+func (r *NADController) forget(ctx context.Context, key types.NamespacedName) error {
+	r.mu.Lock()
+	name, ok := r.network[key]
+	delete(r.network, key)
+	r.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	var all nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &all); err != nil {
+		return err
+	}
+	for i := range all.Items {
+		if c, _ := netconf.Parse(&all.Items[i]); c != nil && c.Name == name {
+			return nil
+		}
+	}
+	r.Networks.Release(name)
+	log.FromContext(ctx).Info("released network", "network", name)
+	return nil
+}

@@ -1,0 +1,313 @@
+package netalloc
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+)
+
+// NodeController gives every Node an ID and its slice of every Layer3 network
+// (the default network included), recorded as Node annotations.
+type NodeController struct {
+	Client   client.Client
+	Reader   client.Reader // direct API reads for recovery
+	Config   config.Cluster
+	Nodes    *Nodes
+	Recorder record.EventRecorder
+	// Reporter records subnet exhaustion on the network's owner object.
+	Reporter *SubnetReporter
+
+	tracker   layer3Tracker
+	mu        sync.Mutex
+	recovered bool
+	applied   int // tracker version last given to Nodes.SetNetworks
+}
+
+// SetupWithManager registers the controller: keys are node names; a change in
+// the set of Layer3 networks requeues every node.
+func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("node-allocation").
+		For(&corev1.Node{}).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.Funcs{
+			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.nadChanged(ctx, e.Object, false, q)
+			},
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.nadChanged(ctx, e.ObjectNew, false, q)
+			},
+			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.nadChanged(ctx, e.Object, true, q)
+			},
+		}).
+		Complete(r)
+}
+
+// nadChanged updates the Layer3 network set and, when it changed, requeues
+// every node.
+func (r *NodeController) nadChanged(ctx context.Context, o client.Object, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	nad, ok := o.(*nadv1.NetworkAttachmentDefinition)
+	if !ok {
+		return
+	}
+	if !r.tracker.observe(nad, deleted) {
+		return
+	}
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		return
+	}
+	for _, n := range nodes.Items {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
+	}
+}
+
+// Recover rebuilds the Layer3 networks and node allocations from the API, once
+// (Reconcile calls it first; it runs after this replica wins the election).
+func (r *NodeController) Recover(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.recovered {
+		return nil
+	}
+	logger := log.FromContext(ctx)
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Reader.List(ctx, &nads); err != nil {
+		return fmt.Errorf("recovering node allocations: listing NADs: %w", err)
+	}
+	for i := range nads.Items {
+		r.tracker.observe(&nads.Items[i], false)
+	}
+	if err := r.applyNetworks(); err != nil {
+		logger.Error(err, "some Layer3 networks cannot be split into node subnets")
+	}
+	var nodes corev1.NodeList
+	if err := r.Reader.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("recovering node allocations: listing nodes: %w", err)
+	}
+	sort.SliceStable(nodes.Items, func(i, j int) bool {
+		return nodes.Items[i].CreationTimestamp.Before(&nodes.Items[j].CreationTimestamp)
+	})
+	for _, n := range nodes.Items {
+		for _, err := range RecoverNodeFrom(r.Nodes, &n) {
+			logger.Error(err, "node allocation not recovered; it will be allocated afresh")
+		}
+	}
+	logger.Info("recovered node allocations", "nodes", len(nodes.Items))
+	r.recovered = true
+	return nil
+}
+
+// RecoverNodeFrom records one Node's annotations in nodes.
+func RecoverNodeFrom(nodes *Nodes, n *corev1.Node) []error {
+	id, hasID, err := nodeinfo.NodeID(n.Annotations)
+	var errs []error
+	if err != nil {
+		errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+	}
+	subnets, err := nodeinfo.ParseSubnets(n.Annotations[nodeinfo.NodeSubnetsAnnotation])
+	if err != nil {
+		errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+	}
+	return append(errs, nodes.RecoverNode(n.Name, id, hasID, subnets)...)
+}
+
+// applyNetworks gives Nodes the tracker's current Layer3 networks plus the
+// default network, if they changed since last time. Callers hold r.mu.
+func (r *NodeController) applyNetworks() error {
+	nets, version := r.tracker.snapshot()
+	if version == r.applied && r.recovered {
+		return nil
+	}
+	nets = append(nets, WithDefaultHostPrefixes(nodeinfo.DefaultNetwork, r.Config.ClusterSubnets))
+	_, err := r.Nodes.SetNetworks(nets)
+	r.applied = version
+	return err
+}
+
+// Reconcile implements reconcile.Reconciler for one node.
+func (r *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if err := r.Recover(ctx); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.mu.Lock()
+	err := r.applyNetworks()
+	r.mu.Unlock()
+	if err != nil {
+		log.FromContext(ctx).Error(err, "Layer3 networks")
+	}
+
+	node := &corev1.Node{}
+	if err := r.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		retry := r.Nodes.ReleaseNode(req.Name)
+		log.FromContext(ctx).Info("released node allocations", "node", req.Name, "retrying", retry)
+		for _, name := range retry {
+			other := &corev1.Node{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, other); err == nil {
+				if _, err := r.sync(ctx, other); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+		}
+		return ctrl.Result{}, nil
+	}
+	complete, err := r.sync(ctx, node)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !complete {
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// sync annotates node with its ID and subnets, records failures as Events and
+// on the networks' owners, and reports whether the node got everything.
+func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (bool, error) {
+	a := r.Nodes.Node(node.Name)
+	want := map[string]string{nodeinfo.NodeSubnetsAnnotation: a.Subnets.String()}
+	if a.IDErr == nil {
+		want[nodeinfo.NodeIDAnnotation] = strconv.Itoa(a.ID)
+	} else {
+		r.Recorder.Eventf(node, corev1.EventTypeWarning, "NodeIDExhausted", "node gets no ID: %v", a.IDErr)
+	}
+	for network, ferr := range a.Failed {
+		r.Recorder.Eventf(node, corev1.EventTypeWarning, "NodeSubnetExhausted", "no subnet of network %s for this node: %v", network, ferr)
+	}
+	if err := r.patchAnnotations(ctx, node, want); err != nil {
+		return false, err
+	}
+	if r.Reporter != nil {
+		for _, network := range r.tracker.networkNames() {
+			if err := r.Reporter.Report(ctx, network, r.Nodes.Lacking(network)); err != nil {
+				log.FromContext(ctx).Error(err, "reporting node subnets", "network", network)
+			}
+		}
+	}
+	return a.IDErr == nil && len(a.Failed) == 0, nil
+}
+
+// patchAnnotations sets the given annotations on node with a merge patch, and
+// writes nothing when they already have these values.
+func (r *NodeController) patchAnnotations(ctx context.Context, node *corev1.Node, want map[string]string) error {
+	changed := false
+	for k, v := range want {
+		if node.Annotations[k] != v {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	for k, v := range want {
+		node.Annotations[k] = v
+	}
+	if err := r.Client.Patch(ctx, node, patch); err != nil {
+		return fmt.Errorf("annotating node %s: %w", node.Name, err)
+	}
+	log.FromContext(ctx).V(1).Info("annotated node", "node", node.Name, "annotations", want)
+	return nil
+}
+
+// layer3Tracker follows which Layer3 networks exist, from NAD events. A network
+// exists while at least one NAD carries it; its slicing is the one its NADs give
+// (they agree for networks ovn-udn renders).
+type layer3Tracker struct {
+	mu      sync.Mutex
+	byNAD   map[types.NamespacedName]Layer3Network
+	refs    map[string]int           // network name -> NADs carrying it
+	nets    map[string]Layer3Network // network name -> slicing
+	version int
+}
+
+// observe records a NAD (or its deletion) and reports whether the set of
+// Layer3 networks or their slicing changed.
+func (t *layer3Tracker) observe(nad *nadv1.NetworkAttachmentDefinition, deleted bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byNAD == nil {
+		t.byNAD, t.refs, t.nets = map[types.NamespacedName]Layer3Network{}, map[string]int{}, map[string]Layer3Network{}
+	}
+	key := types.NamespacedName{Namespace: nad.Namespace, Name: nad.Name}
+	old, had := t.byNAD[key]
+	var cur Layer3Network
+	has := false
+	if !deleted {
+		if c, err := netconf.Parse(nad); err == nil {
+			cur, has = Layer3FromConfig(c)
+		}
+	}
+	if had == has && (!has || (old.Name == cur.Name && old.key() == cur.key())) {
+		return false
+	}
+	changed := false
+	if had {
+		delete(t.byNAD, key)
+		t.refs[old.Name]--
+		if t.refs[old.Name] == 0 {
+			delete(t.refs, old.Name)
+			delete(t.nets, old.Name)
+			changed = true
+		}
+	}
+	if has {
+		t.byNAD[key] = cur
+		t.refs[cur.Name]++
+		if prev, ok := t.nets[cur.Name]; !ok || prev.key() != cur.key() {
+			t.nets[cur.Name] = cur
+			changed = true
+		}
+	}
+	if changed {
+		t.version++
+	}
+	return changed
+}
+
+// snapshot returns the Layer3 networks (sorted by name) and the version.
+func (t *layer3Tracker) snapshot() ([]Layer3Network, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Layer3Network, 0, len(t.nets))
+	for _, n := range t.nets {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, t.version
+}
+
+func (t *layer3Tracker) networkNames() []string {
+	nets, _ := t.snapshot()
+	out := make([]string, len(nets))
+	for i, n := range nets {
+		out[i] = n.Name
+	}
+	return out
+}

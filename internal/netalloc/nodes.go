@@ -1,0 +1,244 @@
+package netalloc
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+)
+
+// Layer3Network is a network whose subnets are split into per-node slices.
+type Layer3Network struct {
+	Name string
+	// Subnets carry their host prefix (the default applied when the network
+	// did not give one).
+	Subnets []netconf.Subnet
+}
+
+// key identifies the network's slicing; a change means new pools.
+func (n Layer3Network) key() string { return netconf.JoinList(n.Subnets) }
+
+// Layer3FromConfig returns the Layer3 network of a NAD config, with default
+// host prefixes applied; ok is false for other topologies.
+func Layer3FromConfig(c *netconf.NetConf) (Layer3Network, bool) {
+	if c == nil || c.Topology != netconf.TopologyLayer3 {
+		return Layer3Network{}, false
+	}
+	return WithDefaultHostPrefixes(c.Name, c.ParsedSubnets()), true
+}
+
+// WithDefaultHostPrefixes returns the network with every subnet's host prefix
+// set (DefaultHostPrefix where it was not given).
+func WithDefaultHostPrefixes(name string, subnets []netconf.Subnet) Layer3Network {
+	out := Layer3Network{Name: name}
+	for _, s := range subnets {
+		if s.HostPrefix == 0 {
+			s.HostPrefix = allocator.DefaultHostPrefix(s.CIDR)
+		}
+		out.Subnets = append(out.Subnets, s)
+	}
+	return out
+}
+
+type pools struct {
+	key   string
+	pools []*allocator.SubnetPool
+}
+
+// Nodes allocates node IDs and per-node subnets of Layer3 networks. It is safe
+// for concurrent use.
+type Nodes struct {
+	mu       sync.Mutex
+	ids      *allocator.IDs
+	networks map[string]*pools
+	// lacking records, per network, the nodes that could not get a subnet.
+	lacking map[string]map[string]bool
+}
+
+// NewNodes returns an empty allocator for node IDs up to maxNodeID.
+func NewNodes(maxNodeID int) *Nodes {
+	return &Nodes{
+		ids:      allocator.NewIDs(allocator.FirstNodeID, maxNodeID),
+		networks: map[string]*pools{},
+		lacking:  map[string]map[string]bool{},
+	}
+}
+
+// SetNetworks makes the Layer3 networks exactly nets: new networks get pools,
+// networks whose subnets changed get fresh pools, and networks no longer
+// present are dropped with every slice they held. It returns the names of the
+// networks added, changed or dropped (their node annotations must change).
+func (n *Nodes) SetNetworks(nets []Layer3Network) (changed []string, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	want := map[string]bool{}
+	var errs []string
+	for _, net := range nets {
+		want[net.Name] = true
+		if cur, ok := n.networks[net.Name]; ok && cur.key == net.key() {
+			continue
+		}
+		p := &pools{key: net.key()}
+		for _, s := range net.Subnets {
+			sp, err := allocator.NewSubnetPool(s.CIDR, s.HostPrefix)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("network %s: %v", net.Name, err))
+				continue
+			}
+			p.pools = append(p.pools, sp)
+		}
+		n.networks[net.Name] = p
+		delete(n.lacking, net.Name)
+		changed = append(changed, net.Name)
+	}
+	for name := range n.networks {
+		if !want[name] {
+			delete(n.networks, name)
+			delete(n.lacking, name)
+			changed = append(changed, name)
+		}
+	}
+	sort.Strings(changed)
+	if len(errs) > 0 {
+		return changed, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	return changed, nil
+}
+
+// RecoverNode records a node's persisted ID and subnets. What does not fit (an
+// ID held by another node, a subnet not in the network's pools or held by
+// another node) is skipped and reported; it will be allocated afresh.
+func (n *Nodes) RecoverNode(node string, id int, hasID bool, subnets nodeinfo.Subnets) []error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var errs []error
+	if hasID {
+		if err := n.ids.Reserve(node, id); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", node, err))
+		}
+	}
+	for name, list := range subnets {
+		p, ok := n.networks[name]
+		if !ok {
+			continue
+		}
+		for _, s := range list {
+			sp := poolFor(p, s)
+			if sp == nil {
+				errs = append(errs, fmt.Errorf("node %s: network %s: %s is not in the network's subnets", node, name, s))
+				continue
+			}
+			if err := sp.Reserve(node, s); err != nil {
+				errs = append(errs, fmt.Errorf("node %s: network %s: %w", node, name, err))
+			}
+		}
+	}
+	return errs
+}
+
+func poolFor(p *pools, s netip.Prefix) *allocator.SubnetPool {
+	for _, sp := range p.pools {
+		if sp.CIDR().Contains(s.Addr()) {
+			return sp
+		}
+	}
+	return nil
+}
+
+// Allocation is what a node holds.
+type Allocation struct {
+	ID int
+	// IDErr is set when the node has no ID (the range is exhausted).
+	IDErr   error
+	Subnets nodeinfo.Subnets
+	// Failed maps networks to why the node has no subnet there.
+	Failed map[string]error
+}
+
+// Node returns the node's ID and its slice of every Layer3 network,
+// allocating what it lacks. A network exhausted for this node does not affect
+// its other networks or other nodes.
+func (n *Nodes) Node(node string) Allocation {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	a := Allocation{Subnets: nodeinfo.Subnets{}, Failed: map[string]error{}}
+	a.ID, a.IDErr = n.ids.Allocate(node)
+	for name, p := range n.networks {
+		var got []netip.Prefix
+		var failed error
+		for _, sp := range p.pools {
+			s, err := sp.Allocate(node)
+			if err != nil {
+				failed = err
+				continue
+			}
+			got = append(got, s)
+		}
+		if failed != nil {
+			// No half allocation: a node gets every family of a network or none.
+			for _, sp := range p.pools {
+				sp.Release(node)
+			}
+			a.Failed[name] = failed
+			n.markLacking(name, node, true)
+			continue
+		}
+		n.markLacking(name, node, false)
+		a.Subnets[name] = got
+	}
+	return a
+}
+
+func (n *Nodes) markLacking(network, node string, lacking bool) {
+	if lacking {
+		if n.lacking[network] == nil {
+			n.lacking[network] = map[string]bool{}
+		}
+		n.lacking[network][node] = true
+		return
+	}
+	delete(n.lacking[network], node)
+}
+
+// Lacking returns the nodes that could not get a subnet of network, sorted.
+func (n *Nodes) Lacking(network string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]string, 0, len(n.lacking[network]))
+	for node := range n.lacking[network] {
+		out = append(out, node)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ReleaseNode frees a deleted node's ID and subnets. It returns the nodes that
+// lack a subnet in a network where a slice was freed: they should try again.
+func (n *Nodes) ReleaseNode(node string) (retry []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ids.Release(node)
+	seen := map[string]bool{}
+	for name, p := range n.networks {
+		for _, sp := range p.pools {
+			sp.Release(node)
+		}
+		delete(n.lacking[name], node)
+		for other := range n.lacking[name] {
+			if !seen[other] {
+				seen[other] = true
+				retry = append(retry, other)
+			}
+		}
+	}
+	sort.Strings(retry)
+	return retry
+}
+
+// NodeIDHolder returns the node holding id (for tests and diagnostics).
+func (n *Nodes) NodeIDHolder(id int) (string, bool) { return n.ids.Holder(id) }
