@@ -20,6 +20,6 @@ cp "$SRC/ovn-nb.ovsschema" "$SRC/ovn-sb.ovsschema" "$DST/schemas/"
 } >"$DST/schemas/VERSION"
 cd "$REPO"
 rm -f "$DST"/nbdb/*.go "$DST"/sbdb/*.go
-go tool modelgen -p nbdb -o "$DST/nbdb" "$DST/schemas/ovn-nb.ovsschema"
-go tool modelgen -p sbdb -o "$DST/sbdb" "$DST/schemas/ovn-sb.ovsschema"
+go tool modelgen -extended -p nbdb -o "$DST/nbdb" "$DST/schemas/ovn-nb.ovsschema"
+go tool modelgen -extended -p sbdb -o "$DST/sbdb" "$DST/schemas/ovn-sb.ovsschema"
 echo "gen-models: regenerated nbdb and sbdb from $(head -n2 "$DST/schemas/VERSION" | tail -n1)"

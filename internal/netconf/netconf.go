@@ -171,6 +171,21 @@ func ParseConfig(config string) (*NetConf, error) {
 	return c, nil
 }
 
+// NetworkName returns the network name of an ovn-udn NAD config without
+// validating the rest, so a NAD that turned malformed still maps to its
+// network (which then stays as it was, rather than looking deleted). ok is
+// false for configs of other plugins or without a name.
+func NetworkName(config string) (name string, ok bool) {
+	var probe struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal([]byte(config), &probe); err != nil || probe.Type != CNIType || probe.Name == "" {
+		return "", false
+	}
+	return probe.Name, true
+}
+
 // Subnet is one entry of a network's subnets: a CIDR and, for Layer3, the
 // prefix length of each node's slice (0 when not given).
 type Subnet struct {

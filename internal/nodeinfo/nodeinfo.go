@@ -8,9 +8,11 @@ package nodeinfo
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Written by cluster-manager.
@@ -86,4 +88,198 @@ func (s Subnets) Networks() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Published by the node agent (or by tests and the sandbox).
+const (
+	// ChassisIDAnnotation is the node's OVN chassis name (system-id).
+	ChassisIDAnnotation = "k8s.ovn.org/node-chassis-id"
+	// ZoneAnnotation is the OVN interconnect zone the node belongs to; one
+	// node per zone, named after the node when absent.
+	ZoneAnnotation = "k8s.ovn.org/zone-name"
+	// PrimaryIfAddrAnnotation holds the node's primary addresses as JSON:
+	// {"ipv4": "172.18.0.3/16", "ipv6": "fc00::3/64"}.
+	PrimaryIfAddrAnnotation = "k8s.ovn.org/node-primary-ifaddr"
+	// EncapIPAnnotation is the address other chassis reach this one at over
+	// Geneve; the primary IPv4 address when absent.
+	EncapIPAnnotation = "k8s.ovn.org/node-encap-ip"
+	// GatewayAnnotation holds the node's external gateway configuration as
+	// JSON (see Gateway).
+	GatewayAnnotation = "k8s.ovn.org/l3-gateway-config"
+)
+
+// Gateway is the node's external side: what every network's gateway router
+// on this node uses for its external port.
+type Gateway struct {
+	// MAC of the node's external interface (br-ex).
+	MAC string `json:"mac-address"`
+	// IPs of the node's external interface, with prefix lengths.
+	IPs []string `json:"ip-addresses"`
+	// NextHops are the external next hops (default routes; several for ECMP).
+	NextHops []string `json:"next-hops"`
+	// PhysicalNetwork is the ovn-bridge-mappings name of the external
+	// bridge; "physnet" when empty.
+	PhysicalNetwork string `json:"physical-network,omitempty"`
+}
+
+// DefaultPhysicalNetwork is the bridge-mapping name of the external bridge.
+const DefaultPhysicalNetwork = "physnet"
+
+// Info is everything zone controllers read about a node.
+type Info struct {
+	Name      string
+	ID        int
+	ChassisID string
+	Zone      string
+	// PrimaryIPs are the node's primary addresses (with prefix lengths).
+	PrimaryIPs []netip.Prefix
+	EncapIP    netip.Addr
+	Subnets    Subnets
+	// Gateway is nil when the node publishes none.
+	Gateway *ParsedGateway
+}
+
+// ParsedGateway is a validated Gateway.
+type ParsedGateway struct {
+	MAC             string
+	IPs             []netip.Prefix
+	NextHops        []netip.Addr
+	PhysicalNetwork string
+}
+
+// Missing lists required annotations a node lacks (or has malformed), so the
+// node can be skipped with a clear Event.
+type Missing []string
+
+func (m Missing) Error() string {
+	return "node annotations missing or malformed: " + strings.Join(m, "; ")
+}
+
+// Parse reads a node's annotations. It returns what it could read and, when
+// something required is missing or malformed, a Missing error naming it. The
+// gateway is optional here; renderers that need it check Info.Gateway.
+func Parse(name string, a map[string]string) (Info, error) {
+	in := Info{Name: name, Zone: a[ZoneAnnotation], ChassisID: a[ChassisIDAnnotation]}
+	var missing Missing
+	if in.Zone == "" {
+		in.Zone = name
+	}
+	id, ok, err := NodeID(a)
+	switch {
+	case err != nil:
+		missing = append(missing, err.Error())
+	case !ok:
+		missing = append(missing, NodeIDAnnotation)
+	}
+	in.ID = id
+	if in.ChassisID == "" {
+		missing = append(missing, ChassisIDAnnotation)
+	}
+	if in.Subnets, err = ParseSubnets(a[NodeSubnetsAnnotation]); err != nil {
+		missing = append(missing, err.Error())
+	}
+	if v := a[PrimaryIfAddrAnnotation]; v != "" {
+		var ifaddr struct {
+			IPv4 string `json:"ipv4,omitempty"`
+			IPv6 string `json:"ipv6,omitempty"`
+		}
+		if err := json.Unmarshal([]byte(v), &ifaddr); err != nil {
+			missing = append(missing, fmt.Sprintf("%s is not JSON", PrimaryIfAddrAnnotation))
+		}
+		for _, s := range []string{ifaddr.IPv4, ifaddr.IPv6} {
+			if s == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				missing = append(missing, fmt.Sprintf("%s: %q is not a CIDR", PrimaryIfAddrAnnotation, s))
+				continue
+			}
+			in.PrimaryIPs = append(in.PrimaryIPs, p)
+		}
+	} else {
+		missing = append(missing, PrimaryIfAddrAnnotation)
+	}
+	if v := a[EncapIPAnnotation]; v != "" {
+		if in.EncapIP, err = netip.ParseAddr(v); err != nil {
+			missing = append(missing, fmt.Sprintf("%s: %q is not an address", EncapIPAnnotation, v))
+		}
+	} else if len(in.PrimaryIPs) > 0 {
+		in.EncapIP = in.PrimaryIPs[0].Addr()
+	}
+	if v := a[GatewayAnnotation]; v != "" {
+		gw, err := ParseGateway(v)
+		if err != nil {
+			missing = append(missing, err.Error())
+		}
+		in.Gateway = gw
+	}
+	if len(missing) > 0 {
+		return in, missing
+	}
+	return in, nil
+}
+
+// ParseGateway validates a gateway annotation.
+func ParseGateway(v string) (*ParsedGateway, error) {
+	var g Gateway
+	if err := json.Unmarshal([]byte(v), &g); err != nil {
+		return nil, fmt.Errorf("%s is not JSON: %v", GatewayAnnotation, err)
+	}
+	out := &ParsedGateway{MAC: g.MAC, PhysicalNetwork: g.PhysicalNetwork}
+	if out.PhysicalNetwork == "" {
+		out.PhysicalNetwork = DefaultPhysicalNetwork
+	}
+	if _, err := net.ParseMAC(g.MAC); err != nil {
+		return nil, fmt.Errorf("%s: mac-address %q: %v", GatewayAnnotation, g.MAC, err)
+	}
+	for _, s := range g.IPs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: ip-addresses: %q is not a CIDR", GatewayAnnotation, s)
+		}
+		out.IPs = append(out.IPs, p)
+	}
+	for _, s := range g.NextHops {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: next-hops: %q is not an address", GatewayAnnotation, s)
+		}
+		out.NextHops = append(out.NextHops, a)
+	}
+	if len(out.IPs) == 0 {
+		return nil, fmt.Errorf("%s: no ip-addresses", GatewayAnnotation)
+	}
+	return out, nil
+}
+
+// Annotations renders the node agent's annotations for info (tests and the
+// sandbox publish nodes with it).
+func (in Info) Annotations() map[string]string {
+	a := map[string]string{ChassisIDAnnotation: in.ChassisID, ZoneAnnotation: in.Zone}
+	ifaddr := map[string]string{}
+	for _, p := range in.PrimaryIPs {
+		if p.Addr().Is4() {
+			ifaddr["ipv4"] = p.String()
+		} else {
+			ifaddr["ipv6"] = p.String()
+		}
+	}
+	b, _ := json.Marshal(ifaddr)
+	a[PrimaryIfAddrAnnotation] = string(b)
+	if in.EncapIP.IsValid() {
+		a[EncapIPAnnotation] = in.EncapIP.String()
+	}
+	if in.Gateway != nil {
+		g := Gateway{MAC: in.Gateway.MAC, PhysicalNetwork: in.Gateway.PhysicalNetwork}
+		for _, p := range in.Gateway.IPs {
+			g.IPs = append(g.IPs, p.String())
+		}
+		for _, h := range in.Gateway.NextHops {
+			g.NextHops = append(g.NextHops, h.String())
+		}
+		b, _ := json.Marshal(g)
+		a[GatewayAnnotation] = string(b)
+	}
+	return a
 }

@@ -80,42 +80,128 @@ func (z *Zone) StartNorthd() error {
 	return nil
 }
 
+// RestartDB stops one of the zone's database servers ("nb" or "sb") and starts
+// it again on the same port: with its data, or, when wipe is set, with a fresh
+// empty database (as after losing the database file).
+func (z *Zone) RestartDB(db string, wipe bool) error {
+	schema, p := deps.OVNSchema("ovn-nb"), &z.nbServer
+	if db == "sb" {
+		schema, p = deps.OVNSchema("ovn-sb"), &z.sbServer
+	}
+	(*p).Stop(3 * time.Second)
+	file := filepath.Join(z.Dir, db+".db")
+	if wipe {
+		if err := os.Remove(file); err != nil {
+			return err
+		}
+		if out, err := deps.OVNCommand("ovsdb-tool", "create", file, schema).CombinedOutput(); err != nil {
+			return fmt.Errorf("zone %s: ovsdb-tool create %s: %v: %s", z.Name, db, err, out)
+		}
+	}
+	np, err := z.serveDB(db, file, wipe)
+	if err != nil {
+		return err
+	}
+	*p = np
+	return nil
+}
+
 // startDB creates a database from schema and serves it on a free loopback port.
-// A port taken between choosing and binding is retried with another.
 func (z *Zone) startDB(db, schema string) (*proc.Process, string, error) {
 	file := filepath.Join(z.Dir, db+".db")
 	if out, err := deps.OVNCommand("ovsdb-tool", "create", file, schema).CombinedOutput(); err != nil {
 		return nil, "", fmt.Errorf("zone %s: ovsdb-tool create %s: %v: %s", z.Name, db, err, out)
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, "", err
-		}
-		remote := fmt.Sprintf("tcp:127.0.0.1:%d", port)
-		p, err := StartDBServer(fmt.Sprintf("ovsdb-server[%s/%s]", z.Name, db), z.Dir, db, file, port)
-		if err != nil {
-			return nil, "", err
-		}
-		if err := WaitListening(p, port, 10*time.Second); err != nil {
-			p.Stop(time.Second)
-			lastErr = err
-			continue
-		}
-		return p, remote, nil
+	p, err := z.serveDB(db, file, true)
+	if err != nil {
+		return nil, "", err
 	}
-	return nil, "", fmt.Errorf("zone %s: %s server did not start: %w", z.Name, db, lastErr)
+	return p, z.remote(db), nil
 }
 
-// StartDBServer runs ovsdb-server for one database file, listening on
-// 127.0.0.1:port, with its control socket and log named after tag in dir.
-func StartDBServer(name, dir, tag, file string, port int) (*proc.Process, error) {
+func (z *Zone) remote(db string) string {
+	if db == "sb" {
+		return z.SB
+	}
+	return z.NB
+}
+
+func (z *Zone) setRemote(db string, port int) {
+	r := fmt.Sprintf("tcp:127.0.0.1:%d", port)
+	if db == "sb" {
+		z.SB = r
+	} else {
+		z.NB = r
+	}
+}
+
+// serveDB starts ovsdb-server for one database file. It listens on a unix
+// socket in the zone's directory and on the TCP listener recorded in the
+// database's Connection table; configure (for a new or wiped database) writes
+// that table: 127.0.0.1 on a free port (the zone's port when it has one), with
+// the inactivity probe off.
+//
+// The probe must be off: ovsdb-server drops a client that sends nothing for
+// twice the probe interval (5 s by default), and libovsdb sends nothing while
+// it decodes a large update (a controller's initial dump of thousands of
+// networks), so it would reconnect for ever.
+func (z *Zone) serveDB(db, file string, configure bool) (*proc.Process, error) {
+	dbName, global, ctl := "OVN_Northbound", "NB_Global", "ovn-nbctl"
+	if db == "sb" {
+		dbName, global, ctl = "OVN_Southbound", "SB_Global", "ovn-sbctl"
+	}
+	sock := filepath.Join(z.Dir, db+".sock")
+	_ = os.Remove(sock)
 	cmd := deps.OVNCommand("ovsdb-server", file,
-		fmt.Sprintf("--remote=ptcp:%d:127.0.0.1", port),
-		"--unixctl="+filepath.Join(dir, tag+".ctl"), "--no-chdir", "-vconsole:off", "-vfile:info",
-		"--log-file="+filepath.Join(dir, tag+".log"))
-	return proc.Start(name, cmd, filepath.Join(dir, tag+".out"))
+		"--remote=punix:"+sock, "--remote=db:"+dbName+","+global+",connections",
+		"--unixctl="+filepath.Join(z.Dir, db+".ctl"), "--no-chdir", "-vconsole:off", "-vfile:info",
+		"--log-file="+filepath.Join(z.Dir, db+".log"))
+	p, err := proc.Start(fmt.Sprintf("ovsdb-server[%s/%s]", z.Name, db), cmd, filepath.Join(z.Dir, db+".out"))
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*proc.Process, error) {
+		p.Stop(time.Second)
+		return nil, fmt.Errorf("zone %s: %s server: %w", z.Name, db, err)
+	}
+	if err := proc.WaitFor(10*time.Second, 5*time.Millisecond, func() (bool, error) {
+		if p.Exited() {
+			return false, p.ExitError()
+		}
+		_, err := os.Stat(sock)
+		return err == nil, err
+	}); err != nil {
+		return fail(err)
+	}
+	port := 0
+	if r := z.remote(db); r != "" {
+		fmt.Sscanf(r, "tcp:127.0.0.1:%d", &port)
+	}
+	if !configure {
+		if err := WaitListening(p, port, 10*time.Second); err != nil {
+			return fail(err)
+		}
+		return p, nil
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		if port == 0 || attempt > 0 {
+			if port, err = FreePort(); err != nil {
+				return fail(err)
+			}
+		}
+		out, err := deps.OVNCommand(ctl, "--db=unix:"+sock, "--", "init",
+			"--", "set-connection", fmt.Sprintf("ptcp:%d:127.0.0.1", port),
+			"--", "set", "connection", ".", "inactivity_probe=0").CombinedOutput()
+		if err != nil {
+			return fail(fmt.Errorf("%s set-connection: %v: %s", ctl, err, out))
+		}
+		if lastErr = WaitListening(p, port, 5*time.Second); lastErr == nil {
+			z.setRemote(db, port)
+			return p, nil
+		}
+	}
+	return fail(lastErr)
 }
 
 // WaitListening waits until something accepts TCP connections on 127.0.0.1:port,

@@ -3,6 +3,7 @@ package ovsdb
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,9 +24,19 @@ type ClientOptions struct {
 	// Tables limits the monitor to these tables (all tables when empty). A
 	// controller monitors only what it reads, which keeps its cache small.
 	Tables []model.Model
-	// Reconnect keeps the client reconnecting (with backoff) after the server
-	// goes away; the cache is rebuilt on reconnection.
-	Reconnect bool
+	// NoMonitor connects without any monitor: a write-only connection (it
+	// still has the schema, so operations are validated).
+	NoMonitor bool
+	// Indexes are client indexes to maintain in the cache (see
+	// ovsdbsync.Indexes).
+	Indexes map[string][]model.ClientIndex
+	// Reconnect keeps the client reconnecting (with backoff, for ever) after
+	// the server goes away; the monitor and cache are rebuilt, then
+	// OnReconnect is called (a controller resyncs everything: the database
+	// may have come back different, even empty). While disconnected,
+	// transactions fail at once, so callers retry with their own backoff.
+	Reconnect   bool
+	OnReconnect func()
 }
 
 // ConnectNB connects to an OVN Northbound database and monitors it.
@@ -47,33 +58,107 @@ func ConnectSB(ctx context.Context, opts ClientOptions) (client.Client, error) {
 }
 
 func connect(ctx context.Context, m model.ClientDBModel, opts ClientOptions) (client.Client, error) {
+	if len(opts.Indexes) > 0 {
+		m.SetIndexes(opts.Indexes)
+	}
 	logger := opts.Logger
 	if logger.GetSink() == nil {
 		logger = logr.Discard()
 	}
-	copts := []client.Option{client.WithEndpoint(opts.Endpoint), client.WithLogger(&logger)}
-	if opts.Reconnect {
-		copts = append(copts, client.WithReconnect(2*time.Second, nil))
-	}
-	c, err := client.NewOVSDBClient(m, copts...)
+	c, err := client.NewOVSDBClient(m, client.WithEndpoint(opts.Endpoint), client.WithLogger(&logger))
 	if err != nil {
 		return nil, fmt.Errorf("creating %s client for %s: %w", m.Name(), opts.Endpoint, err)
 	}
-	if err := c.Connect(ctx); err != nil {
-		return nil, fmt.Errorf("connecting to %s at %s: %w", m.Name(), opts.Endpoint, err)
+	s := &supervised{Client: c, opts: opts, name: m.Name(), done: make(chan struct{})}
+	if err := s.connectAndMonitor(ctx); err != nil {
+		c.Close()
+		return nil, err
 	}
-	if len(opts.Tables) == 0 {
-		_, err = c.MonitorAll(ctx)
+	if opts.Reconnect {
+		go s.supervise()
+	}
+	return s, nil
+}
+
+// supervised is a client that reconnects itself.
+type supervised struct {
+	client.Client
+	opts ClientOptions
+	name string
+	once sync.Once
+	done chan struct{}
+}
+
+// Close stops reconnecting and closes the connection.
+func (s *supervised) Close() {
+	s.once.Do(func() { close(s.done) })
+	s.Client.Close()
+}
+
+func (s *supervised) connectAndMonitor(ctx context.Context) error {
+	if err := s.Client.Connect(ctx); err != nil {
+		return fmt.Errorf("connecting to %s at %s: %w", s.name, s.opts.Endpoint, err)
+	}
+	var err error
+	if s.opts.NoMonitor {
+		return nil
+	}
+	if len(s.opts.Tables) == 0 {
+		_, err = s.Client.MonitorAll(ctx)
 	} else {
 		var tables []client.MonitorOption
-		for _, t := range opts.Tables {
+		for _, t := range s.opts.Tables {
 			tables = append(tables, client.WithTable(t))
 		}
-		_, err = c.Monitor(ctx, c.NewMonitor(tables...))
+		_, err = s.Client.Monitor(ctx, s.Client.NewMonitor(tables...))
 	}
 	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("monitoring %s at %s: %w", m.Name(), opts.Endpoint, err)
+		return fmt.Errorf("monitoring %s at %s: %w", s.name, s.opts.Endpoint, err)
 	}
-	return c, nil
+	return nil
+}
+
+// supervise reconnects after every disconnection (libovsdb reports one on its
+// notification channel; a periodic check catches any missed report), with
+// exponential backoff from 100 ms to 5 s, until Close.
+func (s *supervised) supervise() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-s.Client.DisconnectNotify():
+		case <-tick.C:
+			if s.Client.Connected() {
+				continue
+			}
+		}
+		delay := 100 * time.Millisecond
+		for {
+			select {
+			case <-s.done:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := s.connectAndMonitor(ctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if s.Client.Connected() {
+				s.Client.Disconnect() // connected but not monitoring: start over
+			}
+			select {
+			case <-s.done:
+				return
+			case <-time.After(delay):
+			}
+			delay = min(2*delay, 5*time.Second)
+		}
+		if s.opts.OnReconnect != nil {
+			s.opts.OnReconnect()
+		}
+	}
 }

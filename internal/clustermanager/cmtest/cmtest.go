@@ -45,37 +45,45 @@ func Admin(t testing.TB, env *kubetest.Env) client.Client {
 
 var (
 	identityMu sync.Mutex
-	identities = map[*kubetest.Env]*rest.Config{}
+	identities = map[string]*rest.Config{}
 )
 
 // Identity returns a client config for a user bound only to the
 // cluster-manager's ClusterRole.
 func Identity(t testing.TB, env *kubetest.Env) *rest.Config {
+	return RoleIdentity(t, env, "cluster-manager.yaml", "ovn-udn-cluster-manager")
+}
+
+// RoleIdentity returns a client config for a user (named after the role)
+// bound only to one ClusterRole of a manifest in config/rbac, so tests run
+// each component with exactly the permissions it ships with.
+func RoleIdentity(t testing.TB, env *kubetest.Env, manifest, role string) *rest.Config {
 	t.Helper()
 	identityMu.Lock()
 	defer identityMu.Unlock()
-	if cfg, ok := identities[env]; ok {
+	key := fmt.Sprintf("%p/%s", env, role)
+	if cfg, ok := identities[key]; ok {
 		return rest.CopyConfig(cfg)
 	}
 	c := Admin(t, env)
 	ctx := context.Background()
-	if err := ApplyClusterRoles(ctx, c, filepath.Join(kubetest.RepoRoot(), "config", "rbac", "cluster-manager.yaml")); err != nil {
+	if err := ApplyClusterRoles(ctx, c, filepath.Join(kubetest.RepoRoot(), "config", "rbac", manifest)); err != nil {
 		t.Fatal(err)
 	}
 	err := c.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "test-cluster-manager"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "ovn-udn-cluster-manager"},
-		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "ovn-udn-cluster-manager"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "test-" + role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: role}},
 	})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	cfg, err := env.UserConfig("ovn-udn-cluster-manager")
+	cfg, err := env.UserConfig(role)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
-	identities[env] = cfg
+	identities[key] = cfg
 	return rest.CopyConfig(cfg)
 }
 

@@ -3,6 +3,8 @@
 
 package nbdb
 
+import "github.com/ovn-org/libovsdb/model"
+
 const LogicalSwitchPortHealthCheckTable = "Logical_Switch_Port_Health_Check"
 
 type (
@@ -29,3 +31,114 @@ type LogicalSwitchPortHealthCheck struct {
 	SrcIP    string                               `ovsdb:"src_ip"`
 	Status   *LogicalSwitchPortHealthCheckStatus  `ovsdb:"status"`
 }
+
+func (a *LogicalSwitchPortHealthCheck) GetUUID() string {
+	return a.UUID
+}
+
+func (a *LogicalSwitchPortHealthCheck) GetAddress() string {
+	return a.Address
+}
+
+func (a *LogicalSwitchPortHealthCheck) GetOptions() map[string]string {
+	return a.Options
+}
+
+func copyLogicalSwitchPortHealthCheckOptions(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	b := make(map[string]string, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
+
+func equalLogicalSwitchPortHealthCheckOptions(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *LogicalSwitchPortHealthCheck) GetPort() int {
+	return a.Port
+}
+
+func (a *LogicalSwitchPortHealthCheck) GetProtocol() LogicalSwitchPortHealthCheckProtocol {
+	return a.Protocol
+}
+
+func (a *LogicalSwitchPortHealthCheck) GetSrcIP() string {
+	return a.SrcIP
+}
+
+func (a *LogicalSwitchPortHealthCheck) GetStatus() *LogicalSwitchPortHealthCheckStatus {
+	return a.Status
+}
+
+func copyLogicalSwitchPortHealthCheckStatus(a *LogicalSwitchPortHealthCheckStatus) *LogicalSwitchPortHealthCheckStatus {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalLogicalSwitchPortHealthCheckStatus(a, b *LogicalSwitchPortHealthCheckStatus) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
+}
+
+func (a *LogicalSwitchPortHealthCheck) DeepCopyInto(b *LogicalSwitchPortHealthCheck) {
+	*b = *a
+	b.Options = copyLogicalSwitchPortHealthCheckOptions(a.Options)
+	b.Status = copyLogicalSwitchPortHealthCheckStatus(a.Status)
+}
+
+func (a *LogicalSwitchPortHealthCheck) DeepCopy() *LogicalSwitchPortHealthCheck {
+	b := new(LogicalSwitchPortHealthCheck)
+	a.DeepCopyInto(b)
+	return b
+}
+
+func (a *LogicalSwitchPortHealthCheck) CloneModelInto(b model.Model) {
+	c := b.(*LogicalSwitchPortHealthCheck)
+	a.DeepCopyInto(c)
+}
+
+func (a *LogicalSwitchPortHealthCheck) CloneModel() model.Model {
+	return a.DeepCopy()
+}
+
+func (a *LogicalSwitchPortHealthCheck) Equals(b *LogicalSwitchPortHealthCheck) bool {
+	return a.UUID == b.UUID &&
+		a.Address == b.Address &&
+		equalLogicalSwitchPortHealthCheckOptions(a.Options, b.Options) &&
+		a.Port == b.Port &&
+		a.Protocol == b.Protocol &&
+		a.SrcIP == b.SrcIP &&
+		equalLogicalSwitchPortHealthCheckStatus(a.Status, b.Status)
+}
+
+func (a *LogicalSwitchPortHealthCheck) EqualsModel(b model.Model) bool {
+	c := b.(*LogicalSwitchPortHealthCheck)
+	return a.Equals(c)
+}
+
+var _ model.CloneableModel = &LogicalSwitchPortHealthCheck{}
+var _ model.ComparableModel = &LogicalSwitchPortHealthCheck{}

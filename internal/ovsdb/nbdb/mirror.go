@@ -3,6 +3,8 @@
 
 package nbdb
 
+import "github.com/ovn-org/libovsdb/model"
+
 const MirrorTable = "Mirror"
 
 type (
@@ -31,3 +33,125 @@ type Mirror struct {
 	Sink        string            `ovsdb:"sink"`
 	Type        MirrorType        `ovsdb:"type"`
 }
+
+func (a *Mirror) GetUUID() string {
+	return a.UUID
+}
+
+func (a *Mirror) GetExternalIDs() map[string]string {
+	return a.ExternalIDs
+}
+
+func copyMirrorExternalIDs(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	b := make(map[string]string, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
+
+func equalMirrorExternalIDs(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Mirror) GetFilter() MirrorFilter {
+	return a.Filter
+}
+
+func (a *Mirror) GetIndex() int {
+	return a.Index
+}
+
+func (a *Mirror) GetMirrorRules() []string {
+	return a.MirrorRules
+}
+
+func copyMirrorMirrorRules(a []string) []string {
+	if a == nil {
+		return nil
+	}
+	b := make([]string, len(a))
+	copy(b, a)
+	return b
+}
+
+func equalMirrorMirrorRules(a, b []string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i, v := range a {
+		if b[i] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Mirror) GetName() string {
+	return a.Name
+}
+
+func (a *Mirror) GetSink() string {
+	return a.Sink
+}
+
+func (a *Mirror) GetType() MirrorType {
+	return a.Type
+}
+
+func (a *Mirror) DeepCopyInto(b *Mirror) {
+	*b = *a
+	b.ExternalIDs = copyMirrorExternalIDs(a.ExternalIDs)
+	b.MirrorRules = copyMirrorMirrorRules(a.MirrorRules)
+}
+
+func (a *Mirror) DeepCopy() *Mirror {
+	b := new(Mirror)
+	a.DeepCopyInto(b)
+	return b
+}
+
+func (a *Mirror) CloneModelInto(b model.Model) {
+	c := b.(*Mirror)
+	a.DeepCopyInto(c)
+}
+
+func (a *Mirror) CloneModel() model.Model {
+	return a.DeepCopy()
+}
+
+func (a *Mirror) Equals(b *Mirror) bool {
+	return a.UUID == b.UUID &&
+		equalMirrorExternalIDs(a.ExternalIDs, b.ExternalIDs) &&
+		a.Filter == b.Filter &&
+		a.Index == b.Index &&
+		equalMirrorMirrorRules(a.MirrorRules, b.MirrorRules) &&
+		a.Name == b.Name &&
+		a.Sink == b.Sink &&
+		a.Type == b.Type
+}
+
+func (a *Mirror) EqualsModel(b model.Model) bool {
+	c := b.(*Mirror)
+	return a.Equals(c)
+}
+
+var _ model.CloneableModel = &Mirror{}
+var _ model.ComparableModel = &Mirror{}

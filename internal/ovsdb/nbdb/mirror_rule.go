@@ -3,6 +3,8 @@
 
 package nbdb
 
+import "github.com/ovn-org/libovsdb/model"
+
 const MirrorRuleTable = "Mirror_Rule"
 
 type (
@@ -21,3 +23,53 @@ type MirrorRule struct {
 	Match    string           `ovsdb:"match"`
 	Priority int              `ovsdb:"priority"`
 }
+
+func (a *MirrorRule) GetUUID() string {
+	return a.UUID
+}
+
+func (a *MirrorRule) GetAction() MirrorRuleAction {
+	return a.Action
+}
+
+func (a *MirrorRule) GetMatch() string {
+	return a.Match
+}
+
+func (a *MirrorRule) GetPriority() int {
+	return a.Priority
+}
+
+func (a *MirrorRule) DeepCopyInto(b *MirrorRule) {
+	*b = *a
+}
+
+func (a *MirrorRule) DeepCopy() *MirrorRule {
+	b := new(MirrorRule)
+	a.DeepCopyInto(b)
+	return b
+}
+
+func (a *MirrorRule) CloneModelInto(b model.Model) {
+	c := b.(*MirrorRule)
+	a.DeepCopyInto(c)
+}
+
+func (a *MirrorRule) CloneModel() model.Model {
+	return a.DeepCopy()
+}
+
+func (a *MirrorRule) Equals(b *MirrorRule) bool {
+	return a.UUID == b.UUID &&
+		a.Action == b.Action &&
+		a.Match == b.Match &&
+		a.Priority == b.Priority
+}
+
+func (a *MirrorRule) EqualsModel(b model.Model) bool {
+	c := b.(*MirrorRule)
+	return a.Equals(c)
+}
+
+var _ model.CloneableModel = &MirrorRule{}
+var _ model.ComparableModel = &MirrorRule{}

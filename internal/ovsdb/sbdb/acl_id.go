@@ -3,6 +3,8 @@
 
 package sbdb
 
+import "github.com/ovn-org/libovsdb/model"
+
 const ACLIDTable = "ACL_ID"
 
 // ACLID defines an object in ACL_ID table
@@ -10,3 +12,43 @@ type ACLID struct {
 	UUID string `ovsdb:"_uuid"`
 	ID   int    `ovsdb:"id"`
 }
+
+func (a *ACLID) GetUUID() string {
+	return a.UUID
+}
+
+func (a *ACLID) GetID() int {
+	return a.ID
+}
+
+func (a *ACLID) DeepCopyInto(b *ACLID) {
+	*b = *a
+}
+
+func (a *ACLID) DeepCopy() *ACLID {
+	b := new(ACLID)
+	a.DeepCopyInto(b)
+	return b
+}
+
+func (a *ACLID) CloneModelInto(b model.Model) {
+	c := b.(*ACLID)
+	a.DeepCopyInto(c)
+}
+
+func (a *ACLID) CloneModel() model.Model {
+	return a.DeepCopy()
+}
+
+func (a *ACLID) Equals(b *ACLID) bool {
+	return a.UUID == b.UUID &&
+		a.ID == b.ID
+}
+
+func (a *ACLID) EqualsModel(b model.Model) bool {
+	c := b.(*ACLID)
+	return a.Equals(c)
+}
+
+var _ model.CloneableModel = &ACLID{}
+var _ model.ComparableModel = &ACLID{}

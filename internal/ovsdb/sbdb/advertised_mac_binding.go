@@ -3,6 +3,8 @@
 
 package sbdb
 
+import "github.com/ovn-org/libovsdb/model"
+
 const AdvertisedMACBindingTable = "Advertised_MAC_Binding"
 
 // AdvertisedMACBinding defines an object in Advertised_MAC_Binding table
@@ -14,3 +16,90 @@ type AdvertisedMACBinding struct {
 	LogicalPort string            `ovsdb:"logical_port"`
 	MAC         string            `ovsdb:"mac"`
 }
+
+func (a *AdvertisedMACBinding) GetUUID() string {
+	return a.UUID
+}
+
+func (a *AdvertisedMACBinding) GetDatapath() string {
+	return a.Datapath
+}
+
+func (a *AdvertisedMACBinding) GetExternalIDs() map[string]string {
+	return a.ExternalIDs
+}
+
+func copyAdvertisedMACBindingExternalIDs(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	b := make(map[string]string, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
+
+func equalAdvertisedMACBindingExternalIDs(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *AdvertisedMACBinding) GetIP() string {
+	return a.IP
+}
+
+func (a *AdvertisedMACBinding) GetLogicalPort() string {
+	return a.LogicalPort
+}
+
+func (a *AdvertisedMACBinding) GetMAC() string {
+	return a.MAC
+}
+
+func (a *AdvertisedMACBinding) DeepCopyInto(b *AdvertisedMACBinding) {
+	*b = *a
+	b.ExternalIDs = copyAdvertisedMACBindingExternalIDs(a.ExternalIDs)
+}
+
+func (a *AdvertisedMACBinding) DeepCopy() *AdvertisedMACBinding {
+	b := new(AdvertisedMACBinding)
+	a.DeepCopyInto(b)
+	return b
+}
+
+func (a *AdvertisedMACBinding) CloneModelInto(b model.Model) {
+	c := b.(*AdvertisedMACBinding)
+	a.DeepCopyInto(c)
+}
+
+func (a *AdvertisedMACBinding) CloneModel() model.Model {
+	return a.DeepCopy()
+}
+
+func (a *AdvertisedMACBinding) Equals(b *AdvertisedMACBinding) bool {
+	return a.UUID == b.UUID &&
+		a.Datapath == b.Datapath &&
+		equalAdvertisedMACBindingExternalIDs(a.ExternalIDs, b.ExternalIDs) &&
+		a.IP == b.IP &&
+		a.LogicalPort == b.LogicalPort &&
+		a.MAC == b.MAC
+}
+
+func (a *AdvertisedMACBinding) EqualsModel(b model.Model) bool {
+	c := b.(*AdvertisedMACBinding)
+	return a.Equals(c)
+}
+
+var _ model.CloneableModel = &AdvertisedMACBinding{}
+var _ model.ComparableModel = &AdvertisedMACBinding{}

@@ -3,6 +3,8 @@
 
 package sbdb
 
+import "github.com/ovn-org/libovsdb/model"
+
 const DatapathBindingTable = "Datapath_Binding"
 
 type (
@@ -23,3 +25,153 @@ type DatapathBinding struct {
 	TunnelKey     int                  `ovsdb:"tunnel_key"`
 	Type          *DatapathBindingType `ovsdb:"type"`
 }
+
+func (a *DatapathBinding) GetUUID() string {
+	return a.UUID
+}
+
+func (a *DatapathBinding) GetExternalIDs() map[string]string {
+	return a.ExternalIDs
+}
+
+func copyDatapathBindingExternalIDs(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	b := make(map[string]string, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
+
+func equalDatapathBindingExternalIDs(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *DatapathBinding) GetLoadBalancers() []string {
+	return a.LoadBalancers
+}
+
+func copyDatapathBindingLoadBalancers(a []string) []string {
+	if a == nil {
+		return nil
+	}
+	b := make([]string, len(a))
+	copy(b, a)
+	return b
+}
+
+func equalDatapathBindingLoadBalancers(a, b []string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for i, v := range a {
+		if b[i] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *DatapathBinding) GetNbUUID() *string {
+	return a.NbUUID
+}
+
+func copyDatapathBindingNbUUID(a *string) *string {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalDatapathBindingNbUUID(a, b *string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
+}
+
+func (a *DatapathBinding) GetTunnelKey() int {
+	return a.TunnelKey
+}
+
+func (a *DatapathBinding) GetType() *DatapathBindingType {
+	return a.Type
+}
+
+func copyDatapathBindingType(a *DatapathBindingType) *DatapathBindingType {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalDatapathBindingType(a, b *DatapathBindingType) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
+}
+
+func (a *DatapathBinding) DeepCopyInto(b *DatapathBinding) {
+	*b = *a
+	b.ExternalIDs = copyDatapathBindingExternalIDs(a.ExternalIDs)
+	b.LoadBalancers = copyDatapathBindingLoadBalancers(a.LoadBalancers)
+	b.NbUUID = copyDatapathBindingNbUUID(a.NbUUID)
+	b.Type = copyDatapathBindingType(a.Type)
+}
+
+func (a *DatapathBinding) DeepCopy() *DatapathBinding {
+	b := new(DatapathBinding)
+	a.DeepCopyInto(b)
+	return b
+}
+
+func (a *DatapathBinding) CloneModelInto(b model.Model) {
+	c := b.(*DatapathBinding)
+	a.DeepCopyInto(c)
+}
+
+func (a *DatapathBinding) CloneModel() model.Model {
+	return a.DeepCopy()
+}
+
+func (a *DatapathBinding) Equals(b *DatapathBinding) bool {
+	return a.UUID == b.UUID &&
+		equalDatapathBindingExternalIDs(a.ExternalIDs, b.ExternalIDs) &&
+		equalDatapathBindingLoadBalancers(a.LoadBalancers, b.LoadBalancers) &&
+		equalDatapathBindingNbUUID(a.NbUUID, b.NbUUID) &&
+		a.TunnelKey == b.TunnelKey &&
+		equalDatapathBindingType(a.Type, b.Type)
+}
+
+func (a *DatapathBinding) EqualsModel(b model.Model) bool {
+	c := b.(*DatapathBinding)
+	return a.Equals(c)
+}
+
+var _ model.CloneableModel = &DatapathBinding{}
+var _ model.ComparableModel = &DatapathBinding{}

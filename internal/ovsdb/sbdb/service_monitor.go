@@ -3,6 +3,8 @@
 
 package sbdb
 
+import "github.com/ovn-org/libovsdb/model"
+
 const ServiceMonitorTable = "Service_Monitor"
 
 type (
@@ -42,3 +44,224 @@ type ServiceMonitor struct {
 	Status           *ServiceMonitorStatus   `ovsdb:"status"`
 	Type             *ServiceMonitorType     `ovsdb:"type"`
 }
+
+func (a *ServiceMonitor) GetUUID() string {
+	return a.UUID
+}
+
+func (a *ServiceMonitor) GetChassisName() string {
+	return a.ChassisName
+}
+
+func (a *ServiceMonitor) GetExternalIDs() map[string]string {
+	return a.ExternalIDs
+}
+
+func copyServiceMonitorExternalIDs(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	b := make(map[string]string, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
+
+func equalServiceMonitorExternalIDs(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *ServiceMonitor) GetIcLearned() bool {
+	return a.IcLearned
+}
+
+func (a *ServiceMonitor) GetIP() string {
+	return a.IP
+}
+
+func (a *ServiceMonitor) GetLogicalInputPort() string {
+	return a.LogicalInputPort
+}
+
+func (a *ServiceMonitor) GetLogicalPort() string {
+	return a.LogicalPort
+}
+
+func (a *ServiceMonitor) GetMAC() string {
+	return a.MAC
+}
+
+func (a *ServiceMonitor) GetOptions() map[string]string {
+	return a.Options
+}
+
+func copyServiceMonitorOptions(a map[string]string) map[string]string {
+	if a == nil {
+		return nil
+	}
+	b := make(map[string]string, len(a))
+	for k, v := range a {
+		b[k] = v
+	}
+	return b
+}
+
+func equalServiceMonitorOptions(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || v != w {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *ServiceMonitor) GetPort() int {
+	return a.Port
+}
+
+func (a *ServiceMonitor) GetProtocol() *ServiceMonitorProtocol {
+	return a.Protocol
+}
+
+func copyServiceMonitorProtocol(a *ServiceMonitorProtocol) *ServiceMonitorProtocol {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalServiceMonitorProtocol(a, b *ServiceMonitorProtocol) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
+}
+
+func (a *ServiceMonitor) GetRemote() bool {
+	return a.Remote
+}
+
+func (a *ServiceMonitor) GetSrcIP() string {
+	return a.SrcIP
+}
+
+func (a *ServiceMonitor) GetSrcMAC() string {
+	return a.SrcMAC
+}
+
+func (a *ServiceMonitor) GetStatus() *ServiceMonitorStatus {
+	return a.Status
+}
+
+func copyServiceMonitorStatus(a *ServiceMonitorStatus) *ServiceMonitorStatus {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalServiceMonitorStatus(a, b *ServiceMonitorStatus) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
+}
+
+func (a *ServiceMonitor) GetType() *ServiceMonitorType {
+	return a.Type
+}
+
+func copyServiceMonitorType(a *ServiceMonitorType) *ServiceMonitorType {
+	if a == nil {
+		return nil
+	}
+	b := *a
+	return &b
+}
+
+func equalServiceMonitorType(a, b *ServiceMonitorType) bool {
+	if (a == nil) != (b == nil) {
+		return false
+	}
+	if a == b {
+		return true
+	}
+	return *a == *b
+}
+
+func (a *ServiceMonitor) DeepCopyInto(b *ServiceMonitor) {
+	*b = *a
+	b.ExternalIDs = copyServiceMonitorExternalIDs(a.ExternalIDs)
+	b.Options = copyServiceMonitorOptions(a.Options)
+	b.Protocol = copyServiceMonitorProtocol(a.Protocol)
+	b.Status = copyServiceMonitorStatus(a.Status)
+	b.Type = copyServiceMonitorType(a.Type)
+}
+
+func (a *ServiceMonitor) DeepCopy() *ServiceMonitor {
+	b := new(ServiceMonitor)
+	a.DeepCopyInto(b)
+	return b
+}
+
+func (a *ServiceMonitor) CloneModelInto(b model.Model) {
+	c := b.(*ServiceMonitor)
+	a.DeepCopyInto(c)
+}
+
+func (a *ServiceMonitor) CloneModel() model.Model {
+	return a.DeepCopy()
+}
+
+func (a *ServiceMonitor) Equals(b *ServiceMonitor) bool {
+	return a.UUID == b.UUID &&
+		a.ChassisName == b.ChassisName &&
+		equalServiceMonitorExternalIDs(a.ExternalIDs, b.ExternalIDs) &&
+		a.IcLearned == b.IcLearned &&
+		a.IP == b.IP &&
+		a.LogicalInputPort == b.LogicalInputPort &&
+		a.LogicalPort == b.LogicalPort &&
+		a.MAC == b.MAC &&
+		equalServiceMonitorOptions(a.Options, b.Options) &&
+		a.Port == b.Port &&
+		equalServiceMonitorProtocol(a.Protocol, b.Protocol) &&
+		a.Remote == b.Remote &&
+		a.SrcIP == b.SrcIP &&
+		a.SrcMAC == b.SrcMAC &&
+		equalServiceMonitorStatus(a.Status, b.Status) &&
+		equalServiceMonitorType(a.Type, b.Type)
+}
+
+func (a *ServiceMonitor) EqualsModel(b model.Model) bool {
+	c := b.(*ServiceMonitor)
+	return a.Equals(c)
+}
+
+var _ model.CloneableModel = &ServiceMonitor{}
+var _ model.ComparableModel = &ServiceMonitor{}

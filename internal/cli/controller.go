@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/zone"
+)
+
+func newControllerCommand() *cobra.Command {
+	opts := zone.Options{Cluster: config.Default()}
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run the zone controller that renders networks into one node's OVN zone",
+		Long: `Run the zone controller of one OVN interconnect zone (one node): it keeps the
+zone's Northbound equal to the topology of every network (the default network,
+and every NetworkAttachmentDefinition with its allocation), and registers the
+other nodes' chassis in the zone's Southbound.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Zone == "" || opts.NB == "" || opts.SB == "" {
+				return fmt.Errorf("--zone, --nb and --sb are required")
+			}
+			ctrl.SetLogger(zap.New())
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			opts.OVSDBLogger = ctrl.Log.WithName("ovsdb").V(5)
+			return zone.Run(cmd.Context(), cfg, opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster or $KUBECONFIG)")
+	fs.StringVar(&opts.Zone, "zone", "", "the zone's name: the node's name")
+	fs.StringVar(&opts.NB, "nb", "", "the zone's Northbound database, e.g. tcp:127.0.0.1:6641")
+	fs.StringVar(&opts.SB, "sb", "", "the zone's Southbound database, e.g. tcp:127.0.0.1:6642")
+	fs.IntVar(&opts.Workers, "workers", 4, "networks reconciled at once")
+	opts.Cluster.AddFlags(fs)
+	return cmd
+}

@@ -1,0 +1,675 @@
+// Package ovsdbsync makes the rows an owner holds in an OVSDB database equal to
+// a desired set, in one transaction: plan (diff desired rows against the
+// libovsdb cache), then apply (transact, and wait until the cache shows the
+// result, so the next plan never works from a stale view).
+//
+// Desired rows are libovsdb models whose UUID field holds a stable ID chosen by
+// the caller (e.g. "lsp:stor-net_node1"), and whose reference columns hold IDs
+// of other desired rows. Every row written carries two external_ids: the owner
+// key (OwnerKey) and its ID (IDKey). Existing rows are found by owner through a
+// client index (see Indexes), or, for tables with unique schema indexes such as
+// port names, by those indexes (a row left by an earlier owner is adopted).
+// Rows the owner holds that are no longer desired are deleted.
+package ovsdbsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
+)
+
+// External IDs ovsdbsync writes on every row.
+const (
+	// OwnerKey names the owner (reconcile key) a row belongs to.
+	OwnerKey = "k8s.ovn.org/owner"
+	// IDKey is the row's stable identity within its owner.
+	IDKey = "k8s.ovn.org/id"
+)
+
+// ignored are columns other writers own (northd and ovn-controller write them
+// back into the Northbound): never compared, never written.
+var ignored = map[string]bool{"_uuid": true, "up": true, "dynamic_addresses": true, "status": true, "tag": true}
+
+// nameIndexed are tables whose "name" column has no unique schema index but
+// must still be unique for operators and tools (ovn-nbctl, ovn-trace address
+// datapaths by name): a row of the same name is adopted, never duplicated.
+var nameIndexed = map[string]bool{"Logical_Switch": true, "Logical_Router": true, "Load_Balancer": true}
+
+// Indexes returns the client indexes the Syncer needs for the given tables,
+// to be set on the client's database model before connecting
+// (ClientDBModel.SetIndexes): the owner key on every table, and the name on
+// tables whose names the schema does not index.
+func Indexes(tables ...string) map[string][]model.ClientIndex {
+	out := map[string][]model.ClientIndex{}
+	for _, t := range tables {
+		out[t] = []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "external_ids", Key: OwnerKey}}}}
+		if nameIndexed[t] {
+			out[t] = append(out[t], model.ClientIndex{Columns: []model.ColumnKey{{Column: "name"}}})
+		}
+	}
+	return out
+}
+
+func hasOwnerIndex(idx []model.ClientIndex) bool {
+	for _, i := range idx {
+		if len(i.Columns) == 1 && i.Columns[0].Column == "external_ids" && i.Columns[0].Key == OwnerKey {
+			return true
+		}
+	}
+	return false
+}
+
+// column describes one struct field of a model.
+type column struct {
+	name  string
+	index int
+	ref   bool // holds UUIDs of other rows
+}
+
+// table describes one model type.
+type table struct {
+	name    string
+	typ     reflect.Type // the struct type
+	rank    int          // insertion order: lower first
+	uuid    int          // field index of _uuid
+	extIDs  int          // field index of external_ids
+	columns []column
+	// indexCols are the columns rows are adopted by: the schema's unique
+	// indexes, and the name for nameIndexed tables.
+	indexCols []int
+}
+
+// Syncer plans and applies owner-scoped syncs against one database.
+type Syncer struct {
+	client client.Client
+	// writer commits transactions; it may be a separate connection without a
+	// monitor (see WithWriter).
+	writer client.Client
+	tables map[reflect.Type]*table
+	order  []*table
+
+	// WaitTimeout bounds how long Apply waits for the cache to show a
+	// transaction's result (default 10 s).
+	WaitTimeout time.Duration
+
+	transactions atomic.Int64
+	names        atomic.Int64 // named-UUID sequence, unique across plans
+}
+
+// New returns a Syncer for the given tables, listed so that referenced tables
+// come before the tables referencing them (that is the insertion order).
+func New(c client.Client, tables ...model.Model) (*Syncer, error) {
+	s := &Syncer{client: c, writer: c, tables: map[reflect.Type]*table{}, WaitTimeout: 10 * time.Second}
+	dbModel := c.Cache().DatabaseModel()
+	schema := c.Schema()
+	for rank, m := range tables {
+		typ := reflect.TypeOf(m)
+		name := dbModel.FindTable(typ)
+		if name == "" {
+			return nil, fmt.Errorf("ovsdbsync: %s is not a model of database %s", typ, schema.Name)
+		}
+		ts := schema.Table(name)
+		t := &table{name: name, typ: typ.Elem(), rank: rank, uuid: -1, extIDs: -1}
+		adoptBy := map[string]bool{}
+		for _, idx := range ts.Indexes {
+			for _, c := range idx {
+				adoptBy[c] = true
+			}
+		}
+		if nameIndexed[name] {
+			adoptBy["name"] = true
+		}
+		for i := 0; i < t.typ.NumField(); i++ {
+			col := t.typ.Field(i).Tag.Get("ovsdb")
+			if adoptBy[col] {
+				t.indexCols = append(t.indexCols, i)
+			}
+			switch {
+			case col == "_uuid":
+				t.uuid = i
+			case col == "external_ids":
+				t.extIDs = i
+				t.columns = append(t.columns, column{name: col, index: i})
+			case col != "" && !ignored[col]:
+				cs, ok := ts.Columns[col]
+				ref := ok && isRef(cs)
+				t.columns = append(t.columns, column{name: col, index: i, ref: ref})
+			}
+		}
+		if t.uuid < 0 || t.extIDs < 0 {
+			return nil, fmt.Errorf("ovsdbsync: table %s needs _uuid and external_ids columns", name)
+		}
+		if !hasOwnerIndex(dbModel.Client().Indexes(name)) {
+			return nil, fmt.Errorf("ovsdbsync: table %s has no client index on external_ids:%s (see Indexes)", name, OwnerKey)
+		}
+		s.tables[typ] = t
+		s.order = append(s.order, t)
+	}
+	return s, nil
+}
+
+func isRef(c *ovsdb.ColumnSchema) bool {
+	if c.Type == ovsdb.TypeUUID {
+		return true
+	}
+	if c.TypeObj == nil || c.TypeObj.Key == nil || c.TypeObj.Key.Type != ovsdb.TypeUUID {
+		return false
+	}
+	ref, err := c.TypeObj.Key.RefTable()
+	return err == nil && ref != ""
+}
+
+// WithWriter makes the Syncer commit through w, a second connection to the
+// same database without a monitor. libovsdb decodes a monitor update in the
+// connection's read loop before it reads the reply of the transaction that
+// caused it, so writing on the monitoring connection serialises the server's
+// work behind the client's decoding; a separate writer lets them overlap
+// (measured: docs/performance.md).
+func (s *Syncer) WithWriter(w client.Client) *Syncer {
+	s.writer = w
+	return s
+}
+
+// Transactions is how many transactions this Syncer has committed.
+func (s *Syncer) Transactions() int64 { return s.transactions.Load() }
+
+// Plan is the set of operations that makes an owner's rows equal to desired.
+type Plan struct {
+	Owner    string
+	Ops      []ovsdb.Operation
+	Inserted int
+	Updated  int
+	Deleted  int
+	desired  []model.Model
+	// deleted are the UUIDs the plan deletes, by table.
+	deleted map[string][]string
+}
+
+// Empty reports whether the plan changes nothing.
+func (p *Plan) Empty() bool { return len(p.Ops) == 0 }
+
+func (p *Plan) String() string {
+	return fmt.Sprintf("owner %s: %d inserted, %d updated, %d deleted", p.Owner, p.Inserted, p.Updated, p.Deleted)
+}
+
+// existing is a row the owner holds (or may adopt).
+type existing struct {
+	uuid string
+	row  reflect.Value // pointer to struct
+}
+
+// Plan diffs desired rows against the cache. desired is not modified.
+func (s *Syncer) Plan(owner string, desired []model.Model) (*Plan, error) {
+	p := &Plan{Owner: owner, desired: desired}
+	rows := make([]reflect.Value, len(desired)) // clones, rewritten below
+	tabs := make([]*table, len(desired))
+	ids := make([]string, len(desired))
+	byID := map[string]int{}
+	for i, m := range desired {
+		t, ok := s.tables[reflect.TypeOf(m)]
+		if !ok {
+			return nil, fmt.Errorf("ovsdbsync: %T is not a managed table", m)
+		}
+		v := reflect.ValueOf(model.Clone(m))
+		id := v.Elem().Field(t.uuid).String()
+		if id == "" {
+			return nil, fmt.Errorf("ovsdbsync: a desired %s row has no ID", t.name)
+		}
+		if _, dup := byID[id]; dup {
+			return nil, fmt.Errorf("ovsdbsync: ID %q is desired twice", id)
+		}
+		ext := map[string]string{}
+		for k, val := range v.Elem().Field(t.extIDs).Interface().(map[string]string) {
+			ext[k] = val
+		}
+		ext[OwnerKey], ext[IDKey] = owner, id
+		v.Elem().Field(t.extIDs).Set(reflect.ValueOf(ext))
+		rows[i], tabs[i], ids[i], byID[id] = v, t, id, i
+	}
+
+	// Rows the owner holds now, by table and ID.
+	held := map[*table]map[string]existing{}
+	for _, t := range s.order {
+		h, err := s.held(t, owner)
+		if err != nil {
+			return nil, err
+		}
+		held[t] = h
+	}
+
+	// Match desired rows to existing ones and decide every row's UUID.
+	uuidOf := map[string]string{}
+	match := make([]*existing, len(desired))
+	adopted := map[string]bool{}
+	for i := range rows {
+		t := tabs[i]
+		if e, ok := held[t][ids[i]]; ok {
+			match[i] = &e
+		} else if len(t.indexCols) > 0 {
+			if e, ok := s.byIndex(t, rows[i]); ok {
+				match[i] = &e
+				adopted[e.uuid] = true
+			}
+		}
+		if match[i] != nil {
+			uuidOf[ids[i]] = match[i].uuid
+		} else {
+			uuidOf[ids[i]] = fmt.Sprintf("r%d", s.names.Add(1))
+		}
+	}
+
+	// Resolve references from IDs to UUIDs.
+	for i, v := range rows {
+		if err := resolve(tabs[i], v.Elem(), uuidOf); err != nil {
+			return nil, fmt.Errorf("ovsdbsync: row %s: %w", ids[i], err)
+		}
+		v.Elem().Field(tabs[i].uuid).SetString(uuidOf[ids[i]])
+	}
+
+	var inserts, updates, deletes []ovsdb.Operation
+	order := make([]int, len(rows))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return tabs[order[a]].rank < tabs[order[b]].rank })
+	for _, i := range order {
+		m := rows[i].Interface().(model.Model)
+		if match[i] == nil {
+			ops, err := s.client.Create(m)
+			if err != nil {
+				return nil, fmt.Errorf("ovsdbsync: insert %s: %w", ids[i], err)
+			}
+			inserts = append(inserts, ops...)
+			p.Inserted++
+			continue
+		}
+		ops, err := s.update(tabs[i], match[i], rows[i])
+		if err != nil {
+			return nil, fmt.Errorf("ovsdbsync: update %s: %w", ids[i], err)
+		}
+		if len(ops) > 0 {
+			updates = append(updates, ops...)
+			p.Updated++
+		}
+	}
+	// Stale rows: held, not desired. Parents first (reverse rank), so a child
+	// is unreferenced by the time its delete is checked at commit.
+	for k := len(s.order) - 1; k >= 0; k-- {
+		t := s.order[k]
+		var stale []string
+		for id, e := range held[t] {
+			if i, ok := byID[id]; ok && tabs[i] == t {
+				continue
+			}
+			if adopted[e.uuid] {
+				continue
+			}
+			stale = append(stale, e.uuid)
+		}
+		sort.Strings(stale)
+		for _, u := range stale {
+			m := reflect.New(t.typ)
+			m.Elem().Field(t.uuid).SetString(u)
+			ops, err := s.client.Where(m.Interface().(model.Model)).Delete()
+			if err != nil {
+				return nil, fmt.Errorf("ovsdbsync: delete %s %s: %w", t.name, u, err)
+			}
+			deletes = append(deletes, ops...)
+			p.Deleted++
+			if p.deleted == nil {
+				p.deleted = map[string][]string{}
+			}
+			p.deleted[t.name] = append(p.deleted[t.name], u)
+		}
+	}
+	p.Ops = append(append(inserts, updates...), deletes...)
+	return p, nil
+}
+
+// held returns the rows of table t that the owner holds, by ID.
+func (s *Syncer) held(t *table, owner string) (map[string]existing, error) {
+	c, err := s.cache()
+	if err != nil {
+		return nil, err
+	}
+	probe := reflect.New(t.typ)
+	probe.Elem().Field(t.extIDs).Set(reflect.ValueOf(map[string]string{OwnerKey: owner}))
+	rows, err := c.Table(t.name).RowsByModels([]model.Model{probe.Interface().(model.Model)})
+	if err != nil {
+		return nil, fmt.Errorf("ovsdbsync: looking up %s rows of %s: %w", t.name, owner, err)
+	}
+	out := make(map[string]existing, len(rows))
+	for u, r := range rows {
+		v := reflect.ValueOf(r)
+		ext := v.Elem().Field(t.extIDs).Interface().(map[string]string)
+		if ext[OwnerKey] != owner {
+			continue // RowsByModels may also match on schema indexes
+		}
+		id := ext[IDKey]
+		if id == "" {
+			id = "legacy:" + u // held without an ID: stale
+		}
+		out[id] = existing{uuid: u, row: v}
+	}
+	return out, nil
+}
+
+// byIndex finds a row with the same index values (unique schema indexes, or
+// the name) as desired.
+func (s *Syncer) byIndex(t *table, desired reflect.Value) (existing, bool) {
+	probe := reflect.New(t.typ)
+	for _, i := range t.indexCols {
+		probe.Elem().Field(i).Set(desired.Elem().Field(i))
+	}
+	c, err := s.cache()
+	if err != nil {
+		return existing{}, false
+	}
+	rows, err := c.Table(t.name).RowsByModels([]model.Model{probe.Interface().(model.Model)})
+	if err != nil {
+		return existing{}, false
+	}
+	var uuids []string
+	for u := range rows {
+		uuids = append(uuids, u)
+	}
+	if len(uuids) == 0 {
+		return existing{}, false
+	}
+	sort.Strings(uuids) // several rows of one name: adopt one, deterministically
+	return existing{uuid: uuids[0], row: reflect.ValueOf(rows[uuids[0]])}, true
+}
+
+// resolve rewrites the reference columns of row from IDs to UUIDs. A value
+// that is already a real UUID is kept (a reference to a row outside the
+// owner's set).
+func resolve(t *table, row reflect.Value, uuidOf map[string]string) error {
+	for _, c := range t.columns {
+		if !c.ref {
+			continue
+		}
+		f := row.Field(c.index)
+		mapOne := func(id string) (string, error) {
+			if u, ok := uuidOf[id]; ok {
+				return u, nil
+			}
+			if ovsdb.IsValidUUID(id) {
+				return id, nil
+			}
+			return "", fmt.Errorf("column %s refers to %q, which is not desired", c.name, id)
+		}
+		switch f.Kind() {
+		case reflect.String:
+			if f.String() == "" {
+				continue
+			}
+			u, err := mapOne(f.String())
+			if err != nil {
+				return err
+			}
+			f.SetString(u)
+		case reflect.Ptr:
+			if f.IsNil() {
+				continue
+			}
+			u, err := mapOne(f.Elem().String())
+			if err != nil {
+				return err
+			}
+			f.Set(reflect.ValueOf(&u))
+		case reflect.Slice:
+			out := make([]string, f.Len())
+			for j := 0; j < f.Len(); j++ {
+				u, err := mapOne(f.Index(j).String())
+				if err != nil {
+					return err
+				}
+				out[j] = u
+			}
+			f.Set(reflect.ValueOf(out))
+		case reflect.Map:
+			if f.Type().Elem().Kind() != reflect.String {
+				continue
+			}
+			out := reflect.MakeMap(f.Type())
+			for _, k := range f.MapKeys() {
+				u, err := mapOne(f.MapIndex(k).String())
+				if err != nil {
+					return err
+				}
+				out.SetMapIndex(k, reflect.ValueOf(u))
+			}
+			f.Set(out)
+		}
+	}
+	return nil
+}
+
+// update returns the operations that make existing row e equal to desired:
+// set-valued columns are mutated by their difference (so a port added to a
+// switch with a thousand ports costs one element), other columns updated.
+func (s *Syncer) update(t *table, e *existing, desired reflect.Value) ([]ovsdb.Operation, error) {
+	cur := e.row.Elem()
+	want := desired.Elem()
+	var fields []any
+	var mutations []model.Mutation
+	target := reflect.New(t.typ)
+	target.Elem().Set(want)
+	target.Elem().Field(t.uuid).SetString(e.uuid)
+	for _, c := range t.columns {
+		a, b := cur.Field(c.index), want.Field(c.index)
+		if equal(a, b) {
+			continue
+		}
+		if a.Kind() == reflect.Slice {
+			add, del := setDiff(b, a)
+			f := target.Elem().Field(c.index).Addr().Interface()
+			if del.Len() > 0 {
+				mutations = append(mutations, model.Mutation{Field: f, Mutator: ovsdb.MutateOperationDelete, Value: del.Interface()})
+			}
+			if add.Len() > 0 {
+				mutations = append(mutations, model.Mutation{Field: f, Mutator: ovsdb.MutateOperationInsert, Value: add.Interface()})
+			}
+			continue
+		}
+		fields = append(fields, target.Elem().Field(c.index).Addr().Interface())
+	}
+	var ops []ovsdb.Operation
+	m := target.Interface().(model.Model)
+	if len(fields) > 0 {
+		o, err := s.client.Where(m).Update(m, fields...)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, o...)
+	}
+	if len(mutations) > 0 {
+		o, err := s.client.Where(m).Mutate(m, mutations...)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, o...)
+	}
+	return ops, nil
+}
+
+// equal compares two column values by meaning: sets regardless of order, nil
+// and empty alike.
+func equal(a, b reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.Slice:
+		if a.Len() != b.Len() {
+			return false
+		}
+		add, del := setDiff(a, b)
+		return add.Len() == 0 && del.Len() == 0
+	case reflect.Map:
+		if a.Len() != b.Len() {
+			return false
+		}
+		for _, k := range a.MapKeys() {
+			bv := b.MapIndex(k)
+			if !bv.IsValid() || !reflect.DeepEqual(a.MapIndex(k).Interface(), bv.Interface()) {
+				return false
+			}
+		}
+		return true
+	case reflect.Ptr:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		return reflect.DeepEqual(a.Elem().Interface(), b.Elem().Interface())
+	}
+	return reflect.DeepEqual(a.Interface(), b.Interface())
+}
+
+// setDiff returns the elements of a not in b, and of b not in a.
+func setDiff(a, b reflect.Value) (onlyA, onlyB reflect.Value) {
+	inA, inB := map[any]bool{}, map[any]bool{}
+	for i := 0; i < a.Len(); i++ {
+		inA[a.Index(i).Interface()] = true
+	}
+	for i := 0; i < b.Len(); i++ {
+		inB[b.Index(i).Interface()] = true
+	}
+	onlyA, onlyB = reflect.MakeSlice(a.Type(), 0, 0), reflect.MakeSlice(b.Type(), 0, 0)
+	for i := 0; i < a.Len(); i++ {
+		if !inB[a.Index(i).Interface()] {
+			onlyA = reflect.Append(onlyA, a.Index(i))
+		}
+	}
+	for i := 0; i < b.Len(); i++ {
+		if !inA[b.Index(i).Interface()] {
+			onlyB = reflect.Append(onlyB, b.Index(i))
+		}
+	}
+	return onlyA, onlyB
+}
+
+// ErrNotConnected is returned while the client has no cache (it is
+// disconnected and has not re-established its monitor yet).
+var ErrNotConnected = errors.New("not connected to the database")
+
+// cache returns the client's current cache (it is replaced on reconnection).
+func (s *Syncer) cache() (*cache.TableCache, error) {
+	c := s.client.Cache()
+	if c == nil {
+		return nil, ErrNotConnected
+	}
+	return c, nil
+}
+
+// ErrNotConverged is returned when the cache does not show a committed
+// transaction's result in time.
+var ErrNotConverged = errors.New("the cache did not show the transaction's result in time")
+
+// Apply commits a plan in one transaction (none when it is empty) and waits
+// until the cache shows the result.
+func (s *Syncer) Apply(ctx context.Context, p *Plan) error {
+	if p.Empty() {
+		return nil
+	}
+	res, err := s.writer.Transact(ctx, p.Ops...)
+	if err != nil {
+		return fmt.Errorf("ovsdbsync: %s: transact: %w", p, err)
+	}
+	if _, err := ovsdb.CheckOperationResults(res, p.Ops); err != nil {
+		return fmt.Errorf("ovsdbsync: %s: %w", p, err)
+	}
+	s.transactions.Add(1)
+	deadline := time.Now().Add(s.WaitTimeout)
+	// Wait until the cache shows the inserted rows and not the deleted ones.
+	// A transaction's changes reach the cache in one monitor notification,
+	// so that is enough when it inserted or deleted anything; an update-only
+	// transaction is confirmed by planning again.
+	for !s.reflected(p, res) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ovsdbsync: %s: %w", p, ErrNotConverged)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if p.Inserted > 0 || p.Deleted > 0 {
+		return nil
+	}
+	for {
+		again, err := s.Plan(p.Owner, p.desired)
+		if err != nil {
+			return err
+		}
+		if again.Empty() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ovsdbsync: %s: %w (still to do: %s)", p, ErrNotConverged, again)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// reflected reports whether the cache shows a committed plan's inserts and
+// deletes.
+func (s *Syncer) reflected(p *Plan, res []ovsdb.OperationResult) bool {
+	c, err := s.cache()
+	if err != nil {
+		return false
+	}
+	for i, op := range p.Ops {
+		if op.Op == ovsdb.OperationInsert && i < len(res) && res[i].UUID.GoUUID != "" && !c.Table(op.Table).HasRow(res[i].UUID.GoUUID) {
+			return false
+		}
+	}
+	for table, uuids := range p.deleted {
+		for _, u := range uuids {
+			if c.Table(table).HasRow(u) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Sync plans and applies in one step.
+func (s *Syncer) Sync(ctx context.Context, owner string, desired []model.Model) (*Plan, error) {
+	p, err := s.Plan(owner, desired)
+	if err != nil {
+		return nil, err
+	}
+	return p, s.Apply(ctx, p)
+}
+
+// Owners returns every owner holding rows in the managed tables whose owner
+// key starts with prefix (to find and remove owners that no longer exist).
+func (s *Syncer) Owners(prefix string) (map[string]bool, error) {
+	c, err := s.cache()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, t := range s.order {
+		for _, r := range c.Table(t.name).RowsShallow() {
+			ext := reflect.ValueOf(r).Elem().Field(t.extIDs).Interface().(map[string]string)
+			if o, ok := ext[OwnerKey]; ok && strings.HasPrefix(o, prefix) {
+				out[o] = true
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,173 @@
+package ovsdbsync_test
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-udn/ovn-udn/internal/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+)
+
+var tables = []model.Model{
+	&nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitchPort{},
+	&nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{},
+}
+
+func connect(t *testing.T, z *ovntest.Zone) (client.Client, *ovsdbsync.Syncer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(
+		nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable,
+		nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	s, err := ovsdbsync.New(c, tables...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, s
+}
+
+// topo is a router with one port and one route, and a switch with two ports
+// (one of them the router's peer).
+func topo(nexthop string, ports ...string) []model.Model {
+	sw := &nbdb.LogicalSwitch{UUID: "ls:sw", Name: "sw"}
+	var rows []model.Model
+	for _, p := range ports {
+		rows = append(rows, &nbdb.LogicalSwitchPort{UUID: "lsp:" + p, Name: p, Addresses: []string{"0a:58:0a:00:00:05 10.0.0.5"}})
+		sw.Ports = append(sw.Ports, "lsp:"+p)
+	}
+	rows = append(rows,
+		&nbdb.LogicalSwitchPort{UUID: "lsp:stor", Name: "stor", Type: "router", Addresses: []string{"router"}, Options: map[string]string{"router-port": "rtos"}},
+		&nbdb.LogicalRouterPort{UUID: "lrp:rtos", Name: "rtos", MAC: "0a:58:0a:00:00:01", Networks: []string{"10.0.0.1/24"}},
+		&nbdb.LogicalRouterStaticRoute{UUID: "route:default", IPPrefix: "0.0.0.0/0", Nexthop: nexthop, ExternalIDs: map[string]string{"purpose": "egress"}},
+		&nbdb.LogicalRouter{UUID: "lr:r", Name: "r", Ports: []string{"lrp:rtos"}, StaticRoutes: []string{"route:default"}, Options: map[string]string{"always_learn_from_arp_request": "false"}},
+	)
+	sw.Ports = append(sw.Ports, "lsp:stor")
+	return append(rows, sw)
+}
+
+func sync(t *testing.T, s *ovsdbsync.Syncer, owner string, rows []model.Model) *ovsdbsync.Plan {
+	t.Helper()
+	p, err := s.Sync(context.Background(), owner, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func portNames(t *testing.T, z *ovntest.Zone) []string {
+	t.Helper()
+	names := strings.Fields(z.MustNBCtl("--bare", "--columns=name", "list", "Logical_Switch_Port"))
+	sort.Strings(names)
+	return names
+}
+
+func TestSyncLifecycle(t *testing.T) {
+	z := ovntest.StartZone(t, "sync")
+	_, s := connect(t, z)
+
+	p := sync(t, s, "net-a", topo("10.0.0.254", "p1", "p2"))
+	if p.Inserted != 7 || p.Updated != 0 || p.Deleted != 0 {
+		t.Fatalf("first sync: %s, want 7 inserted", p)
+	}
+	if got := portNames(t, z); len(got) != 3 {
+		t.Fatalf("ports %v", got)
+	}
+	if got := z.MustNBCtl("lr-route-list", "r"); !strings.Contains(got, "0.0.0.0/0") || !strings.Contains(got, "10.0.0.254") {
+		t.Fatalf("route not written: %s", got)
+	}
+
+	// Nothing changed: nothing written.
+	before := s.Transactions()
+	p = sync(t, s, "net-a", topo("10.0.0.254", "p1", "p2"))
+	if !p.Empty() || s.Transactions() != before {
+		t.Fatalf("resync with nothing changed: %s, %d transactions", p, s.Transactions()-before)
+	}
+
+	// One port goes, the route changes: one transaction with exactly that.
+	p = sync(t, s, "net-a", topo("10.0.0.253", "p1"))
+	if p.Inserted != 0 || p.Deleted != 1 || p.Updated != 2 || s.Transactions() != before+1 {
+		t.Fatalf("change: %s (%d transactions), want 1 deleted, 2 updated (switch ports, route) in one transaction", p, s.Transactions()-before)
+	}
+	if got := portNames(t, z); len(got) != 2 || got[0] != "p1" {
+		t.Fatalf("ports after removal %v", got)
+	}
+	if got := z.MustNBCtl("lr-route-list", "r"); !strings.Contains(got, "10.0.0.253") {
+		t.Fatalf("route not updated: %s", got)
+	}
+
+	// A second owner with its own rows is independent.
+	other := []model.Model{&nbdb.LogicalSwitch{UUID: "ls:other", Name: "other"}}
+	sync(t, s, "net-b", other)
+
+	// A fresh client (a restarted controller) plans nothing.
+	_, s2 := connect(t, z)
+	if p, err := s2.Plan("net-a", topo("10.0.0.253", "p1")); err != nil || !p.Empty() {
+		t.Fatalf("restart plan: %v %v, want empty", p, err)
+	}
+
+	// Deleting everything the owner holds leaves the other owner alone.
+	sync(t, s, "net-a", nil)
+	if got := z.MustNBCtl("--bare", "--columns=name", "list", "Logical_Switch"); got != "other" {
+		t.Fatalf("switches left: %q, want only the other owner's", got)
+	}
+	for _, tbl := range []string{"Logical_Switch_Port", "Logical_Router_Port", "Logical_Router", "Logical_Router_Static_Route"} {
+		if got := z.MustNBCtl("--bare", "--columns=_uuid", "list", tbl); got != "" {
+			t.Errorf("%s rows left after deleting the owner: %q", tbl, got)
+		}
+	}
+	if owners, _ := s.Owners(""); len(owners) != 1 || !owners["net-b"] {
+		t.Errorf("owners = %v, want only net-b", owners)
+	}
+}
+
+func TestAdoptsRowWithSameName(t *testing.T) {
+	z := ovntest.StartZone(t, "adopt")
+	// A port of the same name exists (an earlier controller, or a hand-made one).
+	z.MustNBCtl("ls-add", "sw", "--", "lsp-add", "sw", "p1")
+	_, s := connect(t, z)
+	rows := []model.Model{
+		&nbdb.LogicalSwitchPort{UUID: "lsp:p1", Name: "p1", Addresses: []string{"0a:58:0a:00:00:05 10.0.0.5"}},
+		&nbdb.LogicalSwitch{UUID: "ls:sw", Name: "sw", Ports: []string{"lsp:p1"}},
+	}
+	p := sync(t, s, "net", rows)
+	if p.Inserted != 0 || p.Updated != 2 {
+		t.Fatalf("adoption: %s, want the switch and the port adopted (updated), nothing inserted", p)
+	}
+	if got := z.MustNBCtl("--bare", "--columns=_uuid", "find", "Logical_Switch", "name=sw"); len(strings.Fields(got)) != 1 {
+		t.Fatalf("switches named sw: %q, want exactly one", got)
+	}
+	if got := z.MustNBCtl("--bare", "--columns=addresses", "list", "Logical_Switch_Port", "p1"); got != "0a:58:0a:00:00:05 10.0.0.5" {
+		t.Fatalf("adopted port addresses %q", got)
+	}
+	if again, err := s.Plan("net", rows); err != nil || !again.Empty() {
+		t.Fatalf("after adoption: %v %v", again, err)
+	}
+}
+
+func TestRejectsBadInput(t *testing.T) {
+	z := ovntest.StartZone(t, "bad")
+	_, s := connect(t, z)
+	for name, rows := range map[string][]model.Model{
+		"duplicate ID":    {&nbdb.LogicalSwitch{UUID: "x", Name: "a"}, &nbdb.LogicalSwitch{UUID: "x", Name: "b"}},
+		"missing ID":      {&nbdb.LogicalSwitch{Name: "a"}},
+		"dangling ref":    {&nbdb.LogicalSwitch{UUID: "ls", Name: "a", Ports: []string{"lsp:nope"}}},
+		"unmanaged table": {&nbdb.ACL{UUID: "acl"}},
+	} {
+		if _, err := s.Plan("o", rows); err == nil {
+			t.Errorf("%s: planned without error", name)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package topology
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+)
+
+// Describe renders rows the way an OVN operator reads `ovn-nbctl show`:
+// routers with their ports, routes, policies and NATs, then switches with
+// their ports; everything sorted, so the text is stable. References are
+// followed by ID (desired rows) or UUID (rows read back from a database).
+func Describe(rows []model.Model) string {
+	byID := map[string]model.Model{}
+	var routers []*nbdb.LogicalRouter
+	var switches []*nbdb.LogicalSwitch
+	for _, r := range rows {
+		byID[RowID(r)] = r
+		switch v := r.(type) {
+		case *nbdb.LogicalRouter:
+			routers = append(routers, v)
+		case *nbdb.LogicalSwitch:
+			switches = append(switches, v)
+		}
+	}
+	sort.Slice(routers, func(i, j int) bool { return routers[i].Name < routers[j].Name })
+	sort.Slice(switches, func(i, j int) bool { return switches[i].Name < switches[j].Name })
+	var b strings.Builder
+	for _, r := range routers {
+		fmt.Fprintf(&b, "router %s%s\n", r.Name, kv(r.Options))
+		var lines []string
+		for _, id := range r.Ports {
+			if p, ok := byID[id].(*nbdb.LogicalRouterPort); ok {
+				line := fmt.Sprintf("  port %s mac %s networks %s", p.Name, p.MAC, strings.Join(sorted(p.Networks), ","))
+				if p.Peer != nil {
+					line += " peer " + *p.Peer
+				}
+				lines = append(lines, line+kv(p.Options))
+			}
+		}
+		sort.Strings(lines)
+		b.WriteString(join(lines))
+		lines = nil
+		for _, id := range r.StaticRoutes {
+			if rt, ok := byID[id].(*nbdb.LogicalRouterStaticRoute); ok {
+				line := "  route "
+				if rt.Policy != nil && *rt.Policy == nbdb.LogicalRouterStaticRoutePolicySrcIP {
+					line += "src-ip "
+				}
+				line += rt.IPPrefix + " via " + rt.Nexthop
+				if rt.OutputPort != nil {
+					line += " dev " + *rt.OutputPort
+				}
+				lines = append(lines, line)
+			}
+		}
+		sort.Strings(lines)
+		b.WriteString(join(lines))
+		lines = nil
+		for _, id := range r.Policies {
+			if p, ok := byID[id].(*nbdb.LogicalRouterPolicy); ok {
+				line := fmt.Sprintf("  policy %d %s %s", p.Priority, p.Match, p.Action)
+				if len(p.Nexthops) > 0 {
+					line += " " + strings.Join(sorted(p.Nexthops), ",")
+				}
+				lines = append(lines, line)
+			}
+		}
+		sort.Strings(lines)
+		b.WriteString(join(lines))
+		lines = nil
+		for _, id := range r.Nat {
+			if n, ok := byID[id].(*nbdb.NAT); ok {
+				line := fmt.Sprintf("  nat %s %s -> %s", n.Type, n.LogicalIP, n.ExternalIP)
+				if n.LogicalPort != nil {
+					line += " port " + *n.LogicalPort
+				}
+				if n.Match != "" {
+					line += " match " + n.Match
+				}
+				lines = append(lines, line)
+			}
+		}
+		sort.Strings(lines)
+		b.WriteString(join(lines))
+	}
+	for _, s := range switches {
+		fmt.Fprintf(&b, "switch %s%s\n", s.Name, kv(s.OtherConfig))
+		var lines []string
+		for _, id := range s.Ports {
+			if p, ok := byID[id].(*nbdb.LogicalSwitchPort); ok {
+				line := "  port " + p.Name
+				if p.Type != "" {
+					line += " type " + p.Type
+				}
+				if len(p.Addresses) > 0 {
+					line += " addresses [" + strings.Join(sorted(p.Addresses), "; ") + "]"
+				}
+				if len(p.PortSecurity) > 0 {
+					line += " security [" + strings.Join(sorted(p.PortSecurity), "; ") + "]"
+				}
+				lines = append(lines, line+kv(p.Options))
+			}
+		}
+		sort.Strings(lines)
+		b.WriteString(join(lines))
+	}
+	return b.String()
+}
+
+func kv(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return " {" + strings.Join(parts, " ") + "}"
+}
+
+func sorted(s []string) []string {
+	c := append([]string(nil), s...)
+	sort.Strings(c)
+	return c
+}
+
+func join(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -1,0 +1,328 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+)
+
+// Router policy priorities.
+const (
+	// IsolationPriority drops traffic from a user-defined network toward the
+	// default network's subnets (pods reach the API and DNS through their
+	// default-network interface, never through the UDN).
+	IsolationPriority = 1200
+)
+
+// ErrNotReady is wrapped by Render when the zone's own node cannot carry the
+// network yet (annotations or subnets missing); nothing is rendered.
+var ErrNotReady = errors.New("the zone's node is not ready for the network")
+
+// Render returns the rows the zone needs for network n, given every node.
+// Remote nodes that are not ready are left out (Result.Skipped); a local node
+// that is not ready is an error wrapping ErrNotReady.
+func Render(n Network, nodes []nodeinfo.Info, zone string, cfg config.Cluster) (Result, error) {
+	local, remotes, skipped, err := split(n, nodes, zone)
+	if err != nil {
+		return Result{}, err
+	}
+	b := &builder{n: n}
+	switch n.Topology {
+	case netconf.TopologyLayer3:
+		layer3(b, local, remotes, cfg)
+	case netconf.TopologyLayer2:
+		if err := layer2(b, local, remotes, cfg); err != nil {
+			return Result{}, err
+		}
+	case netconf.TopologyLocalnet:
+		localnet(b)
+	default:
+		return Result{}, fmt.Errorf("network %s: unknown topology %q", n.Name, n.Topology)
+	}
+	sortRows(b.rows)
+	return Result{Rows: b.rows, Skipped: skipped}, nil
+}
+
+// split finds the zone's node and the remote nodes ready for n.
+func split(n Network, nodes []nodeinfo.Info, zone string) (local nodeinfo.Info, remotes []nodeinfo.Info, skipped []Problem, err error) {
+	found := false
+	for _, node := range nodes {
+		problem := readiness(n, node)
+		if node.Zone == zone {
+			if found {
+				return local, nil, nil, fmt.Errorf("zone %s has two nodes (%s, %s); one node per zone is supported", zone, local.Name, node.Name)
+			}
+			if problem == "" && n.IsPrimary() && n.Topology != netconf.TopologyLocalnet && node.Gateway == nil {
+				problem = "no gateway configuration (" + nodeinfo.GatewayAnnotation + ")"
+			}
+			if problem != "" {
+				return local, nil, nil, fmt.Errorf("node %s: %s: %w", node.Name, problem, ErrNotReady)
+			}
+			local, found = node, true
+			continue
+		}
+		if problem != "" {
+			skipped = append(skipped, Problem{Node: node.Name, Reason: problem})
+			continue
+		}
+		remotes = append(remotes, node)
+	}
+	if !found {
+		return local, nil, nil, fmt.Errorf("no node of zone %s: %w", zone, ErrNotReady)
+	}
+	return local, remotes, skipped, nil
+}
+
+// readiness says what a node lacks to take part in network n, or "".
+func readiness(n Network, node nodeinfo.Info) string {
+	switch {
+	case node.ID < allocator.FirstNodeID:
+		return "no node ID yet"
+	case node.ChassisID == "":
+		return "no chassis ID"
+	case n.Topology == netconf.TopologyLayer3 && len(node.Subnets[n.Name]) == 0:
+		return "no subnet of the network yet"
+	}
+	return ""
+}
+
+// familyOf returns the prefix of list in a's IP family.
+func familyOf(list []netip.Prefix, a netip.Addr) (netip.Prefix, bool) {
+	for _, p := range list {
+		if p.Addr().Is4() == a.Is4() {
+			return p, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+// layer3 renders a Layer3 network: the cluster router, the local node's
+// switch, the transit switch with a remote port per remote node and routes to
+// their subnets, and for primary networks the join switch, the gateway router
+// and its external switch.
+func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config.Cluster) {
+	n := b.n
+	cr := n.ClusterRouter()
+	var crPorts, crRoutes, crPolicies []string
+
+	// The local node's switch: router port at the first address of each node
+	// subnet, management port at the second.
+	nodeSubnets := local.Subnets[n.Name]
+	sw := n.NodeSwitch(local.Name)
+	var gws, mgmt []netip.Prefix
+	for _, s := range nodeSubnets {
+		gws, mgmt = append(gws, nth(s, 1)), append(mgmt, nth(s, 2))
+	}
+	crPorts = append(crPorts, b.routerPort(routerToSwitch(sw), local.Name, gws, nil))
+	swPorts := []string{b.routerTypePort(switchToRouter(sw), routerToSwitch(sw), local.Name, nil)}
+	if n.IsPrimary() {
+		swPorts = append(swPorts, b.managementPort(n.ManagementPort(local.Name), local.Name, mgmt))
+	}
+	b.add(&nbdb.LogicalSwitch{UUID: lsID(sw), Name: sw, Ports: swPorts, ExternalIDs: b.ext(local.Name)})
+
+	// The transit switch: this zone's router port, and a remote port for every
+	// other node, whose subnets are routed to it.
+	ts := n.TransitSwitch()
+	transitIP := func(node nodeinfo.Info) []netip.Prefix {
+		var out []netip.Prefix
+		for _, t := range n.Transit {
+			ip, err := allocator.TransitSwitchIP(t, node.ID)
+			if err == nil {
+				out = append(out, ip)
+			}
+		}
+		return out
+	}
+	rtots := routerToTransitSwitch(n, local.Name)
+	crPorts = append(crPorts, b.routerPort(rtots, local.Name, transitIP(local), nil))
+	tsPorts := []string{b.routerTypePort(transitSwitchToRouter(n, local.Name), rtots, local.Name,
+		map[string]string{"requested-tnl-key": strconv.Itoa(local.ID)})}
+	for _, r := range remotes {
+		rt := transitIP(r)
+		port := transitSwitchToRouter(n, r.Name)
+		b.add(&nbdb.LogicalSwitchPort{UUID: lspID(port), Name: port, Type: "remote",
+			Addresses:   []string{joinAddrs(macFor(rt), prefixStrings(rt)...)},
+			Options:     map[string]string{"requested-chassis": r.ChassisID, "requested-tnl-key": strconv.Itoa(r.ID)},
+			ExternalIDs: b.ext(r.Name)})
+		tsPorts = append(tsPorts, lspID(port))
+		for _, s := range r.Subnets[n.Name] {
+			if hop, ok := familyOf(rt, s.Addr()); ok {
+				crRoutes = append(crRoutes, b.route(cr, "", s, hop.Addr().String(), "", r.Name))
+			}
+		}
+		if n.IsPrimary() {
+			for _, j := range n.Join {
+				grJoin, err := allocator.GatewayJoinIP(j, r.ID)
+				if hop, ok := familyOf(rt, j.Addr()); ok && err == nil {
+					crRoutes = append(crRoutes, b.route(cr, "", hostPrefix(grJoin.Addr()), hop.Addr().String(), "", r.Name))
+				}
+			}
+		}
+	}
+	b.add(&nbdb.LogicalSwitch{UUID: lsID(ts), Name: ts, Ports: tsPorts, ExternalIDs: b.ext(""),
+		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(allocator.TransitSwitchKey(n.ID)), "interconn-ts": ts}})
+
+	if n.IsPrimary() {
+		crJoinPort, crJoinRoutes := b.gateway(local, cfg)
+		crPorts = append(crPorts, crJoinPort)
+		crRoutes = append(crRoutes, crJoinRoutes...)
+		crPolicies = append(crPolicies, b.isolation(cr, cfg)...)
+	}
+	b.add(&nbdb.LogicalRouter{UUID: lrID(cr), Name: cr, Ports: crPorts, StaticRoutes: crRoutes, Policies: crPolicies,
+		ExternalIDs: b.ext("")})
+}
+
+// managementPort adds the node's port on the network, at the given addresses.
+func (b *builder) managementPort(name, node string, addrs []netip.Prefix) string {
+	var ips []string
+	for _, a := range addrs {
+		ips = append(ips, a.Addr().String())
+	}
+	b.add(&nbdb.LogicalSwitchPort{UUID: lspID(name), Name: name, Addresses: []string{joinAddrs(macFor(addrs), ips...)},
+		ExternalIDs: b.ext(node)})
+	return lspID(name)
+}
+
+// gateway renders a Layer3 primary network's join switch, gateway router and
+// external switch on the local node. It returns the cluster router's join port
+// and the routes the cluster router needs to send local egress to the gateway
+// router.
+func (b *builder) gateway(local nodeinfo.Info, cfg config.Cluster) (string, []string) {
+	n := b.n
+	cr, gr, join := n.ClusterRouter(), n.GatewayRouter(local.Name), n.JoinSwitch()
+	var crJoin, grJoin []netip.Prefix
+	for _, j := range n.Join {
+		crJoin = append(crJoin, allocator.RouterJoinIP(j))
+		if ip, err := allocator.GatewayJoinIP(j, local.ID); err == nil {
+			grJoin = append(grJoin, ip)
+		}
+	}
+	crPort := b.routerPort(routerToJoin(cr), "", crJoin, nil)
+	grPorts := []string{b.routerPort(routerToJoin(gr), local.Name, grJoin, nil)}
+	b.add(&nbdb.LogicalSwitch{UUID: lsID(join), Name: join, ExternalIDs: b.ext(""), Ports: []string{
+		b.routerTypePort(joinToRouter(cr), routerToJoin(cr), "", nil),
+		b.routerTypePort(joinToRouter(gr), routerToJoin(gr), local.Name, nil),
+	}})
+
+	// Egress of the local node's pods goes to the local gateway router.
+	var crRoutes []string
+	for _, s := range local.Subnets[n.Name] {
+		if hop, ok := familyOf(grJoin, s.Addr()); ok {
+			crRoutes = append(crRoutes, b.route(cr, nbdb.LogicalRouterStaticRoutePolicySrcIP, s, hop.Addr().String(), "", local.Name))
+		}
+	}
+
+	// The gateway router: back to the network's subnets through the cluster
+	// router, out through the node's next hops, egress SNATed.
+	var grRoutes, nats []string
+	for _, s := range n.Subnets {
+		if hop, ok := familyOf(crJoin, s.CIDR.Addr()); ok {
+			grRoutes = append(grRoutes, b.route(gr, "", s.CIDR, hop.Addr().String(), "", local.Name))
+		}
+	}
+	portsToExt, routes, natIDs := b.external(local, gr, cfg)
+	grPorts = append(grPorts, portsToExt...)
+	grRoutes = append(grRoutes, routes...)
+	nats = append(nats, natIDs...)
+	b.add(&nbdb.LogicalRouter{UUID: lrID(gr), Name: gr, Ports: grPorts, StaticRoutes: grRoutes, Nat: nats,
+		Options: map[string]string{
+			"chassis":                       local.ChassisID,
+			"always_learn_from_arp_request": "false",
+			"dynamic_neigh_routers":         "true",
+		},
+		ExternalIDs: b.ext(local.Name)})
+	return crPort, crRoutes
+}
+
+// external renders a gateway router's external side: the external switch with
+// its localnet port, the router's external port at the node's address, the
+// default routes to the node's next hops, and the SNAT of the network's
+// subnets (to the network's masquerade address, or for the default network to
+// the node's address).
+func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (ports, routes, nats []string) {
+	n := b.n
+	g := local.Gateway
+	rtoe, ext := routerToExternal(gr), n.ExternalSwitch(local.Name)
+	ports = append(ports, lrpID(rtoe))
+	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtoe), Name: rtoe, MAC: g.MAC, Networks: prefixStrings(g.IPs), ExternalIDs: b.ext(local.Name)})
+	ln := localnetPort(n, local.Name)
+	b.add(&nbdb.LogicalSwitchPort{UUID: lspID(ln), Name: ln, Type: "localnet", Addresses: []string{"unknown"},
+		Options: map[string]string{"network_name": g.PhysicalNetwork}, ExternalIDs: b.ext(local.Name)})
+	b.add(&nbdb.LogicalSwitch{UUID: lsID(ext), Name: ext, ExternalIDs: b.ext(local.Name), Ports: []string{
+		lspID(ln), b.routerTypePort(externalToRouter(gr), rtoe, local.Name, nil),
+	}})
+	for _, hop := range g.NextHops {
+		def := netip.MustParsePrefix("0.0.0.0/0")
+		if hop.Is6() {
+			def = netip.MustParsePrefix("::/0")
+		}
+		routes = append(routes, b.route(gr, "", def, hop.String(), rtoe, local.Name))
+	}
+	for _, s := range n.Subnets {
+		var external netip.Addr
+		if n.IsDefault() {
+			p, ok := familyOf(g.IPs, s.CIDR.Addr())
+			if !ok {
+				continue
+			}
+			external = p.Addr()
+		} else {
+			m, ok := familyOf(cfg.MasqueradeSubnets, s.CIDR.Addr())
+			if !ok {
+				continue
+			}
+			ip, _, err := allocator.MasqueradeIPs(m, n.ID, config.MasqueradeReserved)
+			if err != nil {
+				continue
+			}
+			external = ip
+		}
+		id := natID(gr, nbdb.NATTypeSNAT, s.CIDR.String())
+		b.add(&nbdb.NAT{UUID: id, Type: nbdb.NATTypeSNAT, LogicalIP: s.CIDR.String(), ExternalIP: external.String(),
+			ExternalIDs: b.ext(local.Name)})
+		nats = append(nats, id)
+	}
+	return ports, routes, nats
+}
+
+// hasFamily reports whether the network has a subnet of a's IP family.
+func (b *builder) hasFamily(a netip.Addr) bool {
+	for _, s := range b.n.Subnets {
+		if s.CIDR.Addr().Is4() == a.Is4() {
+			return true
+		}
+	}
+	return false
+}
+
+// isolation renders the policies that keep a user-defined network's traffic
+// away from the default network's subnets and join subnet.
+func (b *builder) isolation(router string, cfg config.Cluster) []string {
+	if b.n.IsDefault() {
+		return nil
+	}
+	var ids []string
+	var targets []netip.Prefix
+	for _, s := range cfg.ClusterSubnets {
+		targets = append(targets, s.CIDR)
+	}
+	targets = append(targets, cfg.DefaultJoinSubnets...)
+	for _, t := range targets {
+		if !b.hasFamily(t.Addr()) {
+			continue
+		}
+		match := fmt.Sprintf("%s.dst == %s", ipMatch(t), t)
+		id := policyID(router, IsolationPriority, match)
+		b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: IsolationPriority, Match: match,
+			Action: nbdb.LogicalRouterPolicyActionDrop, ExternalIDs: b.ext("")})
+		ids = append(ids, id)
+	}
+	return ids
+}

@@ -1,0 +1,174 @@
+package topology
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+)
+
+// External IDs on every row ovn-udn renders (besides ovsdbsync's owner and
+// ID keys), so operators can tell what a row belongs to.
+const (
+	NetworkKey  = "k8s.ovn.org/network"
+	TopologyKey = "k8s.ovn.org/topology"
+	RoleKey     = "k8s.ovn.org/role"
+	NodeKey     = "k8s.ovn.org/node"
+	// ControllerKey names the controller that owns the row.
+	ControllerKey = "k8s.ovn.org/owner-controller"
+	// ZoneController is ControllerKey's value for zone controllers.
+	ZoneController = "zone"
+)
+
+// Problem is a node left out of a network's rendering, and why.
+type Problem struct {
+	Node   string
+	Reason string
+}
+
+// Result is a network's rendering in one zone.
+type Result struct {
+	// Rows are the desired rows, with IDs in their UUID fields (see
+	// internal/ovsdbsync).
+	Rows []model.Model
+	// Skipped lists remote nodes left out (their annotations are not ready).
+	Skipped []Problem
+}
+
+// builder accumulates rows with the network's external IDs.
+type builder struct {
+	n    Network
+	rows []model.Model
+}
+
+func (b *builder) ext(node string) map[string]string {
+	m := map[string]string{
+		NetworkKey:    b.n.Name,
+		TopologyKey:   b.n.Topology,
+		RoleKey:       b.n.Role,
+		ControllerKey: ZoneController,
+	}
+	if node != "" {
+		m[NodeKey] = node
+	}
+	return m
+}
+
+func (b *builder) add(m ...model.Model) { b.rows = append(b.rows, m...) }
+
+// IDs of rows; references between desired rows use them.
+func lsID(name string) string  { return "ls:" + name }
+func lrID(name string) string  { return "lr:" + name }
+func lspID(name string) string { return "lsp:" + name }
+func lrpID(name string) string { return "lrp:" + name }
+
+func routeID(router, policy, prefix, nexthop string) string {
+	return fmt.Sprintf("route:%s:%s:%s:%s", router, policy, prefix, nexthop)
+}
+
+func natID(router, typ, logical string) string {
+	return fmt.Sprintf("nat:%s:%s:%s", router, typ, logical)
+}
+
+func policyID(router string, priority int, match string) string {
+	return fmt.Sprintf("policy:%s:%d:%s", router, priority, match)
+}
+
+// switchPort adds a port of type router peering with routerPort.
+func (b *builder) routerTypePort(name, routerPort, node string, options map[string]string) string {
+	opts := map[string]string{"router-port": routerPort}
+	for k, v := range options {
+		opts[k] = v
+	}
+	b.add(&nbdb.LogicalSwitchPort{UUID: lspID(name), Name: name, Type: "router", Addresses: []string{"router"},
+		Options: opts, ExternalIDs: b.ext(node)})
+	return lspID(name)
+}
+
+// routerPort adds a router port holding addresses; its MAC is derived from the
+// first IPv4 address (else the first address).
+func (b *builder) routerPort(name, node string, networks []netip.Prefix, options map[string]string) string {
+	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(name), Name: name, MAC: macFor(networks), Networks: prefixStrings(networks),
+		Options: options, ExternalIDs: b.ext(node)})
+	return lrpID(name)
+}
+
+// route adds a static route.
+func (b *builder) route(router, policy string, prefix netip.Prefix, nexthop string, outputPort string, node string) string {
+	id := routeID(router, policy, prefix.String(), nexthop)
+	r := &nbdb.LogicalRouterStaticRoute{UUID: id, IPPrefix: prefix.String(), Nexthop: nexthop, ExternalIDs: b.ext(node)}
+	if policy == nbdb.LogicalRouterStaticRoutePolicySrcIP {
+		p := policy
+		r.Policy = &p
+	}
+	if outputPort != "" {
+		r.OutputPort = &outputPort
+	}
+	b.add(r)
+	return id
+}
+
+// macFor is the MAC of a port holding these addresses: derived from the first
+// IPv4 address, else the first one.
+func macFor(networks []netip.Prefix) string {
+	for _, p := range networks {
+		if p.Addr().Is4() {
+			return allocator.MAC(p.Addr()).String()
+		}
+	}
+	if len(networks) == 0 {
+		return ""
+	}
+	return allocator.MAC(networks[0].Addr()).String()
+}
+
+func prefixStrings(ps []netip.Prefix) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
+}
+
+// hostPrefix returns addr as a full-length prefix (/32 or /128).
+func hostPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+
+// nth returns address n of prefix p with p's length (n=1: the gateway).
+func nth(p netip.Prefix, n uint64) netip.Prefix {
+	a, err := allocator.NthAddress(p, n)
+	if err != nil {
+		panic(fmt.Sprintf("topology: %v", err)) // subnets are validated long before
+	}
+	return netip.PrefixFrom(a, p.Bits())
+}
+
+// ipMatch is "ip4" or "ip6" for a prefix.
+func ipMatch(p netip.Prefix) string {
+	if p.Addr().Is4() {
+		return "ip4"
+	}
+	return "ip6"
+}
+
+// sortRows orders rows by ID, so renderings are stable for diffs and goldens.
+func sortRows(rows []model.Model) {
+	sort.SliceStable(rows, func(i, j int) bool { return RowID(rows[i]) < RowID(rows[j]) })
+}
+
+// RowID returns the ID (UUID field) of a desired row.
+func RowID(m model.Model) string {
+	if r, ok := m.(interface{ GetUUID() string }); ok {
+		return r.GetUUID()
+	}
+	return fmt.Sprintf("%T", m)
+}
+
+// joinAddrs renders "MAC addr addr" for a port's addresses column.
+func joinAddrs(mac string, addrs ...string) string {
+	return strings.Join(append([]string{mac}, addrs...), " ")
+}

@@ -1,0 +1,246 @@
+package zone_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/ovsdb"
+
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovntest"
+	ovsdbclient "github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone"
+)
+
+// BenchmarkZoneConverge converges one zone (an empty, real ovsdb-server) with
+// N primary Layer3 networks across M nodes, the way the zone controller does
+// (render each network, one owner-scoped sync per network, 4 workers), then
+// writes the same rows as one bulk libovsdb transaction with no controller
+// logic (the floor), and the same bulk write while another connection caches
+// it (the floor with a cache), and reports them and the ratios. Run with
+//
+//	go test -run XXX -bench BenchmarkZoneConverge -benchtime 1x ./internal/zone/
+func BenchmarkZoneConverge(b *testing.B) {
+	sizes := []struct{ networks, nodes int }{{500, 100}, {2000, 20}, {4000, 20}}
+	if v := os.Getenv("OVN_UDN_BENCH_SIZE"); v != "" { // e.g. 100x50
+		var n, m int
+		if _, err := fmt.Sscanf(v, "%dx%d", &n, &m); err != nil {
+			b.Fatalf("OVN_UDN_BENCH_SIZE=%q: want NxM", v)
+		}
+		sizes = []struct{ networks, nodes int }{{n, m}}
+	}
+	for _, size := range sizes {
+		b.Run(fmt.Sprintf("%dx%d", size.networks, size.nodes), func(b *testing.B) {
+			for b.Loop() {
+				benchConverge(b, size.networks, size.nodes)
+			}
+		})
+	}
+}
+
+func benchInputs(networks, nodes int) ([]topology.Network, []nodeinfo.Info) {
+	cfg := config.Default()
+	var nets []topology.Network
+	for i := 0; i < networks; i++ {
+		c := &netconf.NetConf{Name: fmt.Sprintf("ns%d.net", i), Type: netconf.CNIType, Topology: netconf.TopologyLayer3,
+			Role: netconf.RolePrimary, Subnets: "10.128.0.0/14/24"}
+		n, err := topology.FromNetConf(c, i+1, nil, cfg)
+		if err != nil {
+			panic(err)
+		}
+		nets = append(nets, n)
+	}
+	var infos []nodeinfo.Info
+	for j := 0; j < nodes; j++ {
+		name := fmt.Sprintf("node%d", j)
+		subnets := nodeinfo.Subnets{"default": {netip.MustParsePrefix(fmt.Sprintf("10.244.%d.0/24", j))}}
+		for _, n := range nets {
+			subnets[n.Name] = []netip.Prefix{netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.0/24", 128+j/256, j%256))}
+		}
+		ip := netip.MustParsePrefix(fmt.Sprintf("172.18.%d.%d/16", j/200, 10+j%200))
+		infos = append(infos, nodeinfo.Info{Name: name, ID: j + 2, ChassisID: "chassis-" + name, Zone: name, Subnets: subnets,
+			PrimaryIPs: []netip.Prefix{ip}, EncapIP: ip.Addr(),
+			Gateway: &nodeinfo.ParsedGateway{MAC: "02:42:ac:12:00:02", IPs: []netip.Prefix{ip},
+				NextHops: []netip.Addr{netip.MustParseAddr("172.18.0.1")}, PhysicalNetwork: "physnet"}})
+	}
+	return nets, infos
+}
+
+func connectBench(b *testing.B, z *ovntest.Zone, writeOnly bool) client.Client {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := ovsdbclient.ConnectNB(ctx, ovsdbclient.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(zone.NBTableNames...),
+		Tables: zone.NBTables, NoMonitor: writeOnly})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	return c
+}
+
+func benchConverge(b *testing.B, networks, nodes int) {
+	cfg := config.Default()
+	nets, infos := benchInputs(networks, nodes)
+
+	// The controller: render and sync network by network, 2 workers.
+	z := ovntest.StartZone(b, "bench")
+	c := connectBench(b, z, false)
+	s, err := ovsdbsync.New(c, zone.NBTables...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.WithWriter(connectBench(b, z, true))
+	ctx := context.Background()
+	work := make(chan topology.Network)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	rows := 0
+	start := time.Now()
+	serverCPU0 := cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))
+	selfCPU0 := cpuSeconds("self")
+	workers := 4
+	if v, err := strconv.Atoi(os.Getenv("OVN_UDN_BENCH_WORKERS")); err == nil {
+		workers = v
+	}
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range work {
+				res, err := topology.Render(n, infos, "node0", cfg)
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				p, err := s.Sync(ctx, zone.NetworkKey(n.Name), res.Rows)
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				mu.Lock()
+				rows += p.Inserted
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, n := range nets {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	controller := time.Since(start)
+	b.ReportMetric(cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))-serverCPU0, "s-cpu-ovsdb-server")
+	b.ReportMetric(cpuSeconds("self")-selfCPU0, "s-cpu-controller")
+	ctrlRSS := rssMiB("self", "VmHWM")
+	serverRSS := rssMiB(strconv.Itoa(z.Processes()["nb"].PID()), "VmRSS")
+	txns := s.Transactions()
+
+	b.ReportMetric(controller.Seconds(), "s/converge")
+	b.ReportMetric(float64(txns), "txns")
+	b.ReportMetric(float64(rows), "rows")
+	b.ReportMetric(ctrlRSS, "MiB-controller-peak")
+	b.ReportMetric(serverRSS, "MiB-ovsdb-server")
+	if os.Getenv("OVN_UDN_BENCH_FLOORS") == "0" {
+		return
+	}
+
+	// The floor: the same rows, planned beforehand, in one transaction from a
+	// connection without a monitor (libovsdb's fastest write path).
+	zf := ovntest.StartZone(b, "floor")
+	cf := connectBench(b, zf, false)
+	sf, err := ovsdbsync.New(cf, zone.NBTables...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ops []ovsdb.Operation
+	for _, n := range nets {
+		res, err := topology.Render(n, infos, "node0", cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := sf.Plan(zone.NetworkKey(n.Name), res.Rows)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops = append(ops, p.Ops...)
+	}
+	writer := connectBench(b, zf, true)
+	cf.Close() // the floor does not pay for a monitor
+	start = time.Now()
+	res, err := writer.Transact(ctx, ops...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := ovsdb.CheckOperationResults(res, ops); err != nil {
+		b.Fatal(err)
+	}
+	floor := time.Since(start)
+
+	// The floor with a cache: the same bulk write while another connection
+	// monitors, until its cache holds every row (what any libovsdb-based
+	// controller pays to know what it wrote).
+	zc := ovntest.StartZone(b, "floor-cache")
+	monitor := connectBench(b, zc, false)
+	writer2 := connectBench(b, zc, true)
+	start = time.Now()
+	if _, err := writer2.Transact(ctx, ops...); err != nil {
+		b.Fatal(err)
+	}
+	for cachedRows(monitor) < len(ops) {
+		time.Sleep(time.Millisecond)
+	}
+	floorCache := time.Since(start)
+	b.ReportMetric(floorCache.Seconds(), "s/floor-with-cache")
+	b.ReportMetric(controller.Seconds()/floorCache.Seconds(), "ratio-to-cached-floor")
+
+	b.ReportMetric(floor.Seconds(), "s/floor")
+	b.ReportMetric(controller.Seconds()/floor.Seconds(), "ratio")
+}
+
+func cachedRows(c client.Client) int {
+	n := 0
+	for _, t := range zone.NBTableNames {
+		n += c.Cache().Table(t).Len()
+	}
+	return n
+}
+
+// cpuSeconds reads a process's user+system CPU time from /proc.
+func cpuSeconds(pid string) float64 {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b)[strings.LastIndex(string(b), ")")+2:])
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // clock ticks (USER_HZ = 100)
+}
+
+// rssMiB reads a memory figure (VmHWM, VmRSS) of a process from /proc.
+func rssMiB(pid, field string) float64 {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, field+":") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}

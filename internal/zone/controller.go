@@ -1,0 +1,274 @@
+// Package zone is the zone controller: one per node (OVN interconnect zone),
+// it keeps the zone's Northbound equal to what internal/topology computes for
+// every network (NetworkAttachmentDefinitions with their allocation, plus the
+// built-in default network) from the nodes' annotations, and registers the
+// other zones' chassis in the zone's Southbound. Reconcile keys are
+// "net:<network>" and "chassis"; each network is written in one transaction,
+// and a reconcile with nothing to change writes nothing.
+package zone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	libovsdb "github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+)
+
+// Reconcile keys.
+const (
+	networkKeyPrefix = "net:"
+	chassisKey       = "chassis"
+)
+
+// NetworkKey is the reconcile key (and the OVSDB owner) of a network.
+func NetworkKey(network string) string { return networkKeyPrefix + network }
+
+// NBTables are the Northbound tables a zone controller writes, referenced
+// tables first.
+var NBTables = []model.Model{
+	&nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{},
+	&nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitchPort{}, &nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{},
+}
+
+// NBTableNames are the names of NBTables (for client indexes and monitors).
+var NBTableNames = []string{
+	nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable,
+	nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable,
+}
+
+// networkNameIndex indexes NADs by their config's network name.
+const networkNameIndex = "spec.config.name"
+
+// Reconciler renders one zone.
+type Reconciler struct {
+	Zone     string
+	Cluster  config.Cluster
+	Client   client.Client // Kubernetes, cached
+	NB, SB   libovsdb.Client
+	nbWriter libovsdb.Client
+	Syncer   *ovsdbsync.Syncer
+	Recorder record.EventRecorder
+	// ReconcileTimeout bounds one reconcile (an unreachable database fails it,
+	// and the key is retried with backoff).
+	ReconcileTimeout time.Duration
+
+	nodes  nodeCache
+	resync chan event.GenericEvent
+	mu     sync.Mutex
+	noted  map[string]string // what was last reported per (network, node), to emit Events once
+	sbTxns int64
+}
+
+// Transactions is how many transactions the reconciler has committed (NB and SB).
+func (r *Reconciler) Transactions() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Syncer.Transactions() + r.sbTxns
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	timeout := r.ReconcileTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	key := req.Name
+	if key == chassisKey {
+		return ctrl.Result{}, r.reconcileChassis(ctx)
+	}
+	if !strings.HasPrefix(key, networkKeyPrefix) {
+		return ctrl.Result{}, nil
+	}
+	return r.reconcileNetwork(ctx, strings.TrimPrefix(key, networkKeyPrefix))
+}
+
+func (r *Reconciler) reconcileChassis(ctx context.Context) error {
+	nodes, _, err := r.nodes.nodes(ctx, r.Client)
+	if err != nil {
+		return err
+	}
+	wrote, err := syncChassis(ctx, r.SB, desiredChassis(nodes, r.Zone))
+	if wrote {
+		r.mu.Lock()
+		r.sbTxns++
+		r.mu.Unlock()
+		log.FromContext(ctx).Info("registered remote chassis")
+	}
+	return err
+}
+
+// reconcileNetwork renders one network into the zone.
+func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("network", name, "zone", r.Zone)
+	owner := NetworkKey(name)
+	n, exists, err := r.network(ctx, name)
+	if err != nil {
+		// A malformed or not yet allocated network is never rendered half: its
+		// current rows stay until it can be rendered again.
+		logger.Info("network not rendered", "reason", err.Error())
+		return ctrl.Result{}, nil
+	}
+	var rows []model.Model
+	if exists {
+		nodes, bad, err := r.nodes.nodes(ctx, r.Client)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		for node, why := range bad {
+			r.note(ctx, name, node, why.Error())
+		}
+		res, err := topology.Render(n, nodes, r.Zone, r.Cluster)
+		switch {
+		case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(nodes, bad):
+			rows = nil // the zone has no node any more: nothing to render
+		case err != nil:
+			logger.Info("network not rendered", "reason", err.Error())
+			return ctrl.Result{}, nil
+		default:
+			rows = res.Rows
+			for _, p := range res.Skipped {
+				r.note(ctx, name, p.Node, p.Reason)
+			}
+		}
+	}
+	p, err := r.Syncer.Sync(ctx, owner, rows)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
+	}
+	if !p.Empty() {
+		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
+	}
+	return ctrl.Result{}, nil
+}
+
+// hasLocalNode reports whether a node of the zone exists (parsed or not).
+func (r *Reconciler) hasLocalNode(nodes []nodeinfo.Info, bad map[string]error) bool {
+	for _, n := range nodes {
+		if n.Zone == r.Zone {
+			return true
+		}
+	}
+	for name := range bad {
+		if name == r.Zone {
+			return true
+		}
+	}
+	return false
+}
+
+// network returns the network named name: the default network, or the one its
+// NADs define (exists is false when no NAD carries it any more). NADs of one
+// network that disagree, malformed configs and missing allocation are errors.
+func (r *Reconciler) network(ctx context.Context, name string) (topology.Network, bool, error) {
+	if name == nodeinfo.DefaultNetwork {
+		return topology.DefaultNetwork(r.Cluster), true, nil
+	}
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: name}); err != nil {
+		return topology.Network{}, false, err
+	}
+	if len(nads.Items) == 0 {
+		return topology.Network{}, false, nil
+	}
+	var first *netconf.NetConf
+	var id int
+	var keys []int
+	for i := range nads.Items {
+		nad := &nads.Items[i]
+		c, err := netconf.Parse(nad)
+		if err != nil || c == nil {
+			r.Recorder.Eventf(nad, corev1.EventTypeWarning, "InvalidConfig", "zone %s cannot render the network: %v", r.Zone, err)
+			return topology.Network{}, false, fmt.Errorf("NAD %s/%s: %v", nad.Namespace, nad.Name, err)
+		}
+		nid, nkeys, ok, err := netconf.ParseAllocation(nad.Annotations)
+		if err != nil {
+			return topology.Network{}, false, fmt.Errorf("NAD %s/%s: %v", nad.Namespace, nad.Name, err)
+		}
+		if !ok {
+			return topology.Network{}, false, fmt.Errorf("NAD %s/%s has no network ID yet", nad.Namespace, nad.Name)
+		}
+		if first == nil {
+			first, id, keys = c, nid, nkeys
+			continue
+		}
+		c.NADName = first.NADName
+		if *c != *first || nid != id {
+			return topology.Network{}, false, fmt.Errorf("the NADs of network %s disagree (%s/%s differs)", name, nad.Namespace, nad.Name)
+		}
+	}
+	n, err := topology.FromNetConf(first, id, keys, r.Cluster)
+	return n, true, err
+}
+
+// note emits an Event on a node about a network once per distinct reason.
+func (r *Reconciler) note(ctx context.Context, network, node, reason string) {
+	key := network + "/" + node
+	r.mu.Lock()
+	if r.noted == nil {
+		r.noted = map[string]string{}
+	}
+	same := r.noted[key] == reason
+	r.noted[key] = reason
+	r.mu.Unlock()
+	if same {
+		return
+	}
+	log.FromContext(ctx).Info("node left out of network", "network", network, "node", node, "reason", reason)
+	r.Recorder.Eventf(&corev1.Node{ObjectMeta: objectMeta(node)}, corev1.EventTypeWarning, "NodeNotReady",
+		"zone %s leaves the node out of network %s: %s", r.Zone, network, reason)
+}
+
+// Keys returns every reconcile key the zone has now: the chassis, the default
+// network, every network a NAD defines, and every network that still holds
+// rows in the zone's Northbound (deleted while the controller was away).
+func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
+	keys := map[string]bool{chassisKey: true, NetworkKey(nodeinfo.DefaultNetwork): true}
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads); err != nil {
+		return nil, err
+	}
+	for i := range nads.Items {
+		if name, ok := netconf.NetworkName(nads.Items[i].Spec.Config); ok {
+			keys[NetworkKey(name)] = true
+		}
+	}
+	owners, err := r.Syncer.Owners(networkKeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	for owner := range owners {
+		keys[owner] = true
+	}
+	out := make([]string, 0, len(keys))
+	for k := range keys {
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func request(key string) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Name: key}}
+}

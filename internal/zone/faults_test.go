@@ -1,0 +1,130 @@
+package zone_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/clustertest"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+)
+
+func hasEvent(t *testing.T, c client.Client, object, reason, fragment string) error {
+	var events corev1.EventList
+	if err := c.List(context.Background(), &events); err != nil {
+		return err
+	}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Name == object && e.Reason == reason && strings.Contains(e.Message, fragment) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s event on %s mentioning %q", reason, object, fragment)
+}
+
+// TestNodeMissingAnnotations: a node without a chassis is left out (with an
+// Event) and added once it publishes one.
+func TestNodeMissingAnnotations(t *testing.T) {
+	c := clustertest.Start(t, env, config.Default(), "node-a")
+	ctx := context.Background()
+	info := clustertest.NodeInfo("node-late", 5)
+	info.ChassisID = ""
+	ann := info.Annotations()
+	delete(ann, nodeinfo.ChassisIDAnnotation)
+	late := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-late", Annotations: ann}}
+	if err := c.Admin.Create(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Admin.Delete(ctx, late) })
+	c.WaitNB("node-a", "Logical_Router:GR_node-a")
+	cmtest.Eventually(t, 0, func() error { return hasEvent(t, c.Admin, "node-late", "NodeNotReady", nodeinfo.ChassisIDAnnotation) })
+	if out := c.Zones["node-a"].MustNBCtl("--bare", "--columns=_uuid", "find", "Logical_Switch_Port", "name=tstor-node-late"); out != "" {
+		t.Fatal("a node without a chassis got a remote port")
+	}
+	if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(late), late); err != nil {
+		t.Fatal(err)
+	}
+	late.Annotations[nodeinfo.ChassisIDAnnotation] = "chassis-late"
+	if err := c.Admin.Update(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitNB("node-a", "Logical_Switch_Port:tstor-node-late")
+}
+
+// TestMalformedNAD: a network whose NAD turns malformed keeps its rows as they
+// were (never rendered half) and is reported.
+func TestMalformedNAD(t *testing.T) {
+	c := clustertest.Start(t, env, config.Default(), "node-a")
+	ctx := context.Background()
+	ns := cmtest.Namespace(t, c.Admin, "hand", nil)
+	nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sec"},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"handmade","topology":"layer3","role":"secondary","subnets":"192.168.0.0/16/24","netAttachDefName":"` + ns + `/sec"}`}}
+	if err := c.Admin.Create(ctx, nad); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Admin.Delete(ctx, nad) })
+	c.WaitNB("node-a", "Logical_Router:handmade_ovn_cluster_router", "Logical_Switch:handmade_node-a")
+	rows := func() string {
+		return c.Zones["node-a"].MustNBCtl("--bare", "--columns=name", "find", "Logical_Router_Port", "external_ids:k8s.ovn.org/network=handmade")
+	}
+	before := rows()
+	if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(nad), nad); err != nil {
+		t.Fatal(err)
+	}
+	nad.Spec.Config = strings.Replace(nad.Spec.Config, "192.168.0.0/16/24", "192.168.0.1/16/24", 1)
+	if err := c.Admin.Update(ctx, nad); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, 0, func() error { return hasEvent(t, c.Admin, "sec", "InvalidConfig", "not a network address") })
+	if after := rows(); after != before {
+		t.Fatalf("a malformed NAD changed the network's rows:\nbefore %q\nafter  %q", before, after)
+	}
+}
+
+// TestDatabaseRestarts: the zone controller rides out a Northbound that goes
+// away (retrying with backoff) and one that comes back empty (it renders
+// everything again), and a Southbound that comes back empty.
+func TestDatabaseRestarts(t *testing.T) {
+	c := clustertest.Start(t, env, config.Default(), "node-a", "node-b")
+	za := c.Zones["node-a"]
+	c.WaitNB("node-a", "Logical_Router:GR_node-a", "Logical_Switch_Port:tstor-node-b")
+
+	// Down while a network is created: it appears once the NB is back.
+	nbProc := za.Processes()["nb"]
+	nbProc.Stop(time.Second)
+	net, _ := layer3UDN(t, c.Admin, "10.130.0.0/16/24")
+	if err := za.RestartDB("nb", false); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitNB("node-a", "Logical_Router:GR_"+net+"_node-a")
+
+	// Back empty (the database file was lost): everything is rendered again.
+	if err := za.RestartDB("nb", true); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitNB("node-a", "Logical_Router:GR_"+net+"_node-a", "Logical_Router:GR_node-a", "Logical_Switch_Port:tstor-node-b")
+
+	// The SB back empty: the remote chassis is registered again.
+	if err := za.RestartDB("sb", true); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, time.Minute, func() error {
+		out, err := za.SBCtl("--bare", "--columns=name", "find", "Chassis", "other_config:is-remote=true")
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(out) != "chassis-node-b" {
+			return fmt.Errorf("remote chassis in zone A's SB: %q", out)
+		}
+		return nil
+	})
+}

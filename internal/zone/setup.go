@@ -1,0 +1,248 @@
+package zone
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	libovsdb "github.com/ovn-org/libovsdb/client"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+)
+
+func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+// Options configures a zone controller.
+type Options struct {
+	// Zone is the zone's name (the node's name: one node per zone).
+	Zone string
+	// NB and SB are the zone's database remotes ("tcp:127.0.0.1:6641").
+	NB, SB  string
+	Cluster config.Cluster
+	// Workers is how many networks are reconciled at once (default 4: on two
+	// cores it overlaps the server's work with the client's best).
+	Workers int
+	// Logger for libovsdb; discarded when unset.
+	OVSDBLogger logr.Logger
+}
+
+// Scheme returns the scheme a zone controller needs.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := nadv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Connect opens the zone's NB and SB clients (with the indexes and monitors
+// the controller needs) and a write-only NB connection, retrying with backoff
+// until ctx ends. They reconnect by themselves later, calling onReconnect each
+// time.
+func Connect(ctx context.Context, opts Options, onReconnect func()) (nb, nbWriter, sb libovsdb.Client, err error) {
+	nbOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: onReconnect,
+		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables}
+	writerOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, NoMonitor: true}
+	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: onReconnect, Tables: sbTables}
+	backoff := 200 * time.Millisecond
+	for {
+		if nb == nil {
+			nb, err = ovsdb.ConnectNB(ctx, nbOpts)
+		}
+		if err == nil && nbWriter == nil {
+			nbWriter, err = ovsdb.ConnectNB(ctx, writerOpts)
+		}
+		if err == nil && sb == nil {
+			sb, err = ovsdb.ConnectSB(ctx, sbOpts)
+		}
+		if err == nil {
+			return nb, nbWriter, sb, nil
+		}
+		ctrl.LoggerFrom(ctx).Info("zone databases unreachable, retrying", "zone", opts.Zone, "error", err.Error(), "in", backoff)
+		select {
+		case <-ctx.Done():
+			for _, c := range []libovsdb.Client{nb, nbWriter, sb} {
+				if c != nil {
+					c.Close()
+				}
+			}
+			return nil, nil, nil, fmt.Errorf("connecting to zone %s databases: %w (last error: %v)", opts.Zone, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+// init fills the reconciler for the zone on connected database clients.
+func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb libovsdb.Client) error {
+	s, err := ovsdbsync.New(nb, NBTables...)
+	if err != nil {
+		return err
+	}
+	s.WithWriter(nbWriter)
+	r.Zone, r.Cluster, r.Client, r.NB, r.nbWriter, r.SB, r.Syncer = opts.Zone, opts.Cluster, mgr.GetClient(), nb, nbWriter, sb, s
+	r.Recorder = mgr.GetEventRecorderFor("ovn-udn-zone-" + opts.Zone)
+	return nil
+}
+
+// IndexNADs registers the NAD-by-network-name index the reconciler lists with.
+func IndexNADs(ctx context.Context, mgr manager.Manager) error {
+	return mgr.GetFieldIndexer().IndexField(ctx, &nadv1.NetworkAttachmentDefinition{}, networkNameIndex, func(o client.Object) []string {
+		if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
+			return []string{name}
+		}
+		return nil
+	})
+}
+
+// nodeChanges passes Node events that can change a zone's rendering.
+var nodeChanges = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		for _, k := range []string{nodeinfo.NodeIDAnnotation, nodeinfo.NodeSubnetsAnnotation, nodeinfo.ChassisIDAnnotation,
+			nodeinfo.ZoneAnnotation, nodeinfo.PrimaryIfAddrAnnotation, nodeinfo.EncapIPAnnotation, nodeinfo.GatewayAnnotation} {
+			if e.ObjectOld.GetAnnotations()[k] != e.ObjectNew.GetAnnotations()[k] {
+				return true
+			}
+		}
+		return false
+	},
+}
+
+// SetupWithManager registers the controller: NAD events requeue their network,
+// Node events every network and the chassis, and at start (and after a
+// database reconnect) every key, including networks that only the database
+// still remembers.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, workers int) error {
+	if workers == 0 {
+		workers = 4
+	}
+	allKeys := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		keys, err := r.Keys(ctx)
+		if err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(keys))
+		for i, k := range keys {
+			out[i] = request(k)
+		}
+		return out
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("zone-"+r.Zone).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config)
+			if !ok {
+				return nil
+			}
+			return []reconcile.Request{request(NetworkKey(name))}
+		})).
+		Watches(&corev1.Node{}, allKeys, builder.WithPredicates(nodeChanges)).
+		WatchesRawSource(source.Channel(r.resync, allKeys)).
+		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			// Networks deleted while the controller was away still hold rows.
+			owners, err := r.Syncer.Owners(networkKeyPrefix)
+			if err != nil {
+				return err
+			}
+			for owner := range owners {
+				q.Add(request(owner))
+			}
+			q.Add(request(chassisKey))
+			q.Add(request(NetworkKey(nodeinfo.DefaultNetwork)))
+			return nil
+		})).
+		Complete(r)
+}
+
+// Close closes the reconciler's database connections.
+func (r *Reconciler) Close() {
+	for _, c := range []libovsdb.Client{r.NB, r.nbWriter, r.SB} {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// requestResync asks for every key to be reconciled (after a database
+// reconnected: it may have come back different, even empty).
+func (r *Reconciler) requestResync() {
+	select {
+	case r.resync <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: objectMeta("resync")}}:
+	default: // one is pending already
+	}
+}
+
+// Run runs a zone controller until ctx ends: its own manager (watching NADs
+// and Nodes), its database clients, its reconciler.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	r, mgr, err := Build(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return mgr.Start(ctx)
+}
+
+// Build connects to the zone's databases and returns the reconciler registered
+// in a new manager, ready to Start.
+func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, manager.Manager, error) {
+	if err := opts.Cluster.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("invalid cluster configuration: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("zone %s: creating manager: %w", opts.Zone, err)
+	}
+	if err := IndexNADs(ctx, mgr); err != nil {
+		return nil, nil, err
+	}
+	resync := make(chan event.GenericEvent, 1)
+	r := &Reconciler{resync: resync}
+	nb, nbWriter, sb, err := Connect(ctx, opts, r.requestResync)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = r.init(mgr, opts, nb, nbWriter, sb)
+	if err == nil {
+		err = r.SetupWithManager(ctx, mgr, opts.Workers)
+	}
+	if err != nil {
+		r.Close()
+		return nil, nil, fmt.Errorf("zone %s: %w", opts.Zone, err)
+	}
+	return r, mgr, nil
+}
