@@ -39,6 +39,11 @@ func Describe(rows []model.Model) string {
 				if p.Peer != nil {
 					line += " peer " + *p.Peer
 				}
+				for _, gid := range p.GatewayChassis {
+					if gc, ok := byID[gid].(*nbdb.GatewayChassis); ok {
+						line += fmt.Sprintf(" gateway-chassis %s/%d", gc.ChassisName, gc.Priority)
+					}
+				}
 				lines = append(lines, line+kv(p.Options))
 			}
 		}
@@ -79,6 +84,11 @@ func Describe(rows []model.Model) string {
 				if n.LogicalPort != nil {
 					line += " port " + *n.LogicalPort
 				}
+				if n.GatewayPort != nil {
+					if p, ok := byID[*n.GatewayPort].(*nbdb.LogicalRouterPort); ok {
+						line += " gateway-port " + p.Name
+					}
+				}
 				if n.Match != "" {
 					line += " match " + n.Match
 				}
@@ -102,6 +112,9 @@ func Describe(rows []model.Model) string {
 				}
 				if len(p.PortSecurity) > 0 {
 					line += " security [" + strings.Join(sorted(p.PortSecurity), "; ") + "]"
+				}
+				if p.TagRequest != nil {
+					line += fmt.Sprintf(" vlan %d", *p.TagRequest)
 				}
 				lines = append(lines, line+kv(p.Options))
 			}

@@ -2,15 +2,274 @@ package topology
 
 import (
 	"fmt"
+	"net/netip"
+	"sort"
+	"strconv"
 
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 )
 
-// layer2 renders a Layer2 network.
-func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config.Cluster) error {
-	return fmt.Errorf("network %s: Layer2 topology is not rendered yet", b.n.Name)
+// Port tunnel keys on a Layer2 network's distributed switch and transit
+// router. The switch's pod ports have cluster-wide keys (they exist in every
+// zone: local in their node's, remote elsewhere); the infrastructure ports
+// below exist in every zone under the same name and keep these keys, which
+// pods never get. Transit-router ports toward gateway routers take node IDs
+// (≥ 2).
+const (
+	// RouterPortKey is the key of stotr- on the switch and trtos- on the
+	// transit router.
+	RouterPortKey = 1
+	// ManagementPortKey is the key of the local management port on the switch.
+	ManagementPortKey = 2
+	// FirstPodPortKey is the smallest key of a pod port; keys up to
+	// MaxPortKey are cluster-manager's to allocate.
+	FirstPodPortKey = 16
+	// MaxPortKey is the largest logical port tunnel key.
+	MaxPortKey = 1<<15 - 1
+)
+
+// Router policy priority rerouting pod traffic to the local node's address
+// into the node's management port (seed 000's 1004).
+const NodeReroutePriority = 1004
+
+// Port is a workload's attachment to a network: a pod's interface.
+type Port struct {
+	// Name is the logical switch port's name.
+	Name string
+	// Node hosts the workload.
+	Node string
+	MAC  string
+	// IPs are the port's addresses with the network's prefix length; none
+	// when IPAM is disabled (port security then checks the MAC only).
+	IPs []netip.Prefix
+	// TunnelKey is the port's key on a Layer2 network's distributed switch,
+	// the same in every zone (0 on other topologies).
+	TunnelKey int
+	// ExternalIDs identify the workload (pod, NAD).
+	ExternalIDs map[string]string
 }
 
-// localnet renders a Localnet network.
-func localnet(b *builder) {}
+// layer2 renders a Layer2 network (seed 000): the distributed switch, and for
+// primary networks the transit router holding the gateway address (the same
+// IP and MAC in every zone), peered with the local gateway router over the
+// node's /31 (/127), with a remote port toward every other node's gateway
+// router.
+func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config.Cluster) error {
+	n := b.n
+	sw := n.Layer2Switch()
+	ls := &nbdb.LogicalSwitch{UUID: lsID(sw), Name: sw, ExternalIDs: b.ext(""),
+		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(allocator.TransitSwitchKey(n.ID)), "interconn-ts": sw}}
+	b.add(ls)
+	b.podSwitch = ls
+	if !n.IsPrimary() {
+		return nil
+	}
+	if len(n.TunnelKeys) == 0 {
+		return fmt.Errorf("network %s: no transit-router tunnel key", n.Name)
+	}
+	var gws, mgmt []netip.Prefix
+	for _, s := range n.Subnets {
+		gws, mgmt = append(gws, nth(s.CIDR, 1)), append(mgmt, nth(s.CIDR, 2))
+	}
+	tr := n.TransitRouter()
+	trtos, stotr := "trtos-"+sw, "stotr-"+sw
+	keyOpt := func(k int) map[string]string { return map[string]string{"requested-tnl-key": strconv.Itoa(k)} }
+	ls.Ports = append(ls.Ports,
+		b.routerTypePort(stotr, trtos, "", keyOpt(RouterPortKey)),
+		b.managementPortWith(n.ManagementPort(local.Name), local.Name, mgmt, keyOpt(ManagementPortKey)))
+
+	// The gateway port: the subnet's first address, the same in every zone; a
+	// distributed gateway port on the local chassis, for the management-port
+	// SNAT below.
+	gc := &nbdb.GatewayChassis{UUID: "gc:" + trtos + "-" + local.ChassisID, Name: trtos + "-" + local.ChassisID,
+		ChassisName: local.ChassisID, Priority: 1, ExternalIDs: b.ext(local.Name)}
+	b.add(gc)
+	trPorts := []string{b.routerPort(trtos, "", gws, keyOpt(RouterPortKey))}
+	b.rows[len(b.rows)-1].(*nbdb.LogicalRouterPort).GatewayChassis = []string{gc.UUID}
+
+	// Peer links to every node's gateway router; routes to each node's join
+	// address through its gateway router's side of the link.
+	var trRoutes []string
+	var localGW []netip.Prefix // the local gateway router's side of the link
+	var localRouterSide []netip.Prefix
+	for _, node := range append([]nodeinfo.Info{local}, remotes...) {
+		var routerSide, gwSide []netip.Prefix
+		for _, t := range n.Transit {
+			r, g, err := allocator.TransitPeers(t, node.ID)
+			if err != nil {
+				return fmt.Errorf("network %s: node %s: %w", n.Name, node.Name, err)
+			}
+			routerSide, gwSide = append(routerSide, r), append(gwSide, g)
+		}
+		gr := n.GatewayRouter(node.Name)
+		port := "trtor-" + gr
+		lrp := &nbdb.LogicalRouterPort{UUID: lrpID(port), Name: port, MAC: macFor(routerSide), Networks: prefixStrings(routerSide),
+			Options: keyOpt(node.ID), ExternalIDs: b.ext(node.Name)}
+		if node.Name == local.Name {
+			peer := "rtotr-" + gr
+			lrp.Peer = &peer
+			localGW, localRouterSide = gwSide, routerSide
+		} else {
+			lrp.Options["requested-chassis"] = node.ChassisID
+		}
+		b.add(lrp)
+		trPorts = append(trPorts, lrp.UUID)
+		for _, j := range n.Join {
+			joinIP, err := allocator.GatewayJoinIP(j, node.ID)
+			if hop, ok := familyOf(gwSide, j.Addr()); ok && err == nil {
+				trRoutes = append(trRoutes, b.route(tr, "", hostPrefix(joinIP.Addr()), hop.Addr().String(), "", node.Name))
+			}
+		}
+	}
+	// The network's egress leaves through the local gateway router.
+	for _, s := range n.Subnets {
+		if hop, ok := familyOf(localGW, s.CIDR.Addr()); ok {
+			trRoutes = append(trRoutes, b.route(tr, nbdb.LogicalRouterStaticRoutePolicySrcIP, s.CIDR, hop.Addr().String(), "", local.Name))
+		}
+	}
+	// Pods reach their node's address through the node's management port.
+	var trPolicies []string
+	for _, ip := range local.PrimaryIPs {
+		m, ok := familyOf(mgmt, ip.Addr())
+		if !ok {
+			continue
+		}
+		match := fmt.Sprintf("inport == %q && %s.dst == %s", trtos, ipMatch(ip), ip.Addr())
+		id := policyID(tr, NodeReroutePriority, match)
+		b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: NodeReroutePriority, Match: match,
+			Action: nbdb.LogicalRouterPolicyActionReroute, Nexthops: []string{m.Addr().String()}, ExternalIDs: b.ext(local.Name)})
+		trPolicies = append(trPolicies, id)
+	}
+	trPolicies = append(trPolicies, b.isolation(tr, cfg)...)
+	// Traffic toward the management port is SNATed on the transit router to
+	// the network's management masquerade address (seed 000, "NAT").
+	var trNATs []string
+	mgmtMAC := macFor(mgmt)
+	for _, s := range n.Subnets {
+		m, ok := familyOf(cfg.MasqueradeSubnets, s.CIDR.Addr())
+		if !ok {
+			continue
+		}
+		_, mp, err := allocator.MasqueradeIPs(m, n.ID, config.MasqueradeReserved)
+		if err != nil {
+			continue
+		}
+		id := natID(tr, nbdb.NATTypeSNAT, s.CIDR.String())
+		gwPort := lrpID(trtos)
+		b.add(&nbdb.NAT{UUID: id, Type: nbdb.NATTypeSNAT, LogicalIP: s.CIDR.String(), ExternalIP: mp.String(),
+			GatewayPort: &gwPort, Match: "eth.dst == " + mgmtMAC, ExternalIDs: b.ext(local.Name)})
+		trNATs = append(trNATs, id)
+	}
+	b.add(&nbdb.LogicalRouter{UUID: lrID(tr), Name: tr, Ports: trPorts, StaticRoutes: trRoutes, Policies: trPolicies, Nat: trNATs,
+		Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelKeys[0])}, ExternalIDs: b.ext("")})
+
+	// The local gateway router: its side of the link also holds its join
+	// address; back to the network through the transit router.
+	gr := n.GatewayRouter(local.Name)
+	var grJoin []netip.Prefix
+	for _, j := range n.Join {
+		if ip, err := allocator.GatewayJoinIP(j, local.ID); err == nil {
+			grJoin = append(grJoin, ip)
+		}
+	}
+	rtotr, peer := "rtotr-"+gr, "trtor-"+gr
+	grPorts := []string{lrpID(rtotr)}
+	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtotr), Name: rtotr, MAC: macFor(grJoin),
+		Networks: prefixStrings(append(append([]netip.Prefix{}, grJoin...), localGW...)), Peer: &peer, ExternalIDs: b.ext(local.Name)})
+	var grRoutes []string
+	for _, s := range n.Subnets {
+		if hop, ok := familyOf(localRouterSide, s.CIDR.Addr()); ok {
+			grRoutes = append(grRoutes, b.route(gr, "", s.CIDR, hop.Addr().String(), rtotr, local.Name))
+		}
+	}
+	extPorts, extRoutes, nats := b.external(local, gr, cfg)
+	b.add(&nbdb.LogicalRouter{UUID: lrID(gr), Name: gr, Ports: append(grPorts, extPorts...),
+		StaticRoutes: append(grRoutes, extRoutes...), Nat: nats,
+		Options: map[string]string{
+			"chassis":                       local.ChassisID,
+			"always_learn_from_arp_request": "false",
+			"dynamic_neigh_routers":         "true",
+		},
+		ExternalIDs: b.ext(local.Name)})
+	return nil
+}
+
+// localnet renders a Localnet network: a switch per zone wired to the
+// physical network by a localnet port (tagged when the network has a VLAN).
+// Workloads on other nodes are reached through the physical network.
+func localnet(b *builder, local nodeinfo.Info) {
+	n := b.n
+	sw := n.LocalnetSwitch()
+	ln := n.prefix() + "ovn_localnet_port"
+	lsp := &nbdb.LogicalSwitchPort{UUID: lspID(ln), Name: ln, Type: "localnet", Addresses: []string{"unknown"},
+		Options: map[string]string{"network_name": n.PhysicalNetworkName}, ExternalIDs: b.ext("")}
+	if n.VLANID > 0 {
+		tag := n.VLANID
+		lsp.TagRequest = &tag
+	}
+	b.add(lsp)
+	ls := &nbdb.LogicalSwitch{UUID: lsID(sw), Name: sw, Ports: []string{lsp.UUID}, ExternalIDs: b.ext("")}
+	b.add(ls)
+	b.podSwitch = ls
+}
+
+// managementPortWith is managementPort with options.
+func (b *builder) managementPortWith(name, node string, addrs []netip.Prefix, options map[string]string) string {
+	id := b.managementPort(name, node, addrs)
+	b.rows[len(b.rows)-1].(*nbdb.LogicalSwitchPort).Options = options
+	return id
+}
+
+// ports renders the network's workload ports on the zone's pod switch: local
+// ones bound to the local chassis, and on a Layer2 network's distributed
+// switch a remote port for every workload on another ready node. It returns
+// the ports left out and why.
+func (b *builder) ports(ports []Port, local nodeinfo.Info, remotes []nodeinfo.Info) []Problem {
+	if b.podSwitch == nil || len(ports) == 0 {
+		return nil
+	}
+	remote := map[string]nodeinfo.Info{}
+	for _, r := range remotes {
+		remote[r.Name] = r
+	}
+	distributed := b.n.Topology == netconf.TopologyLayer2
+	sorted := append([]Port(nil), ports...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var skipped []Problem
+	for _, p := range sorted {
+		addr := p.MAC
+		for _, ip := range p.IPs {
+			addr += " " + ip.Addr().String()
+		}
+		lsp := &nbdb.LogicalSwitchPort{UUID: lspID(p.Name), Name: p.Name, Addresses: []string{addr}, ExternalIDs: b.ext(p.Node)}
+		for k, v := range p.ExternalIDs {
+			lsp.ExternalIDs[k] = v
+		}
+		opts := map[string]string{}
+		if distributed && p.TunnelKey > 0 {
+			opts["requested-tnl-key"] = strconv.Itoa(p.TunnelKey)
+		}
+		switch r, isRemote := remote[p.Node]; {
+		case p.Node == local.Name:
+			opts["requested-chassis"] = local.ChassisID
+			lsp.PortSecurity = []string{addr}
+		case isRemote && distributed:
+			if p.TunnelKey == 0 {
+				skipped = append(skipped, Problem{Node: p.Node, Reason: "port " + p.Name + " has no tunnel key"})
+				continue
+			}
+			lsp.Type = "remote"
+			opts["requested-chassis"] = r.ChassisID
+		default:
+			continue // elsewhere: reached by routing or the physical network
+		}
+		lsp.Options = opts
+		b.add(lsp)
+		b.podSwitch.Ports = append(b.podSwitch.Ports, lsp.UUID)
+	}
+	return skipped
+}

@@ -25,27 +25,41 @@ const (
 // network yet (annotations or subnets missing); nothing is rendered.
 var ErrNotReady = errors.New("the zone's node is not ready for the network")
 
-// Render returns the rows the zone needs for network n, given every node.
-// Remote nodes that are not ready are left out (Result.Skipped); a local node
-// that is not ready is an error wrapping ErrNotReady.
-func Render(n Network, nodes []nodeinfo.Info, zone string, cfg config.Cluster) (Result, error) {
-	local, remotes, skipped, err := split(n, nodes, zone)
+// Input is everything a zone's rendering of one network depends on.
+type Input struct {
+	Network Network
+	// Nodes are all nodes (parsed annotations).
+	Nodes []nodeinfo.Info
+	// Zone is the zone rendered (its node is the local node).
+	Zone    string
+	Cluster config.Cluster
+	// Ports are the network's workload ports on every node (pods).
+	Ports []Port
+}
+
+// Render returns the rows the zone needs for the input's network. Remote nodes
+// that are not ready are left out (Result.Skipped); a local node that is not
+// ready is an error wrapping ErrNotReady.
+func Render(in Input) (Result, error) {
+	n := in.Network
+	local, remotes, skipped, err := split(n, in.Nodes, in.Zone)
 	if err != nil {
 		return Result{}, err
 	}
 	b := &builder{n: n}
 	switch n.Topology {
 	case netconf.TopologyLayer3:
-		layer3(b, local, remotes, cfg)
+		layer3(b, local, remotes, in.Cluster)
 	case netconf.TopologyLayer2:
-		if err := layer2(b, local, remotes, cfg); err != nil {
+		if err := layer2(b, local, remotes, in.Cluster); err != nil {
 			return Result{}, err
 		}
 	case netconf.TopologyLocalnet:
-		localnet(b)
+		localnet(b, local)
 	default:
 		return Result{}, fmt.Errorf("network %s: unknown topology %q", n.Name, n.Topology)
 	}
+	skipped = append(skipped, b.ports(in.Ports, local, remotes)...)
 	sortRows(b.rows)
 	return Result{Rows: b.rows, Skipped: skipped}, nil
 }
@@ -125,7 +139,9 @@ func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	if n.IsPrimary() {
 		swPorts = append(swPorts, b.managementPort(n.ManagementPort(local.Name), local.Name, mgmt))
 	}
-	b.add(&nbdb.LogicalSwitch{UUID: lsID(sw), Name: sw, Ports: swPorts, ExternalIDs: b.ext(local.Name)})
+	nodeSwitch := &nbdb.LogicalSwitch{UUID: lsID(sw), Name: sw, Ports: swPorts, ExternalIDs: b.ext(local.Name)}
+	b.add(nodeSwitch)
+	b.podSwitch = nodeSwitch
 
 	// The transit switch: this zone's router port, and a remote port for every
 	// other node, whose subnets are routed to it.

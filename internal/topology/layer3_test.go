@@ -161,7 +161,7 @@ switch ns1.green_transit_switch {interconn-ts=ns1.green_transit_switch requested
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := Render(tc.net, tc.nodes, "node1", cfg)
+			res, err := Render(Input{Network: tc.net, Nodes: tc.nodes, Zone: "node1", Cluster: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,13 +218,13 @@ func TestLayer3NotReady(t *testing.T) {
 		"local node has no ID":      {noID},
 		"no node in the zone":       {node("node2", 3, nil)},
 	} {
-		if _, err := Render(blue(), nodes, "node1", cfg); !errors.Is(err, ErrNotReady) {
+		if _, err := Render(Input{Network: blue(), Nodes: nodes, Zone: "node1", Cluster: cfg}); !errors.Is(err, ErrNotReady) {
 			t.Errorf("%s: err = %v, want ErrNotReady", name, err)
 		}
 	}
 	two := ready
 	two.Name = "other"
-	if _, err := Render(blue(), []nodeinfo.Info{ready, two}, "node1", cfg); err == nil || !strings.Contains(err.Error(), "one node per zone") {
+	if _, err := Render(Input{Network: blue(), Nodes: []nodeinfo.Info{ready, two}, Zone: "node1", Cluster: cfg}); err == nil || !strings.Contains(err.Error(), "one node per zone") {
 		t.Errorf("two nodes in one zone: err = %v", err)
 	}
 }

@@ -44,6 +44,9 @@ type Result struct {
 type builder struct {
 	n    Network
 	rows []model.Model
+	// podSwitch is the switch workload ports attach to (the node switch of a
+	// Layer3 network, the distributed switch of a Layer2 one).
+	podSwitch *nbdb.LogicalSwitch
 }
 
 func (b *builder) ext(node string) map[string]string {

@@ -119,7 +119,7 @@ func benchConverge(b *testing.B, networks, nodes int) {
 		go func() {
 			defer wg.Done()
 			for n := range work {
-				res, err := topology.Render(n, infos, "node0", cfg)
+				res, err := topology.Render(topology.Input{Network: n, Nodes: infos, Zone: "node0", Cluster: cfg})
 				if err != nil {
 					b.Error(err)
 					continue
@@ -166,7 +166,7 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	}
 	var ops []ovsdb.Operation
 	for _, n := range nets {
-		res, err := topology.Render(n, infos, "node0", cfg)
+		res, err := topology.Render(topology.Input{Network: n, Nodes: infos, Zone: "node0", Cluster: cfg})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -140,7 +140,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		for node, why := range bad {
 			r.note(ctx, name, node, why.Error())
 		}
-		res, err := topology.Render(n, nodes, r.Zone, r.Cluster)
+		res, err := topology.Render(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster})
 		switch {
 		case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(nodes, bad):
 			rows = nil // the zone has no node any more: nothing to render

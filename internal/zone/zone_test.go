@@ -240,3 +240,49 @@ type nadv1NAD = nadv1.NetworkAttachmentDefinition
 func reconcileRequest(key string) reconcile.Request {
 	return reconcile.Request{NamespacedName: types.NamespacedName{Name: key}}
 }
+
+// TestLayer2AndLocalnetThroughController: a Layer2 primary UDN and a Localnet
+// CUDN rendered by the zone controllers from their NADs: the transit router
+// takes the NAD's tunnel key, each zone has a remote transit-router port for
+// the other node, and the Localnet switch carries the physical network and VLAN.
+func TestLayer2AndLocalnetThroughController(t *testing.T) {
+	c := clustertest.Start(t, env, config.Default(), "node-a", "node-b")
+	ctx := context.Background()
+	ns := cmtest.Namespace(t, c.Admin, "l2", map[string]string{v1.PrimaryNetworkLabel: "", "phys": "yes"})
+	u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "vm"},
+		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"203.203.0.0/24", "2010:100:200::/60"}}}
+	if err := c.Admin.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cu := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: cmtest.UniqueName("phys")},
+		Spec: v1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"phys": "yes"}},
+			Template: v1.UserDefinedNetworkSpec{Topology: v1.Localnet, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.50.0/24"},
+				Localnet: &v1.LocalnetSpec{PhysicalNetworkName: "physnet-tenant", VLANID: 100}}}}
+	if err := c.Admin.Create(ctx, cu); err != nil {
+		t.Fatal(err)
+	}
+	net := netconf.UDNNetworkName(ns, "vm")
+	phys := netconf.CUDNNetworkName(cu.Name)
+	c.WaitNB("node-a", "Logical_Router:"+net+"_transit_router", "Logical_Router_Port:trtor-GR_"+net+"_node-b",
+		"Logical_Router:GR_"+net+"_node-a", "Logical_Switch:"+phys+"_ovn_localnet_switch")
+	c.WaitNB("node-b", "Logical_Router_Port:trtor-GR_"+net+"_node-a")
+	nad := &nadv1NAD{}
+	if err := c.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "vm"}, nad); err != nil {
+		t.Fatal(err)
+	}
+	_, keys, _, _ := netconf.ParseAllocation(nad.Annotations)
+	za := c.Zones["node-a"]
+	if got := strings.Trim(za.MustNBCtl("get", "Logical_Router", net+"_transit_router", "options:requested-tnl-key"), `"`); len(keys) != 1 || got != fmt.Sprint(keys[0]) {
+		t.Fatalf("transit router tunnel key %s, NAD keys %v", got, keys)
+	}
+	// Both zones' SB agree on the transit router's datapath key.
+	for _, n := range []string{"node-a", "node-b"} {
+		key := c.Zones[n].MustSBCtl("--bare", "--columns=tunnel_key", "find", "Datapath_Binding", "external_ids:name="+net+"_transit_router")
+		if key != fmt.Sprint(keys[0]) {
+			t.Errorf("zone %s: transit router datapath key %q, want %d", n, key, keys[0])
+		}
+	}
+	if got := za.MustNBCtl("get", "Logical_Switch_Port", phys+"_ovn_localnet_port", "tag_request"); got != "100" {
+		t.Errorf("localnet VLAN %s, want 100", got)
+	}
+}
