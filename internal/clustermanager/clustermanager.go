@@ -1,12 +1,14 @@
 // Package clustermanager assembles ovn-udn's cluster-wide controllers into one
 // leader-elected controller-runtime manager: network definitions
-// (internal/udncontroller) and cluster-wide allocation (internal/netalloc).
+// (internal/udncontroller), cluster-wide allocation (internal/netalloc), and
+// the addresses of pods on networks spanning nodes (internal/podalloc).
 package clustermanager
 
 import (
 	"context"
 	"fmt"
 
+	ipamclaims "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -20,6 +22,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/podalloc"
 	"github.com/ovn-udn/ovn-udn/internal/udncontroller"
 )
 
@@ -38,7 +41,7 @@ type Options struct {
 // Scheme returns a scheme with every type the cluster-manager reads or writes.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, nadv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, nadv1.AddToScheme, ipamclaims.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -93,6 +96,10 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	if err := nodes.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up node allocation: %w", err)
+	}
+	pods := &podalloc.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cluster: opts.Cluster, Recorder: recorder}
+	if err := pods.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up pod address allocation: %w", err)
 	}
 	return mgr, nil
 }

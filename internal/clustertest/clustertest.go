@@ -29,7 +29,7 @@ import (
 
 // Cluster is a running control plane.
 type Cluster struct {
-	t       *testing.T
+	t       testing.TB
 	Env     *kubetest.Env
 	Config  config.Cluster
 	Admin   client.Client
@@ -39,6 +39,7 @@ type Cluster struct {
 
 	mu          sync.Mutex
 	controllers map[string]*zoneController
+	stopCM      func()
 }
 
 type zoneController struct {
@@ -48,13 +49,13 @@ type zoneController struct {
 
 // Start brings up a cluster-manager and one zone with its controller per node
 // name. Everything is stopped, and the nodes deleted, when the test ends.
-func Start(t *testing.T, env *kubetest.Env, cfg config.Cluster, nodes ...string) *Cluster {
+func Start(t testing.TB, env *kubetest.Env, cfg config.Cluster, nodes ...string) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, Env: env, Config: cfg, Admin: cmtest.Admin(t, env), Nodes: nodes,
 		Zones: map[string]*ovntest.Zone{}, controllers: map[string]*zoneController{}}
 	c.zoneCfg = cmtest.RoleIdentity(t, env, "zone-controller.yaml", "ovn-udn-zone-controller")
 	t.Cleanup(c.deleteNodes) // runs last: after every controller stopped
-	cmtest.Start(t, env, cfg)
+	c.stopCM = cmtest.Start(t, env, cfg)
 	for i, n := range nodes {
 		c.Zones[n] = ovntest.StartZone(t, n)
 		c.createNode(n, i)
@@ -117,6 +118,14 @@ func (c *Cluster) StartZoneController(node string) *zone.Reconciler {
 	c.controllers[node] = &zoneController{r: r, stop: stop}
 	c.mu.Unlock()
 	return r
+}
+
+// RestartClusterManager stops the cluster-manager and starts a new one, as a
+// crash and restart (or a leader change) would.
+func (c *Cluster) RestartClusterManager() {
+	c.t.Helper()
+	c.stopCM()
+	c.stopCM = cmtest.Start(c.t, c.Env, c.Config)
 }
 
 // StopZoneController stops node's zone controller, as a crash would.

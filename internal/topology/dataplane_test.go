@@ -11,9 +11,9 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
-	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
@@ -90,7 +90,7 @@ func testNode(name string, id int) nodeinfo.Info {
 func l2Network() topology.Network {
 	return topology.Network{Name: "ns.l2", ID: 5, Topology: netconf.TopologyLayer2, Role: netconf.RolePrimary,
 		Subnets: []netconf.Subnet{{CIDR: netip.MustParsePrefix("203.203.0.0/24")}, {CIDR: netip.MustParsePrefix("2010:100:200::/60")}},
-		Join: mustPrefixes("100.65.0.0/16", "fd99::/64"), Transit: mustPrefixes("100.88.0.0/16", "fd97::/64"), MTU: 1400,
+		Join:    mustPrefixes("100.65.0.0/16", "fd99::/64"), Transit: mustPrefixes("100.88.0.0/16", "fd97::/64"), MTU: 1400,
 		TunnelKeys: []int{16715776}}
 }
 

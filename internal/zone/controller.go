@@ -74,6 +74,7 @@ type Reconciler struct {
 	ReconcileTimeout time.Duration
 
 	nodes  nodeCache
+	ipam   podIPAM
 	resync chan event.GenericEvent
 	mu     sync.Mutex
 	noted  map[string]string // what was last reported per (network, node), to emit Events once
@@ -98,6 +99,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	key := req.Name
 	if key == chassisKey {
 		return ctrl.Result{}, r.reconcileChassis(ctx)
+	}
+	if strings.HasPrefix(key, podKeyPrefix) {
+		return r.reconcilePod(ctx, strings.TrimPrefix(key, podKeyPrefix))
 	}
 	if !strings.HasPrefix(key, networkKeyPrefix) {
 		return ctrl.Result{}, nil
@@ -140,7 +144,19 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		for node, why := range bad {
 			r.note(ctx, name, node, why.Error())
 		}
-		res, err := topology.Render(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster})
+		keys, err := r.networkKeys(ctx, name)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		var ports []topology.Port
+		if local, ok, err := r.localNode(ctx); err != nil {
+			return ctrl.Result{}, err
+		} else if ok {
+			if ports, err = r.ports(ctx, n, keys, local.Name); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		res, err := topology.Render(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster, Ports: ports})
 		switch {
 		case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(nodes, bad):
 			rows = nil // the zone has no node any more: nothing to render
@@ -242,8 +258,9 @@ func (r *Reconciler) note(ctx context.Context, network, node, reason string) {
 }
 
 // Keys returns every reconcile key the zone has now: the chassis, the default
-// network, every network a NAD defines, and every network that still holds
-// rows in the zone's Northbound (deleted while the controller was away).
+// network, every network a NAD defines, every network that still holds rows in
+// the zone's Northbound (deleted while the controller was away), and the
+// node's pods.
 func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
 	keys := map[string]bool{chassisKey: true, NetworkKey(nodeinfo.DefaultNetwork): true}
 	var nads nadv1.NetworkAttachmentDefinitionList
@@ -261,6 +278,15 @@ func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
 	}
 	for owner := range owners {
 		keys[owner] = true
+	}
+	// The node's pods: a change of the node (its slices) may let them be attached.
+	if local, ok, err := r.localNode(ctx); err == nil && ok {
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeIndex: local.Name}); err == nil {
+			for _, p := range pods.Items {
+				keys[podKeyPrefix+p.Namespace+"/"+p.Name] = true
+			}
+		}
 	}
 	out := make([]string, 0, len(keys))
 	for k := range keys {

@@ -3,6 +3,7 @@ package zone
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,6 +34,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
 
 func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
@@ -113,14 +115,100 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	return nil
 }
 
-// IndexNADs registers the NAD-by-network-name index the reconciler lists with.
+// IndexNADs registers the cache indexes the reconciler lists with: NADs by
+// network name, pods by node and by attachment key.
 func IndexNADs(ctx context.Context, mgr manager.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &nadv1.NetworkAttachmentDefinition{}, networkNameIndex, func(o client.Object) []string {
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &nadv1.NetworkAttachmentDefinition{}, networkNameIndex, func(o client.Object) []string {
 		if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
 			return []string{name}
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &corev1.Pod{}, podNodeIndex, func(o client.Object) []string {
+		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return idx.IndexField(ctx, &corev1.Pod{}, podKeysIndex, func(o client.Object) []string {
+		nets, err := podnet.Parse(o.GetAnnotations())
+		if err != nil {
+			return nil
+		}
+		out := make([]string, 0, len(nets))
+		for k := range nets {
+			out = append(out, k)
+		}
+		return out
 	})
+}
+
+// podChanges passes pod events that change a pod's attachments or ports.
+var podChanges = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Pod)
+		n, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		for _, k := range []string{podnet.Annotation, netconf.NetworksAnnotation, podnet.PrimaryIPAMClaimAnnotation} {
+			if o.Annotations[k] != n.Annotations[k] {
+				return true
+			}
+		}
+		return o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase
+	},
+}
+
+// podEvents requeues a pod (its own attachments) and the networks its
+// annotation attaches it to, before and after the change (their ports).
+func (r *Reconciler) podEvents() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		for _, o := range objs {
+			pod, ok := o.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			if pod.Spec.NodeName != "" {
+				q.Add(request(podKeyPrefix + pod.Namespace + "/" + pod.Name))
+			}
+			nets, _ := podnet.Parse(pod.Annotations)
+			for k := range nets {
+				if network, ok := r.networkOfKey(ctx, k); ok {
+					q.Add(request(NetworkKey(network)))
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object)
+		},
+	}
+}
+
+// networkOfKey maps an attachment key to its network name.
+func (r *Reconciler) networkOfKey(ctx context.Context, key string) (string, bool) {
+	if key == podnet.DefaultKey {
+		return nodeinfo.DefaultNetwork, true
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
+		return "", false
+	}
+	return netconf.NetworkName(nad.Spec.Config)
 }
 
 // nodeChanges passes Node events that can change a zone's rendering.
@@ -158,14 +246,24 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("zone-"+r.Zone).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config)
-			if !ok {
-				return nil
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var out []reconcile.Request
+			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
+				out = append(out, request(NetworkKey(name)))
 			}
-			return []reconcile.Request{request(NetworkKey(name))}
+			// Pods of the namespace may wait for this network.
+			var pods corev1.PodList
+			if err := r.Client.List(ctx, &pods, client.InNamespace(o.GetNamespace())); err == nil {
+				for _, p := range pods.Items {
+					if p.Spec.NodeName != "" {
+						out = append(out, request(podKeyPrefix+p.Namespace+"/"+p.Name))
+					}
+				}
+			}
+			return out
 		})).
 		Watches(&corev1.Node{}, allKeys, builder.WithPredicates(nodeChanges)).
+		Watches(&corev1.Pod{}, r.podEvents(), builder.WithPredicates(podChanges)).
 		WatchesRawSource(source.Channel(r.resync, allKeys)).
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			// Networks deleted while the controller was away still hold rows.

@@ -1,0 +1,277 @@
+// Package podnet defines what a pod's network attachments are: which networks
+// a pod is attached to (the default network, its namespace's primary network,
+// the secondary networks it asks for), the k8s.ovn.org/pod-networks
+// annotation that records each attachment's addresses, MAC, gateways and
+// routes for the CNI side, and the logical port names. Everything here is
+// pure; cluster-manager, the zone controllers, the node agent and `ovn-udn
+// render` share it.
+package podnet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+)
+
+// Annotations on pods.
+const (
+	// Annotation holds the pod's attachments, by key: "default", and
+	// "<namespace>/<nad>" for the others.
+	Annotation = "k8s.ovn.org/pod-networks"
+	// PrimaryIPAMClaimAnnotation names the IPAMClaim holding the pod's
+	// addresses on its namespace's primary network (persistent IPs).
+	PrimaryIPAMClaimAnnotation = "k8s.ovn.org/primary-udn-ipamclaim"
+)
+
+// DefaultKey is the attachment key of the cluster default network.
+const DefaultKey = "default"
+
+// Roles of attachments.
+const (
+	RolePrimary   = "primary"
+	RoleSecondary = "secondary"
+	// RoleInfrastructure is the default network of a pod whose namespace has
+	// a primary user-defined network: kept for the API server, DNS and probes.
+	RoleInfrastructure = "infrastructure-locked"
+)
+
+// Route is a route the CNI installs in the pod.
+type Route struct {
+	Dest    string `json:"dest"`
+	NextHop string `json:"nextHop"`
+}
+
+// Attachment is one entry of the annotation.
+type Attachment struct {
+	// IPs are CIDRs: the address with the on-link prefix length.
+	IPs      []string `json:"ip_addresses,omitempty"`
+	MAC      string   `json:"mac_address"`
+	Gateways []string `json:"gateway_ips,omitempty"`
+	Routes   []Route  `json:"routes,omitempty"`
+	Role     string   `json:"role"`
+	// TunnelID is the port's key on a Layer2 network's distributed switch.
+	TunnelID int `json:"tunnel_id,omitempty"`
+}
+
+// Networks is the annotation: attachments by key.
+type Networks map[string]Attachment
+
+// Parse reads a pod's annotation (absent: empty).
+func Parse(annotations map[string]string) (Networks, error) {
+	v := annotations[Annotation]
+	out := Networks{}
+	if v == "" {
+		return out, nil
+	}
+	if err := json.Unmarshal([]byte(v), &out); err != nil {
+		return nil, fmt.Errorf("annotation %s is not a JSON object of attachments: %w", Annotation, err)
+	}
+	return out, nil
+}
+
+// String renders the annotation value (keys sorted).
+func (n Networks) String() string {
+	b, _ := json.Marshal(map[string]Attachment(n))
+	return string(b)
+}
+
+// Prefixes parses an attachment's addresses.
+func (a Attachment) Prefixes() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range a.IPs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a CIDR", s)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Key is the attachment key of a NAD.
+func Key(namespace, nad string) string { return namespace + "/" + nad }
+
+// PortName is the logical switch port of a pod's attachment: "<ns>_<pod>" on
+// the default network, "<ns>.<nad>_<ns>_<pod>" on others.
+func PortName(key, namespace, pod string) string {
+	if key == DefaultKey {
+		return namespace + "_" + pod
+	}
+	return strings.Replace(key, "/", ".", 1) + "_" + namespace + "_" + pod
+}
+
+// Request is one network attachment a pod needs.
+type Request struct {
+	// Key is the attachment key ("default" or "<ns>/<nad>").
+	Key string
+	// Network is the network name; Conf its config (nil for the default
+	// network).
+	Network string
+	Conf    *netconf.NetConf
+	Role    string
+	// Selection is the pod's request for a secondary network.
+	Selection *netconf.NetworkSelection
+	// Claim names the IPAMClaim holding the attachment's persistent
+	// addresses ("" when none).
+	Claim string
+}
+
+// Topology is the request's network topology (the default network is Layer3).
+func (r Request) Topology() string {
+	if r.Conf == nil {
+		return netconf.TopologyLayer3
+	}
+	return r.Conf.Topology
+}
+
+// Waiting is returned when a pod cannot be attached yet, and why; the pod is
+// left alone (no annotation) until the reason goes away.
+type Waiting struct{ Reason, Message string }
+
+func (w *Waiting) Error() string { return w.Message }
+
+// Reasons a pod waits (Event reasons).
+const (
+	WaitPrimaryNotReady = "PrimaryNetworkNotReady"
+	WaitPrimaryConflict = "PrimaryNetworkConflict"
+	WaitBadSelection    = "InvalidNetworkSelection"
+)
+
+// Requests returns the attachments of pod, given its namespace, the NADs of
+// the pod's namespace and of the namespaces its selections name (by
+// "<ns>/<name>"), and whether those NADs are ready (have a network ID). A pod
+// whose namespace is labelled for a primary network that is not ready, or that
+// has two primary networks, or that selects an unusable network, gets a
+// *Waiting.
+func Requests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string) ([]Request, error) {
+	var primaries []Request
+	for key, nad := range nads {
+		if nad.Namespace != pod.Namespace {
+			continue
+		}
+		c, err := netconf.Parse(nad)
+		if err != nil || c == nil || !c.IsPrimary() {
+			continue
+		}
+		primaries = append(primaries, Request{Key: key, Network: c.Name, Conf: c, Role: RolePrimary})
+	}
+	sort.Slice(primaries, func(i, j int) bool { return primaries[i].Key < primaries[j].Key })
+	_, labelled := ns.Labels[primaryLabel]
+	switch {
+	case len(primaries) > 1:
+		var names []string
+		for _, p := range primaries {
+			names = append(names, p.Key)
+		}
+		return nil, &Waiting{WaitPrimaryConflict, fmt.Sprintf("namespace %s has %d primary networks (%s)", ns.Name, len(primaries), strings.Join(names, ", "))}
+	case len(primaries) == 0 && labelled:
+		return nil, &Waiting{WaitPrimaryNotReady, fmt.Sprintf("namespace %s is labelled for a primary network, which is not ready yet", ns.Name)}
+	case len(primaries) == 1 && !ready(nads[primaries[0].Key]):
+		return nil, &Waiting{WaitPrimaryNotReady, fmt.Sprintf("primary network %s is not allocated yet", primaries[0].Key)}
+	}
+	out := []Request{{Key: DefaultKey, Network: "default", Role: RolePrimary}}
+	if len(primaries) == 1 {
+		out[0].Role = RoleInfrastructure
+		p := primaries[0]
+		if p.Conf.PersistentIPs {
+			p.Claim = pod.Annotations[PrimaryIPAMClaimAnnotation]
+		}
+		out = append(out, p)
+	}
+	sels, err := netconf.ParseNetworkSelections(pod.Annotations[netconf.NetworksAnnotation], pod.Namespace)
+	if err != nil {
+		return nil, &Waiting{WaitBadSelection, err.Error()}
+	}
+	for i := range sels {
+		s := sels[i]
+		nad, ok := nads[s.Key()]
+		if !ok {
+			return nil, &Waiting{WaitBadSelection, fmt.Sprintf("network %s does not exist", s.Key())}
+		}
+		c, err := netconf.Parse(nad)
+		if err != nil {
+			return nil, &Waiting{WaitBadSelection, fmt.Sprintf("network %s: %v", s.Key(), err)}
+		}
+		if c == nil {
+			continue // another CNI plugin's network: not ours to attach
+		}
+		if c.IsPrimary() {
+			return nil, &Waiting{WaitBadSelection, fmt.Sprintf("network %s is a primary network; it cannot be requested as a secondary one", s.Key())}
+		}
+		if !ready(nad) {
+			return nil, &Waiting{WaitPrimaryNotReady, fmt.Sprintf("network %s is not allocated yet", s.Key())}
+		}
+		r := Request{Key: s.Key(), Network: c.Name, Conf: c, Role: RoleSecondary, Selection: &s}
+		if c.PersistentIPs {
+			r.Claim = s.IPAMClaimReference
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func ready(nad *nadv1.NetworkAttachmentDefinition) bool {
+	_, _, ok, err := netconf.ParseAllocation(nad.Annotations)
+	return ok && err == nil
+}
+
+// NADsFor returns the NADs a pod's attachments may involve, by key: its
+// namespace's, and those its selections name in other namespaces.
+func NADsFor(ctx context.Context, c client.Reader, pod *corev1.Pod) (map[string]*nadv1.NetworkAttachmentDefinition, error) {
+	var list nadv1.NetworkAttachmentDefinitionList
+	if err := c.List(ctx, &list, client.InNamespace(pod.Namespace)); err != nil {
+		return nil, err
+	}
+	out := map[string]*nadv1.NetworkAttachmentDefinition{}
+	for i := range list.Items {
+		n := &list.Items[i]
+		out[Key(n.Namespace, n.Name)] = n
+	}
+	sels, _ := netconf.ParseNetworkSelections(pod.Annotations[netconf.NetworksAnnotation], pod.Namespace)
+	for _, s := range sels {
+		if _, ok := out[s.Key()]; ok {
+			continue
+		}
+		nad := &nadv1.NetworkAttachmentDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, nad); err == nil {
+			out[s.Key()] = nad
+		}
+	}
+	return out, nil
+}
+
+// Patch writes nets as the pod's annotation, unless it already says that, with
+// optimistic concurrency: cluster-manager and the zone controller each write
+// their own entries, so a write based on a stale copy must fail and be retried.
+func Patch(ctx context.Context, c client.Client, pod *corev1.Pod, nets Networks) (bool, error) {
+	if current, err := Parse(pod.Annotations); err == nil && current.String() == nets.String() {
+		return false, nil
+	}
+	patch := client.MergeFromWithOptions(pod.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if pod.Annotations == nil {
+		pod.Annotations = map[string]string{}
+	}
+	pod.Annotations[Annotation] = nets.String()
+	if err := c.Patch(ctx, pod, patch); err != nil {
+		return false, fmt.Errorf("annotating pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return true, nil
+}
+
+// Clone returns a copy of the annotation's entries.
+func (n Networks) Clone() Networks {
+	out := make(Networks, len(n))
+	for k, v := range n {
+		out[k] = v
+	}
+	return out
+}

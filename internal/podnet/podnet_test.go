@@ -1,0 +1,151 @@
+package podnet
+
+import (
+	"errors"
+	"net/netip"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+)
+
+const label = "k8s.ovn.org/primary-user-defined-network"
+
+func nad(ns, name, conf string, allocated bool) *nadv1.NetworkAttachmentDefinition {
+	n := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: conf}}
+	if allocated {
+		n.Annotations = map[string]string{netconf.NetworkIDAnnotation: "3"}
+	}
+	return n
+}
+
+func TestRequests(t *testing.T) {
+	l3 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.l3","topology":"layer3","role":"primary","subnets":"10.128.0.0/16/24","joinSubnet":"100.65.0.0/16","netAttachDefName":"ns1/l3"}`
+	l3b := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.l3b","topology":"layer3","role":"primary","subnets":"10.129.0.0/16/24","netAttachDefName":"ns1/l3b"}`
+	sec := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"other.sec","topology":"layer2","role":"secondary","subnets":"192.168.0.0/24","persistentIPs":true,"netAttachDefName":"other/sec"}`
+	bridge := `{"cniVersion":"1.0.0","type":"bridge","name":"br"}`
+	pod := func(ann map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "p", Annotations: ann}}
+	}
+	labelled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1", Labels: map[string]string{label: ""}}}
+	plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1"}}
+	nads := func(list ...*nadv1.NetworkAttachmentDefinition) map[string]*nadv1.NetworkAttachmentDefinition {
+		m := map[string]*nadv1.NetworkAttachmentDefinition{}
+		for _, n := range list {
+			m[Key(n.Namespace, n.Name)] = n
+		}
+		return m
+	}
+	type want struct{ key, role, claim string }
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		ns      *corev1.Namespace
+		nads    map[string]*nadv1.NetworkAttachmentDefinition
+		want    []want
+		waiting string
+	}{
+		{"default only", pod(nil), plain, nil, []want{{"default", RolePrimary, ""}}, ""},
+		{"primary UDN", pod(nil), labelled, nads(nad("ns1", "l3", l3, true)), []want{{"default", RoleInfrastructure, ""}, {"ns1/l3", RolePrimary, ""}}, ""},
+		{"labelled, no network yet", pod(nil), labelled, nil, nil, WaitPrimaryNotReady},
+		{"primary not allocated", pod(nil), labelled, nads(nad("ns1", "l3", l3, false)), nil, WaitPrimaryNotReady},
+		{"two primaries", pod(nil), labelled, nads(nad("ns1", "l3", l3, true), nad("ns1", "l3b", l3b, true)), nil, WaitPrimaryConflict},
+		{"secondary with claim, other plugin ignored",
+			pod(map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","namespace":"other","ipam-claim-reference":"vm1"},{"name":"br"}]`}), plain,
+			nads(nad("other", "sec", sec, true), nad("ns1", "br", bridge, false)),
+			[]want{{"default", RolePrimary, ""}, {"other/sec", RoleSecondary, "vm1"}}, ""},
+		{"selecting a missing network", pod(map[string]string{netconf.NetworksAnnotation: "nope"}), plain, nil, nil, WaitBadSelection},
+		{"selecting a primary network", pod(map[string]string{netconf.NetworksAnnotation: "l3"}), labelled, nads(nad("ns1", "l3", l3, true)), nil, WaitBadSelection},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Requests(tc.pod, tc.ns, tc.nads, label)
+			var w *Waiting
+			if tc.waiting != "" {
+				if !errors.As(err, &w) || w.Reason != tc.waiting {
+					t.Fatalf("err = %v, want waiting %s", err, tc.waiting)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotW []want
+			for _, r := range got {
+				gotW = append(gotW, want{r.Key, r.Role, r.Claim})
+			}
+			if diff := cmp.Diff(tc.want, gotW, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func pfx(s ...string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, x := range s {
+		out = append(out, netip.MustParsePrefix(x))
+	}
+	return out
+}
+
+func addrs(s ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, x := range s {
+		out = append(out, netip.MustParseAddr(x))
+	}
+	return out
+}
+
+// TestAttachSeedExample reproduces the seed's annotated pod: a pod of a
+// namespace whose primary network is a dual-stack Layer3 UDN.
+func TestAttachSeedExample(t *testing.T) {
+	cfg := config.Default()
+	conf, _ := netconf.ParseConfig(`{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"default.l3-network","topology":"layer3","role":"primary","subnets":"10.128.0.0/16/24,2600:db8::/29/64","joinSubnet":"100.65.0.0/16,fd99::/64","netAttachDefName":"default/l3-network"}`)
+	def := Attach(Request{Key: DefaultKey, Network: "default", Role: RoleInfrastructure}, pfx("10.244.1.6/24", "fd00:10:244:2::6/64"),
+		addrs("10.244.1.1", "fd00:10:244:2::1"), "", "ns/pod", cfg)
+	udn := Attach(Request{Key: "default/l3-network", Network: conf.Name, Conf: conf, Role: RolePrimary}, pfx("10.128.1.3/24", "2600:db8:0:2::3/64"),
+		addrs("10.128.1.1", "2600:db8:0:2::1"), "", "ns/pod", cfg)
+	want := Networks{
+		"default": {IPs: []string{"10.244.1.6/24", "fd00:10:244:2::6/64"}, MAC: "0a:58:0a:f4:01:06", Role: RoleInfrastructure,
+			Routes: []Route{{"10.244.0.0/16", "10.244.1.1"}, {"fd00:10:244::/48", "fd00:10:244:2::1"}, {"100.64.0.0/16", "10.244.1.1"}, {"fd98::/64", "fd00:10:244:2::1"}}},
+		"default/l3-network": {IPs: []string{"10.128.1.3/24", "2600:db8:0:2::3/64"}, MAC: "0a:58:0a:80:01:03", Role: RolePrimary,
+			Gateways: []string{"10.128.1.1", "2600:db8:0:2::1"},
+			Routes: []Route{{"10.128.0.0/16", "10.128.1.1"}, {"2600:db8::/29", "2600:db8:0:2::1"}, {"10.96.0.0/16", "10.128.1.1"},
+				{"fd00:10:96::/112", "2600:db8:0:2::1"}, {"100.65.0.0/16", "10.128.1.1"}, {"fd99::/64", "2600:db8:0:2::1"}}},
+	}
+	got := Networks{"default": def, "default/l3-network": udn}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("annotation (-want +got):\n%s", diff)
+	}
+	back, err := Parse(map[string]string{Annotation: got.String()})
+	if err != nil || !cmp.Equal(got, back) {
+		t.Errorf("round trip: %v %v", err, cmp.Diff(got, back))
+	}
+}
+
+func TestAttachSecondaryAndDefault(t *testing.T) {
+	cfg := config.Default()
+	l2, _ := netconf.ParseConfig(`{"type":"ovn-k8s-cni-overlay","name":"ns.l2","topology":"layer2","role":"secondary","subnets":"192.168.0.0/24"}`)
+	a := Attach(Request{Key: "ns/l2", Network: "ns.l2", Conf: l2, Role: RoleSecondary}, pfx("192.168.0.5/24"), nil, "", "ns/p", cfg)
+	if a.Gateways != nil || a.Routes != nil || a.MAC != "0a:58:c0:a8:00:05" {
+		t.Errorf("secondary layer2: %+v", a)
+	}
+	noIPAM := Attach(Request{Key: "ns/l2", Network: "ns.l2", Conf: l2, Role: RoleSecondary}, nil, nil, "", "ns/p", cfg)
+	if noIPAM.MAC == "" || noIPAM.MAC != DeriveMAC(nil, "ns.l2/ns/p") || len(noIPAM.IPs) != 0 {
+		t.Errorf("IPAM disabled: %+v", noIPAM)
+	}
+	def := Attach(Request{Key: DefaultKey, Network: "default", Role: RolePrimary}, pfx("10.244.1.6/24"), addrs("10.244.1.1"), "", "ns/p", cfg)
+	if len(def.Gateways) != 1 || def.Gateways[0] != "10.244.1.1" {
+		t.Errorf("default network without a UDN must be the default route: %+v", def)
+	}
+	if PortName("default", "ns", "p") != "ns_p" || PortName("ns/l2", "ns", "p") != "ns.l2_ns_p" {
+		t.Error("port names")
+	}
+}

@@ -1,0 +1,406 @@
+package zone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+)
+
+// Reconcile keys of pods: "pod:<namespace>/<name>".
+const podKeyPrefix = "pod:"
+
+// Pod indexes in the manager's cache.
+const (
+	podNodeIndex = "spec.nodeName"
+	podKeysIndex = "k8s.ovn.org/pod-networks.keys"
+)
+
+// podIPAM holds the addresses a zone gives its node's pods on Layer3 networks
+// (the default network included): each from the node's slice of the network.
+type podIPAM struct {
+	mu        sync.Mutex
+	recovered bool
+	// pools by network: one per IP family of the node's slice.
+	pools map[string]*nodePools
+}
+
+type nodePools struct {
+	key   string // the node slice the pools were made from
+	pools []*allocator.IPPool
+}
+
+// pools returns the network's pools for the node's slices (made, or remade
+// when the slices changed), with the gateway and management addresses and the
+// network's exclusions taken out.
+func (m *podIPAM) poolsFor(network string, slices []netip.Prefix, exclude []netip.Prefix) ([]*allocator.IPPool, error) {
+	key := fmt.Sprint(slices)
+	if p, ok := m.pools[network]; ok && p.key == key {
+		return p.pools, nil
+	}
+	np := &nodePools{key: key}
+	for _, s := range slices {
+		gw, _ := allocator.NthAddress(s, 1)
+		mgmt, _ := allocator.NthAddress(s, 2)
+		pool, err := allocator.NewIPPool(s, exclude, gw, mgmt)
+		if err != nil {
+			return nil, err
+		}
+		np.pools = append(np.pools, pool)
+	}
+	if m.pools == nil {
+		m.pools = map[string]*nodePools{}
+	}
+	m.pools[network] = np
+	return np.pools, nil
+}
+
+func (m *podIPAM) release(podKey string) {
+	for _, np := range m.pools {
+		for _, p := range np.pools {
+			p.Release(podKey)
+		}
+	}
+}
+
+// localNode returns the zone's node.
+func (r *Reconciler) localNode(ctx context.Context) (nodeinfo.Info, bool, error) {
+	nodes, _, err := r.nodes.nodes(ctx, r.Client)
+	if err != nil {
+		return nodeinfo.Info{}, false, err
+	}
+	for _, n := range nodes {
+		if n.Zone == r.Zone {
+			return n, true, nil
+		}
+	}
+	return nodeinfo.Info{}, false, nil
+}
+
+// recoverPods rebuilds the node's Layer3 allocations from the annotations of
+// the pods on the node, once, before anything is allocated.
+func (r *Reconciler) recoverPods(ctx context.Context, local nodeinfo.Info) error {
+	m := &r.ipam
+	if m.recovered {
+		return nil
+	}
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeIndex: local.Name}); err != nil {
+		return err
+	}
+	logger := log.FromContext(ctx)
+	for _, p := range pods.Items {
+		if done(&p) {
+			continue
+		}
+		nets, err := podnet.Parse(p.Annotations)
+		if err != nil {
+			continue
+		}
+		for key, a := range nets {
+			network, exclude, ok := r.layer3Network(ctx, key)
+			if !ok || len(local.Subnets[network]) == 0 {
+				continue
+			}
+			pools, err := m.poolsFor(network, local.Subnets[network], exclude)
+			if err != nil {
+				continue
+			}
+			addrs, _ := a.Prefixes()
+			for _, pr := range addrs {
+				for _, pool := range pools {
+					if pool.CIDR().Contains(pr.Addr()) {
+						if err := pool.Reserve(p.Namespace+"/"+p.Name, pr.Addr()); err != nil {
+							logger.Error(err, "pod address not recovered; the pod will get another", "pod", p.Namespace+"/"+p.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+	m.recovered = true
+	return nil
+}
+
+// layer3Network maps an attachment key to its network when that network is
+// Layer3 (the default network, or a Layer3 NAD), with its exclusions.
+func (r *Reconciler) layer3Network(ctx context.Context, key string) (string, []netip.Prefix, bool) {
+	if key == podnet.DefaultKey {
+		return nodeinfo.DefaultNetwork, nil, true
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
+		return "", nil, false
+	}
+	c, err := netconf.Parse(nad)
+	if err != nil || c == nil || c.Topology != netconf.TopologyLayer3 {
+		return "", nil, false
+	}
+	return c.Name, c.ExcludePrefixes(), true
+}
+
+func done(p *corev1.Pod) bool {
+	return p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// reconcilePod gives a pod on the zone's node its Layer3 attachments (the
+// default network, Layer3 user-defined networks) and records them in the
+// pod-networks annotation. Layer2 and Localnet attachments are
+// cluster-manager's; refusals become Events and leave the pod alone.
+func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result, error) {
+	ns, name, _ := strings.Cut(key, "/")
+	r.ipam.mu.Lock()
+	defer r.ipam.mu.Unlock()
+	local, ok, err := r.localNode(ctx)
+	if err != nil || !ok {
+		return ctrl.Result{}, err // the node's annotations will requeue it
+	}
+	if err := r.recoverPods(ctx, local); err != nil {
+		return ctrl.Result{}, err
+	}
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.ipam.release(key)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if pod.Spec.NodeName != local.Name {
+		return ctrl.Result{}, nil
+	}
+	if done(pod) {
+		r.ipam.release(key)
+		return ctrl.Result{}, nil
+	}
+	reqs, err := r.podRequests(ctx, pod)
+	var waiting *podnet.Waiting
+	if errors.As(err, &waiting) {
+		r.notePod(pod, waiting.Reason, waiting.Message)
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	current, err := podnet.Parse(pod.Annotations)
+	if err != nil {
+		r.notePod(pod, "InvalidAnnotation", err.Error())
+		current = podnet.Networks{}
+	}
+	desired := current.Clone()
+	for _, req := range reqs {
+		if req.Topology() != netconf.TopologyLayer3 {
+			continue
+		}
+		if len(local.Subnets[req.Network]) == 0 {
+			return ctrl.Result{}, nil // the node's slice is coming; its Node update requeues the pod
+		}
+		entry, err := r.attachLayer3(ctx, pod, local, req, current)
+		if err != nil {
+			r.notePod(pod, "AddressAllocationFailed", fmt.Sprintf("network %s: %v", req.Key, err))
+			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+		}
+		desired[req.Key] = entry
+	}
+	wrote, err := podnet.Patch(ctx, r.Client, pod, desired)
+	if wrote {
+		log.FromContext(ctx).V(1).Info("annotated pod", "pod", key)
+	}
+	return ctrl.Result{}, err
+}
+
+// podRequests returns the attachments a pod needs.
+func (r *Reconciler) podRequests(ctx context.Context, pod *corev1.Pod) ([]podnet.Request, error) {
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+		return nil, err
+	}
+	nads, err := podnet.NADsFor(ctx, r.Client, pod)
+	if err != nil {
+		return nil, err
+	}
+	return podnet.Requests(pod, ns, nads, v1.PrimaryNetworkLabel)
+}
+
+// attachLayer3 returns the pod's attachment to a Layer3 network: its current
+// one when still valid, else new addresses (the pod's requested ones when it
+// asks) from the node's slice.
+func (r *Reconciler) attachLayer3(ctx context.Context, pod *corev1.Pod, local nodeinfo.Info, req podnet.Request, current podnet.Networks) (podnet.Attachment, error) {
+	slices := local.Subnets[req.Network]
+	if len(slices) == 0 {
+		return podnet.Attachment{}, fmt.Errorf("node %s has no subnet of the network yet", local.Name)
+	}
+	var exclude []netip.Prefix
+	if req.Conf != nil {
+		exclude = req.Conf.ExcludePrefixes()
+	}
+	pools, err := r.ipam.poolsFor(req.Network, slices, exclude)
+	if err != nil {
+		return podnet.Attachment{}, err
+	}
+	podKey := pod.Namespace + "/" + pod.Name
+	var want []netip.Addr
+	if cur, ok := current[req.Key]; ok {
+		addrs, _ := cur.Prefixes()
+		for _, a := range addrs {
+			want = append(want, a.Addr())
+		}
+	} else if req.Selection != nil {
+		for _, s := range req.Selection.IPs {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				a, aerr := netip.ParseAddr(s)
+				if aerr != nil {
+					return podnet.Attachment{}, fmt.Errorf("requested address %q is not an address", s)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			want = append(want, p.Addr())
+		}
+	}
+	var addrs []netip.Prefix
+	var gws []netip.Addr
+	for i, pool := range pools {
+		var a netip.Addr
+		var err error
+		if w, ok := familyAddr(want, pool.CIDR()); ok {
+			err = pool.Reserve(podKey, w)
+			a = w
+		} else {
+			a, err = pool.Allocate(podKey)
+		}
+		if err != nil {
+			for _, p := range pools[:i] {
+				p.Release(podKey)
+			}
+			return podnet.Attachment{}, err
+		}
+		addrs = append(addrs, netip.PrefixFrom(a, pool.CIDR().Bits()))
+		gw, _ := allocator.NthAddress(pool.CIDR(), 1)
+		gws = append(gws, gw)
+	}
+	mac := ""
+	if req.Selection != nil {
+		mac = req.Selection.MAC
+	}
+	return podnet.Attach(req, addrs, gws, mac, podKey, r.Cluster), nil
+}
+
+func familyAddr(list []netip.Addr, cidr netip.Prefix) (netip.Addr, bool) {
+	for _, a := range list {
+		if a.Is4() == cidr.Addr().Is4() {
+			return a, true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// notePod emits an Event on a pod once per distinct reason and message.
+func (r *Reconciler) notePod(pod *corev1.Pod, reason, message string) {
+	key := "pod/" + pod.Namespace + "/" + pod.Name
+	r.mu.Lock()
+	if r.noted == nil {
+		r.noted = map[string]string{}
+	}
+	same := r.noted[key] == reason+message
+	r.noted[key] = reason + message
+	r.mu.Unlock()
+	if !same {
+		r.Recorder.Event(pod, corev1.EventTypeWarning, reason, message)
+	}
+}
+
+// ports returns a network's workload ports in this zone: its pods on the
+// zone's node, and on a Layer2 network every pod (remote elsewhere).
+func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []string, local string) ([]topology.Port, error) {
+	var pods []corev1.Pod
+	if n.Topology == netconf.TopologyLayer2 {
+		for _, k := range keys {
+			var list corev1.PodList
+			if err := r.Client.List(ctx, &list, client.MatchingFields{podKeysIndex: k}); err != nil {
+				return nil, err
+			}
+			pods = append(pods, list.Items...)
+		}
+	} else {
+		var list corev1.PodList
+		if err := r.Client.List(ctx, &list, client.MatchingFields{podNodeIndex: local}); err != nil {
+			return nil, err
+		}
+		pods = list.Items
+	}
+	var out []topology.Port
+	seen := map[string]bool{}
+	for i := range pods {
+		p := &pods[i]
+		if done(p) || p.Spec.NodeName == "" {
+			continue
+		}
+		nets, err := podnet.Parse(p.Annotations)
+		if err != nil {
+			continue
+		}
+		for _, k := range keys {
+			a, ok := nets[k]
+			if !ok {
+				continue
+			}
+			name := podnet.PortName(k, p.Namespace, p.Name)
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			addrs, err := a.Prefixes()
+			if err != nil {
+				continue
+			}
+			out = append(out, topology.Port{Name: name, Node: p.Spec.NodeName, MAC: a.MAC, IPs: addrs, TunnelKey: a.TunnelID,
+				ExternalIDs: map[string]string{PodKey: p.Namespace + "/" + p.Name, NADKey: k}})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// External IDs identifying a pod's port.
+const (
+	PodKey = "k8s.ovn.org/pod"
+	NADKey = "k8s.ovn.org/nad"
+)
+
+// networkKeys returns the attachment keys of a network: "default", or the
+// "<ns>/<name>" of each of its NADs.
+func (r *Reconciler) networkKeys(ctx context.Context, network string) ([]string, error) {
+	if network == nodeinfo.DefaultNetwork {
+		return []string{podnet.DefaultKey}, nil
+	}
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: network}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range nads.Items {
+		out = append(out, podnet.Key(n.Namespace, n.Name))
+	}
+	sort.Strings(out)
+	return out, nil
+}
