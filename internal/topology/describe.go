@@ -18,6 +18,7 @@ func Describe(rows []model.Model) string {
 	byID := map[string]model.Model{}
 	var routers []*nbdb.LogicalRouter
 	var switches []*nbdb.LogicalSwitch
+	var groups []*nbdb.PortGroup
 	for _, r := range rows {
 		byID[RowID(r)] = r
 		switch v := r.(type) {
@@ -25,6 +26,8 @@ func Describe(rows []model.Model) string {
 			routers = append(routers, v)
 		case *nbdb.LogicalSwitch:
 			switches = append(switches, v)
+		case *nbdb.PortGroup:
+			groups = append(groups, v)
 		}
 	}
 	sort.Slice(routers, func(i, j int) bool { return routers[i].Name < routers[j].Name })
@@ -117,6 +120,24 @@ func Describe(rows []model.Model) string {
 					line += fmt.Sprintf(" vlan %d", *p.TagRequest)
 				}
 				lines = append(lines, line+kv(p.Options))
+			}
+		}
+		sort.Strings(lines)
+		b.WriteString(join(lines))
+	}
+	for _, g := range groups {
+		var ports []string
+		for _, id := range g.Ports {
+			if p, ok := byID[id].(*nbdb.LogicalSwitchPort); ok {
+				ports = append(ports, p.Name)
+			}
+		}
+		sort.Strings(ports)
+		fmt.Fprintf(&b, "port-group %s [%s]\n", g.Name, strings.Join(ports, " "))
+		var lines []string
+		for _, id := range g.ACLs {
+			if a, ok := byID[id].(*nbdb.ACL); ok {
+				lines = append(lines, fmt.Sprintf("  acl %s %d %s %s", a.Direction, a.Priority, a.Match, a.Action))
 			}
 		}
 		sort.Strings(lines)

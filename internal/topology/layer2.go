@@ -49,6 +49,10 @@ type Port struct {
 	// TunnelKey is the port's key on a Layer2 network's distributed switch,
 	// the same in every zone (0 on other topologies).
 	TunnelKey int
+	// Isolated marks a default-network port of a pod whose namespace has a
+	// primary user-defined network: its IP traffic is dropped except with the
+	// node (probes).
+	Isolated bool
 	// ExternalIDs identify the workload (pod, NAD).
 	ExternalIDs map[string]string
 }
@@ -229,7 +233,7 @@ func (b *builder) managementPortWith(name, node string, addrs []netip.Prefix, op
 // switch a remote port for every workload on another ready node. It returns
 // the ports left out and why.
 func (b *builder) ports(ports []Port, local nodeinfo.Info, remotes []nodeinfo.Info) []Problem {
-	if b.podSwitch == nil || len(ports) == 0 {
+	if b.podSwitch == nil {
 		return nil
 	}
 	remote := map[string]nodeinfo.Info{}
@@ -240,6 +244,7 @@ func (b *builder) ports(ports []Port, local nodeinfo.Info, remotes []nodeinfo.In
 	sorted := append([]Port(nil), ports...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	var skipped []Problem
+	var isolated []string
 	for _, p := range sorted {
 		addr := p.MAC
 		for _, ip := range p.IPs {
@@ -270,6 +275,44 @@ func (b *builder) ports(ports []Port, local nodeinfo.Info, remotes []nodeinfo.In
 		lsp.Options = opts
 		b.add(lsp)
 		b.podSwitch.Ports = append(b.podSwitch.Ports, lsp.UUID)
+		if p.Isolated && p.Node == local.Name {
+			isolated = append(isolated, lsp.UUID)
+		}
+	}
+	if b.n.IsDefault() {
+		b.isolatePods(isolated, local)
 	}
 	return skipped
 }
+
+// IsolatedPortGroup holds the default-network ports of pods whose namespace
+// has a primary user-defined network.
+const IsolatedPortGroup = "udn_isolated_pods"
+
+// isolatePods renders the port group of the local isolated ports and its
+// ACLs: their IP traffic is dropped, except with the node's management port
+// (kubelet probes and their replies).
+func (b *builder) isolatePods(ports []string, local nodeinfo.Info) {
+	var acls []string
+	acl := func(direction string, priority int, match, action string) {
+		id := fmt.Sprintf("acl:%s:%s:%d:%s", IsolatedPortGroup, direction, priority, match)
+		b.add(&nbdb.ACL{UUID: id, Direction: direction, Priority: priority, Match: match, Action: action, ExternalIDs: b.ext(local.Name)})
+		acls = append(acls, id)
+	}
+	for _, s := range local.Subnets[b.n.Name] {
+		mgmt := nth(s, 2).Addr()
+		ip := ipMatch(s)
+		acl(nbdb.ACLDirectionFromLport, IsolationAllowPriority, fmt.Sprintf("inport == @%s && %s.dst == %s", IsolatedPortGroup, ip, mgmt), nbdb.ACLActionAllowRelated)
+		acl(nbdb.ACLDirectionToLport, IsolationAllowPriority, fmt.Sprintf("outport == @%s && %s.src == %s", IsolatedPortGroup, ip, mgmt), nbdb.ACLActionAllowRelated)
+	}
+	acl(nbdb.ACLDirectionFromLport, IsolationDropPriority, fmt.Sprintf("inport == @%s && ip", IsolatedPortGroup), nbdb.ACLActionDrop)
+	acl(nbdb.ACLDirectionToLport, IsolationDropPriority, fmt.Sprintf("outport == @%s && ip", IsolatedPortGroup), nbdb.ACLActionDrop)
+	b.add(&nbdb.PortGroup{UUID: "pg:" + IsolatedPortGroup, Name: IsolatedPortGroup, Ports: ports, ACLs: acls, ExternalIDs: b.ext(local.Name)})
+}
+
+// ACL priorities of the isolation of pods with a primary user-defined network
+// on the default network.
+const (
+	IsolationAllowPriority = 1001
+	IsolationDropPriority  = 1000
+)

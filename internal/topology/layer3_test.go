@@ -141,6 +141,13 @@ switch node1
 switch transit_switch {interconn-ts=transit_switch requested-tnl-key=16711680}
   port tstor-node1 type router addresses [router] {requested-tnl-key=2 router-port=rtots-node1}
   port tstor-node2 type remote addresses [0a:58:64:58:00:03 100.88.0.3/16 fd97::3/64] {requested-chassis=ch-node2 requested-tnl-key=3}
+port-group udn_isolated_pods []
+  acl from-lport 1000 inport == @udn_isolated_pods && ip drop
+  acl from-lport 1001 inport == @udn_isolated_pods && ip4.dst == 10.244.1.2 allow-related
+  acl from-lport 1001 inport == @udn_isolated_pods && ip6.dst == fd00:10:244:2::2 allow-related
+  acl to-lport 1000 outport == @udn_isolated_pods && ip drop
+  acl to-lport 1001 outport == @udn_isolated_pods && ip4.src == 10.244.1.2 allow-related
+  acl to-lport 1001 outport == @udn_isolated_pods && ip6.src == fd00:10:244:2::2 allow-related
 `,
 		},
 		{
@@ -226,5 +233,23 @@ func TestLayer3NotReady(t *testing.T) {
 	two.Name = "other"
 	if _, err := Render(Input{Network: blue(), Nodes: []nodeinfo.Info{ready, two}, Zone: "node1", Cluster: cfg}); err == nil || !strings.Contains(err.Error(), "one node per zone") {
 		t.Errorf("two nodes in one zone: err = %v", err)
+	}
+}
+
+// TestDefaultNetworkIsolation: only the default-network ports of pods with a
+// primary UDN join the isolation port group.
+func TestDefaultNetworkIsolation(t *testing.T) {
+	cfg := config.Default()
+	node1 := withGateway(node("node1", 2, nodeinfo.Subnets{"default": pfx("10.244.1.0/24")}), "02:42:ac:12:00:02", pfx("172.18.0.2/16"), "172.18.0.1")
+	ports := []Port{
+		{Name: "ns1_udn-pod", Node: "node1", MAC: "0a:58:0a:f4:01:05", IPs: pfx("10.244.1.5/24"), Isolated: true},
+		{Name: "ns2_plain-pod", Node: "node1", MAC: "0a:58:0a:f4:01:06", IPs: pfx("10.244.1.6/24")},
+	}
+	res, err := Render(Input{Network: DefaultNetwork(cfg), Nodes: []nodeinfo.Info{node1}, Zone: "node1", Cluster: cfg, Ports: ports})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(Describe(res.Rows), "port-group udn_isolated_pods [ns1_udn-pod]\n") {
+		t.Errorf("isolated port group:\n%s", Describe(res.Rows))
 	}
 }

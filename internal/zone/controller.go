@@ -47,14 +47,14 @@ func NetworkKey(network string) string { return networkKeyPrefix + network }
 // NBTables are the Northbound tables a zone controller writes, referenced
 // tables first.
 var NBTables = []model.Model{
-	&nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{},
-	&nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitchPort{}, &nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{},
+	&nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.ACL{},
+	&nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitchPort{}, &nbdb.PortGroup{}, &nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{},
 }
 
 // NBTableNames are the names of NBTables (for client indexes and monitors).
 var NBTableNames = []string{
-	nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable,
-	nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable,
+	nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.ACLTable,
+	nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable, nbdb.PortGroupTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable,
 }
 
 // networkNameIndex indexes NADs by their config's network name.

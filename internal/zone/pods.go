@@ -374,6 +374,7 @@ func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []strin
 				continue
 			}
 			out = append(out, topology.Port{Name: name, Node: p.Spec.NodeName, MAC: a.MAC, IPs: addrs, TunnelKey: a.TunnelID,
+				Isolated:    a.Role == podnet.RoleInfrastructure,
 				ExternalIDs: map[string]string{PodKey: p.Namespace + "/" + p.Name, NADKey: k}})
 		}
 	}

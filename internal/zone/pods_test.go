@@ -184,6 +184,25 @@ func TestPodsOnUserDefinedNetworks(t *testing.T) {
 	toD.IPDst = addr(t, nd["default"], true).Addr().String()
 	ovntest.ExpectDropped(t, za.Trace(net1+"_node-a", toD))
 
+	// On the default network, a UDN pod's interface is isolated: nothing to or
+	// from other pods, only the node (probes). Default-network pods still talk.
+	e := createPod(t, c.Admin, newPod(ns4, "e", "node-a", nil))
+	ne := waitAnnotated(t, c.Admin, e, "default")
+	c.WaitNB("node-a", "Logical_Switch_Port:"+port("default", e))
+	defMAC, _ := port2(t, za, "Logical_Router_Port", "rtos-node-a")
+	a1def := ovntrace.Packet{InPort: port("default", a1), EthSrc: def.MAC, EthDst: ne["default"].MAC,
+		IPSrc: addr(t, def, true).Addr().String(), IPDst: addr(t, ne["default"], true).Addr().String(), Proto: "tcp", DstPort: 80}
+	ovntest.ExpectDropped(t, za.Trace("node-a", a1def))
+	toA1 := ovntrace.Packet{InPort: port("default", e), EthSrc: ne["default"].MAC, EthDst: def.MAC,
+		IPSrc: addr(t, ne["default"], true).Addr().String(), IPDst: addr(t, def, true).Addr().String(), Proto: "tcp", DstPort: 80}
+	ovntest.ExpectDropped(t, za.Trace("node-a", toA1))
+	toMgmt := a1def
+	toMgmt.EthDst, toMgmt.IPDst = mustMACOf(t, za, "k8s-node-a"), mustNth(defSlice, 2).String()
+	ovntest.ExpectDelivered(t, za.Trace("node-a", toMgmt), "k8s-node-a")
+	toD2 := toA1
+	toD2.EthDst, toD2.IPDst = defMAC, addr(t, nd["default"], true).Addr().String()
+	ovntest.ExpectDelivered(t, za.Trace("node-a", toD2), "tstor-node-b")
+
 	// Layer2, across nodes: through b2's remote port, then to b2.
 	pb2 := addr(t, nB2[k2], true)
 	toB2 := ovntrace.Packet{InPort: port(k2, a2), EthSrc: l2.MAC, EthDst: nB2[k2].MAC, IPSrc: p2.Addr().String(), IPDst: pb2.Addr().String(), Proto: "tcp", DstPort: 80}
@@ -208,6 +227,11 @@ func TestPodsOnUserDefinedNetworks(t *testing.T) {
 		return nil
 	})
 	_ = nb
+}
+
+func mustMACOf(t *testing.T, z *ovntest.Zone, lsp string) string {
+	mac, _ := port(t, z, "Logical_Switch_Port", lsp)
+	return mac
 }
 
 // port2 reads a router port's MAC and first address.
