@@ -65,8 +65,12 @@ func OVNVersion() (string, error) {
 
 // OVNCommand returns a command running an OVN/OVS program of the installed root.
 func OVNCommand(program string, args ...string) *exec.Cmd {
-	return exec.Command(filepath.Join(OVNBinDir(), program), args...)
+	return exec.Command(OVNProgram(program), args...)
 }
+
+// OVNProgram is the path of a program installed with OVN (ip, ethtool,
+// ovs-vsctl, ...).
+func OVNProgram(program string) string { return filepath.Join(OVNBinDir(), program) }
 
 // CheckKube reports whether kube-apiserver and etcd are installed.
 func CheckKube() error {

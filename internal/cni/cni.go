@@ -1,0 +1,288 @@
+// Package cni wires a pod's network attachments into a node: for each
+// attachment of the pod-networks annotation, a veth pair whose pod end gets the
+// annotated name, MAC, addresses and routes inside the pod's network namespace,
+// and whose host end is plugged into the node's integration bridge with
+// external_ids:iface-id = the attachment's logical port, so ovn-controller
+// binds it. It is the logic a CNI plugin's ADD and DEL run; the node agent calls
+// it, and a CNI binary could.
+package cni
+
+import (
+	"bytes"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"sort"
+	"strings"
+
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+)
+
+// Interface is one interface to create in a pod.
+type Interface struct {
+	// Name inside the pod: eth0, ovn-udn1, net1, ...
+	Name string
+	// Port is the OVN logical switch port (the OVS interface's iface-id).
+	Port string
+	MAC  string
+	// IPs are the addresses with their on-link prefix lengths.
+	IPs []netip.Prefix
+	// Gateways make this interface the pod's default route.
+	Gateways []netip.Addr
+	Routes   []podnet.Route
+	MTU      int
+}
+
+// Host is a node's side of the plumbing.
+type Host struct {
+	// Netns is the network namespace holding the node's Open vSwitch bridges
+	// ("" for the caller's own).
+	Netns string
+	// OVSDB is the node's Open vSwitch database ("unix:/path/db.sock").
+	OVSDB string
+	// Bridge is the integration bridge (br-int).
+	Bridge string
+	// Command builds a command for a program (ip, ovs-vsctl).
+	Command func(program string, args ...string) *exec.Cmd
+	// Path resolves a program run inside a pod's namespace by "ip netns exec"
+	// (ethtool); nil leaves the name to $PATH.
+	Path func(program string) string
+}
+
+func (h Host) path(program string) string {
+	if h.Path == nil {
+		return program
+	}
+	return h.Path(program)
+}
+
+// External IDs on the OVS interfaces the plumbing creates.
+const (
+	PodKey    = "k8s.ovn.org/pod"
+	ConfigKey = "k8s.ovn.org/interface-config"
+)
+
+// HostVeth is the host-side name of a port's veth: short (interface names
+// have 15 characters), unique per port.
+func HostVeth(port string) string {
+	h := sha1.Sum([]byte(port))
+	return "ovn" + hex.EncodeToString(h[:])[:11]
+}
+
+// Fingerprint summarises an interface's configuration; a change means the
+// interface must be re-created.
+func (i Interface) Fingerprint() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%s|%s|%d|", i.Name, i.Port, i.MAC, i.MTU)
+	for _, p := range i.IPs {
+		b.WriteString(p.String() + ",")
+	}
+	for _, g := range i.Gateways {
+		b.WriteString(g.String() + ",")
+	}
+	for _, r := range i.Routes {
+		b.WriteString(r.Dest + ">" + r.NextHop + ",")
+	}
+	h := sha1.Sum([]byte(b.String()))
+	return hex.EncodeToString(h[:8])
+}
+
+func (h Host) run(program string, args ...string) error {
+	cmd := h.Command(program, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if out, err := cmd.Output(); err != nil {
+		return fmt.Errorf("%s %s: %v: %s%s", program, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()), out)
+	}
+	return nil
+}
+
+func (h Host) output(program string, args ...string) (string, error) {
+	cmd := h.Command(program, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v: %s", program, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+func (h Host) ip(netns string, args ...string) error {
+	if netns != "" {
+		args = append([]string{"-n", netns}, args...)
+	}
+	return h.run("ip", args...)
+}
+
+func (h Host) vsctl(args ...string) error {
+	return h.run("ovs-vsctl", append([]string{"--db=" + h.OVSDB, "--timeout=10"}, args...)...)
+}
+
+// Add creates the pod's network namespace if needed and its interfaces; an
+// interface that exists is first removed. podKey ("ns/name") is recorded on the
+// OVS interfaces, so Ports can find them later.
+func (h Host) Add(podNetns, podKey string, ifaces []Interface) error {
+	if err := h.ensureNetns(podNetns); err != nil {
+		return err
+	}
+	for _, i := range ifaces {
+		if err := h.remove(i.Port); err != nil {
+			return err
+		}
+		if err := h.add(podNetns, podKey, i); err != nil {
+			_ = h.remove(i.Port)
+			return fmt.Errorf("interface %s of %s: %w", i.Name, podKey, err)
+		}
+	}
+	for _, i := range ifaces {
+		if err := h.routes(podNetns, i); err != nil {
+			return fmt.Errorf("routes of %s in %s: %w", i.Name, podKey, err)
+		}
+	}
+	return nil
+}
+
+func (h Host) ensureNetns(name string) error {
+	out, err := h.output("ip", "netns", "list")
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
+			return nil
+		}
+	}
+	if err := h.run("ip", "netns", "add", name); err != nil {
+		return err
+	}
+	return h.ip(name, "link", "set", "lo", "up")
+}
+
+func (h Host) add(podNetns, podKey string, i Interface) error {
+	host := HostVeth(i.Port)
+	link := []string{"link", "add", host}
+	if h.Netns != "" {
+		link = append(link, "netns", h.Netns)
+	}
+	link = append(link, "type", "veth", "peer", "name", i.Name, "netns", podNetns)
+	if err := h.run("ip", link...); err != nil {
+		return err
+	}
+	mtu := fmt.Sprint(i.MTU)
+	if i.MTU == 0 {
+		mtu = "1400"
+	}
+	if err := h.ip(podNetns, "link", "set", i.Name, "address", i.MAC, "mtu", mtu); err != nil {
+		return err
+	}
+	for _, p := range i.IPs {
+		args := []string{"addr", "add", p.String(), "dev", i.Name}
+		if p.Addr().Is6() {
+			args = append(args, "nodad")
+		}
+		if err := h.ip(podNetns, args...); err != nil {
+			return err
+		}
+	}
+	if err := h.ip(podNetns, "link", "set", i.Name, "up"); err != nil {
+		return err
+	}
+	// The userspace datapath does not fill in checksums the kernel leaves to
+	// the device: the pod computes them itself.
+	if err := h.run("ip", "netns", "exec", podNetns, h.path("ethtool"), "-K", i.Name, "tx", "off"); err != nil {
+		return err
+	}
+	if err := h.ip(h.Netns, "link", "set", host, "mtu", mtu, "up"); err != nil {
+		return err
+	}
+	return h.vsctl("--may-exist", "add-port", h.Bridge, host, "--", "set", "interface", host,
+		"external_ids:iface-id="+i.Port, "external_ids:"+PodKey+"="+podKey, "external_ids:"+ConfigKey+"="+i.Fingerprint())
+}
+
+func (h Host) routes(podNetns string, i Interface) error {
+	for _, gw := range i.Gateways {
+		fam := "-4"
+		if gw.Is6() {
+			fam = "-6"
+		}
+		if err := h.ip(podNetns, fam, "route", "replace", "default", "via", gw.String(), "dev", i.Name); err != nil {
+			return err
+		}
+	}
+	for _, r := range i.Routes {
+		fam := "-4"
+		if strings.Contains(r.Dest, ":") {
+			fam = "-6"
+		}
+		if err := h.ip(podNetns, fam, "route", "replace", r.Dest, "via", r.NextHop, "dev", i.Name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove unplugs a port's veth (deleting either end deletes both).
+func (h Host) remove(port string) error {
+	host := HostVeth(port)
+	if err := h.vsctl("--if-exists", "del-port", h.Bridge, host); err != nil {
+		return err
+	}
+	if err := h.ip(h.Netns, "link", "show", host); err != nil {
+		return nil // gone already
+	}
+	return h.ip(h.Netns, "link", "del", host)
+}
+
+// Del removes the given ports' interfaces and the pod's network namespace.
+func (h Host) Del(podNetns string, ports []string) error {
+	for _, p := range ports {
+		if err := h.remove(p); err != nil {
+			return err
+		}
+	}
+	if podNetns == "" {
+		return nil
+	}
+	if err := h.run("ip", "netns", "del", podNetns); err != nil && !strings.Contains(err.Error(), "No such file") {
+		return err
+	}
+	return nil
+}
+
+// Plugged is one interface the node has plugged for a pod.
+type Plugged struct {
+	Port        string
+	Fingerprint string
+}
+
+// Ports returns the interfaces plugged into the bridge for each pod (by pod
+// key), from the OVS database: the source of truth after an agent restart.
+func (h Host) Ports() (map[string][]Plugged, error) {
+	out, err := h.output("ovs-vsctl", "--db="+h.OVSDB, "--timeout=10", "--format=csv", "--no-headings", "--data=bare",
+		"--columns=external_ids", "find", "Interface", "external_ids:"+PodKey+"!=\"\"")
+	if err != nil {
+		return nil, err
+	}
+	res := map[string][]Plugged{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		kv := map[string]string{}
+		for _, f := range strings.Fields(strings.Trim(line, `"`)) {
+			if k, v, ok := strings.Cut(f, "="); ok {
+				kv[k] = v
+			}
+		}
+		if pod := kv[PodKey]; pod != "" {
+			res[pod] = append(res[pod], Plugged{Port: kv["iface-id"], Fingerprint: kv[ConfigKey]})
+		}
+	}
+	for k := range res {
+		sort.Slice(res[k], func(i, j int) bool { return res[k][i].Port < res[k][j].Port })
+	}
+	return res, nil
+}
