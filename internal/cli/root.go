@@ -21,7 +21,7 @@ an offline renderer, and a local sandbox cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newClusterManagerCommand(), newControllerCommand())
+	root.AddCommand(newVersionCommand(), newClusterManagerCommand(), newControllerCommand(), newNodeCommand())
 	for _, p := range planned {
 		root.AddCommand(p.command())
 	}
@@ -35,7 +35,6 @@ type plannedCommand struct {
 }
 
 var planned = []plannedCommand{
-	{"node", "Run the node agent: node annotations and pod network plumbing"},
 	{"render", "Render manifests into NADs, node annotations and OVN rows, offline"},
 	{"sandbox", "Run a local multi-node cluster with a real API server and real OVN"},
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 
@@ -62,6 +63,7 @@ func (h Host) path(program string) string {
 const (
 	PodKey    = "k8s.ovn.org/pod"
 	ConfigKey = "k8s.ovn.org/interface-config"
+	NetnsKey  = "k8s.ovn.org/netns"
 )
 
 // HostVeth is the host-side name of a port's veth: short (interface names
@@ -146,14 +148,12 @@ func (h Host) Add(podNetns, podKey string, ifaces []Interface) error {
 }
 
 func (h Host) ensureNetns(name string) error {
-	out, err := h.output("ip", "netns", "list")
+	have, err := h.Namespaces(name)
 	if err != nil {
 		return err
 	}
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) > 0 && f[0] == name {
-			return nil
-		}
+	if slices.Contains(have, name) {
+		return nil
 	}
 	if err := h.run("ip", "netns", "add", name); err != nil {
 		return err
@@ -199,7 +199,8 @@ func (h Host) add(podNetns, podKey string, i Interface) error {
 		return err
 	}
 	return h.vsctl("--may-exist", "add-port", h.Bridge, host, "--", "set", "interface", host,
-		"external_ids:iface-id="+i.Port, "external_ids:"+PodKey+"="+podKey, "external_ids:"+ConfigKey+"="+i.Fingerprint())
+		"external_ids:iface-id="+i.Port, "external_ids:"+PodKey+"="+podKey, "external_ids:"+ConfigKey+"="+i.Fingerprint(),
+		"external_ids:"+NetnsKey+"="+podNetns)
 }
 
 func (h Host) routes(podNetns string, i Interface) error {
@@ -256,6 +257,8 @@ func (h Host) Del(podNetns string, ports []string) error {
 type Plugged struct {
 	Port        string
 	Fingerprint string
+	// Netns is the pod network namespace the interface is in.
+	Netns string
 }
 
 // Ports returns the interfaces plugged into the bridge for each pod (by pod
@@ -278,11 +281,27 @@ func (h Host) Ports() (map[string][]Plugged, error) {
 			}
 		}
 		if pod := kv[PodKey]; pod != "" {
-			res[pod] = append(res[pod], Plugged{Port: kv["iface-id"], Fingerprint: kv[ConfigKey]})
+			res[pod] = append(res[pod], Plugged{Port: kv["iface-id"], Fingerprint: kv[ConfigKey], Netns: kv[NetnsKey]})
 		}
 	}
 	for k := range res {
 		sort.Slice(res[k], func(i, j int) bool { return res[k][i].Port < res[k][j].Port })
 	}
+	return res, nil
+}
+
+// Namespaces lists the network namespaces whose names start with prefix.
+func (h Host) Namespaces(prefix string) ([]string, error) {
+	out, err := h.output("ip", "netns", "list")
+	if err != nil {
+		return nil, err
+	}
+	var res []string
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], prefix) {
+			res = append(res, f[0])
+		}
+	}
+	sort.Strings(res)
 	return res, nil
 }

@@ -1,11 +1,8 @@
 package cni_test
 
 import (
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,7 +11,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
-	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/ovnrun"
 )
 
 func TestInterfaces(t *testing.T) {
@@ -50,34 +47,17 @@ func TestInterfaces(t *testing.T) {
 // network namespace and removes it again.
 func TestAddDel(t *testing.T) {
 	deps.Require(t, deps.CheckOVN)
-	dir := t.TempDir()
 	node := "cnitest-node"
-	run := func(name string, args ...string) {
-		t.Helper()
-		if out, err := deps.OVNCommand(name, args...).CombinedOutput(); err != nil {
-			t.Fatalf("%s %v: %v: %s", name, args, err, out)
-		}
+	if out, err := deps.OVNCommand("ip", "netns", "add", node).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
 	}
-	run("ip", "netns", "add", node)
 	t.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", node).Run() })
-	db := dir + "/conf.db"
-	run("ovsdb-tool", "create", db, deps.VSwitchSchema())
-	server := deps.OVNCommand("ovsdb-server", db, "--remote=punix:"+dir+"/db.sock", "--unixctl="+dir+"/ovsdb.ctl", "--no-chdir", "--log-file="+dir+"/ovsdb.log")
-	if err := server.Start(); err != nil {
+	ovs, err := ovnrun.StartNode(ovnrun.NodeOptions{Name: node, Dir: t.TempDir(), Netns: node})
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
-	waitSocket(t, dir+"/db.sock")
-	ovsdb := "unix:" + dir + "/db.sock"
-	run("ovs-vsctl", "--db="+ovsdb, "--no-wait", "init")
-	vswitchd := exec.Command("ip", "netns", "exec", node, deps.OVNBinDir()+"/ovs-vswitchd", ovsdb, "--unixctl="+dir+"/vswitchd.ctl", "--no-chdir", "--log-file="+dir+"/vswitchd.log")
-	vswitchd.Env = append(vswitchd.Environ(), "OVS_RUNDIR="+dir)
-	if err := vswitchd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = vswitchd.Process.Kill(); _ = vswitchd.Wait() })
-	run("ovs-vsctl", "--db="+ovsdb, "add-br", "br-int", "--", "set", "bridge", "br-int", "datapath_type=netdev")
-
+	t.Cleanup(ovs.Stop)
+	ovsdb := ovs.DB
 	h := cni.Host{Netns: node, OVSDB: ovsdb, Bridge: "br-int", Command: deps.OVNCommand, Path: deps.OVNProgram}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
 	nets := podnet.Networks{"default": {IPs: []string{"10.244.1.5/24", "fd00::5/64"}, MAC: "0a:58:0a:f4:01:05", Role: podnet.RolePrimary,
@@ -102,7 +82,7 @@ func TestAddDel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plugged["ns/p"]) != 1 || plugged["ns/p"][0].Port != "ns_p" || plugged["ns/p"][0].Fingerprint != ifs[0].Fingerprint() {
+	if len(plugged["ns/p"]) != 1 || plugged["ns/p"][0].Port != "ns_p" || plugged["ns/p"][0].Fingerprint != ifs[0].Fingerprint() || plugged["ns/p"][0].Netns != podNetns {
 		t.Fatalf("plugged ports %+v", plugged)
 	}
 	// Adding again (e.g. after an agent restart) replaces, not duplicates.
@@ -117,15 +97,5 @@ func TestAddDel(t *testing.T) {
 	}
 	if out, _ := deps.OVNCommand("ip", "netns", "list").CombinedOutput(); strings.Contains(string(out), podNetns) {
 		t.Fatal("pod netns left after Del")
-	}
-}
-
-func waitSocket(t *testing.T, path string) {
-	t.Helper()
-	if err := proc.WaitFor(10*time.Second, 5*time.Millisecond, func() (bool, error) {
-		_, err := os.Stat(path)
-		return err == nil, err
-	}); err != nil {
-		t.Fatal(err)
 	}
 }

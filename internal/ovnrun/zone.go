@@ -275,6 +275,32 @@ func (z *Zone) Processes() map[string]*proc.Process {
 	return map[string]*proc.Process{"nb": z.nbServer, "sb": z.sbServer, "northd": z.northd}
 }
 
+// Heal restarts whichever of the zone's processes has exited — a database
+// server with its data, on its port — and returns their roles ("nb", "sb",
+// "northd").
+func (z *Zone) Heal() ([]string, error) {
+	var restarted []string
+	for _, db := range []string{"nb", "sb"} {
+		if p := z.Processes()[db]; p != nil && p.Exited() {
+			if err := z.RestartDB(db, false); err != nil {
+				return restarted, err
+			}
+			restarted = append(restarted, db)
+		}
+	}
+	if z.northd != nil && z.northd.Exited() {
+		if err := z.StartNorthd(); err != nil {
+			return restarted, err
+		}
+		restarted = append(restarted, "northd")
+	}
+	return restarted, nil
+}
+
+// Socket is a database's unix socket remote ("nb" or "sb"), reachable from
+// any network namespace.
+func (z *Zone) Socket(db string) string { return "unix:" + filepath.Join(z.Dir, db+".sock") }
+
 // Stop stops northd and both database servers. It is safe to call twice and on a
 // partly started zone.
 func (z *Zone) Stop() {

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/ovn-udn/ovn-udn/internal/cni"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+)
+
+func newNodeCommand() *cobra.Command {
+	opts := nodeagent.Options{Cluster: config.Default(), Host: cni.Host{Bridge: "br-int"}}
+	var kubeconfig, toolsDir, nodeIP, encapIP string
+	var gw nodeagent.GatewayFlags
+	cmd := &cobra.Command{
+		Use:   "node",
+		Short: "Run the node agent: node annotations and pod network plumbing",
+		Long: `Run the agent of one node: it publishes the node's annotations (chassis name from
+OVS, zone, addresses, gateway), and plumbs the pods bound to the node — a network
+namespace per pod, a veth per attachment of its k8s.ovn.org/pod-networks
+annotation, plugged into br-int with the attachment's logical port as iface-id —
+reports them Running and Ready, and unplumbs them when they go away.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if opts.Node == "" || opts.Host.OVSDB == "" || nodeIP == "" {
+				return fmt.Errorf("--node, --ovsdb and --node-ip are required")
+			}
+			ip, err := nodeagent.ParseAddress(nodeIP)
+			if err != nil {
+				return err
+			}
+			opts.Info.PrimaryIPs = []netip.Prefix{ip}
+			if encapIP != "" {
+				if opts.Info.EncapIP, err = netip.ParseAddr(encapIP); err != nil {
+					return fmt.Errorf("--encap-ip %q is not an address", encapIP)
+				}
+			}
+			if opts.Info.Gateway, err = gw.Parse(); err != nil {
+				return err
+			}
+			opts.Host.Command, opts.Host.Path = tools(toolsDir)
+			ctrl.SetLogger(zap.New())
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			return nodeagent.Run(cmd.Context(), cfg, opts)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster or $KUBECONFIG)")
+	fs.StringVar(&opts.Node, "node", "", "the Node's name")
+	fs.StringVar(&opts.Info.Zone, "zone", "", "the node's OVN interconnect zone (default: the node's name)")
+	fs.StringVar(&opts.Host.OVSDB, "ovsdb", "", "the node's Open vSwitch database, e.g. unix:/run/openvswitch/db.sock")
+	fs.StringVar(&opts.Host.Bridge, "bridge", opts.Host.Bridge, "the integration bridge")
+	fs.StringVar(&opts.Host.Netns, "netns", "", "network namespace of the node's OVS bridges (default: the agent's own)")
+	fs.StringVar(&opts.NetnsPrefix, "netns-prefix", "ovn-udn-", "name prefix of the pod network namespaces the agent creates")
+	fs.StringVar(&nodeIP, "node-ip", "", "the node's primary address with prefix length, e.g. 192.168.100.11/24")
+	fs.StringVar(&encapIP, "encap-ip", "", "the node's Geneve endpoint (default: the node address)")
+	fs.StringVar(&gw.IP, "gateway-ip", "", "address with prefix length of the node's external interface for gateway routers (none: no gateway)")
+	fs.StringVar(&gw.NextHop, "gateway-next-hop", "", "the external next hop of gateway routers")
+	fs.StringVar(&gw.MAC, "gateway-mac", "", "the MAC address of gateway routers' external ports")
+	fs.StringVar(&toolsDir, "tools-dir", "", "directory holding ip, ethtool and ovs-vsctl (default: $PATH)")
+	fs.IntVar(&opts.Workers, "workers", 4, "pods plumbed at once")
+	opts.Cluster.AddFlags(fs)
+	return cmd
+}
+
+// tools returns how to run the programs the agent drives: from dir, or from
+// $PATH when dir is empty.
+func tools(dir string) (func(string, ...string) *exec.Cmd, func(string) string) {
+	path := func(p string) string {
+		if dir == "" {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	return func(p string, args ...string) *exec.Cmd { return exec.Command(path(p), args...) }, path
+}

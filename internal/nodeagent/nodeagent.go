@@ -1,0 +1,221 @@
+// Package nodeagent is `ovn-udn node`: the per-node agent. It publishes the
+// node's annotations that the controllers read (chassis, zone, addresses,
+// gateway), and does the CNI work for the pods bound to the node: when a pod's
+// pod-networks annotation is complete it plumbs the pod's interfaces (package
+// cni), and since no kubelet runs in the sandbox, it reports the pod Running
+// and Ready; when the pod goes away it unplumbs it.
+package nodeagent
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/ovn-udn/ovn-udn/internal/cni"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+)
+
+// Options configures a node agent.
+type Options struct {
+	// Node is the Node object's name.
+	Node string
+	// Host is where pods are plumbed: the node's OVS database and bridge.
+	Host cni.Host
+	// NetnsPrefix starts the name of every pod network namespace the agent
+	// creates (so it, and `sandbox down`, can find them).
+	NetnsPrefix string
+	// Info is what the agent publishes; the chassis comes from OVS when
+	// Info.ChassisID is empty, and the zone is the node's name when empty.
+	Info    nodeinfo.Info
+	Cluster config.Cluster
+	// Workers is how many pods are plumbed at once (default 4).
+	Workers int
+}
+
+// Scheme returns the scheme the agent needs.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := nadv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// NetnsName is the network namespace of a pod: the prefix and a hash of the
+// pod's UID, so a pod re-created under the same name gets a new one.
+func NetnsName(prefix string, uid types.UID) string {
+	h := sha1.Sum([]byte(uid))
+	return prefix + hex.EncodeToString(h[:])[:12]
+}
+
+// Run publishes the node's annotations and runs the pod controller until ctx
+// ends.
+func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
+	mgr, err := Build(cfg, opts)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// Build returns a manager with the agent's controller and its publishing of
+// the node's annotations, not started.
+func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	if opts.Node == "" {
+		return nil, fmt.Errorf("node agent: the node name is required")
+	}
+	if opts.Workers == 0 {
+		opts.Workers = 4
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr(true)},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.Node)},
+		}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node agent: %w", err)
+	}
+	r := &PodReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(publisher{client: mgr.GetClient(), opts: opts}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// publisher keeps the node's annotations published.
+type publisher struct {
+	client client.Client
+	opts   Options
+}
+
+// Start publishes once the node exists (no kubelet registers it here), then
+// returns; Start runs until the annotations are written or ctx ends.
+func (p publisher) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithValues("node", p.opts.Node)
+	info := p.opts.Info
+	info.Name = p.opts.Node
+	if info.Zone == "" {
+		info.Zone = p.opts.Node
+	}
+	var err error
+	if info.ChassisID == "" {
+		if info.ChassisID, err = SystemID(p.opts.Host); err != nil {
+			return err
+		}
+	}
+	for {
+		err := Publish(ctx, p.client, info)
+		if err == nil {
+			log.Info("published node annotations", "chassis", info.ChassisID, "encapIP", info.EncapIP.String())
+			return nil
+		}
+		log.Info("cannot publish node annotations yet, retrying", "error", err.Error())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Publish writes info's annotations onto its Node (a merge patch of only the
+// keys that differ).
+func Publish(ctx context.Context, c client.Client, info nodeinfo.Info) error {
+	node := &corev1.Node{}
+	if err := c.Get(ctx, client.ObjectKey{Name: info.Name}, node); err != nil {
+		return fmt.Errorf("reading node %s: %w", info.Name, err)
+	}
+	want := info.Annotations()
+	changed := false
+	for k, v := range want {
+		if node.Annotations[k] != v {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	for k, v := range want {
+		node.Annotations[k] = v
+	}
+	if err := c.Patch(ctx, node, patch); err != nil {
+		return fmt.Errorf("annotating node %s: %w", info.Name, err)
+	}
+	return nil
+}
+
+// SystemID reads the chassis name OVS is configured with
+// (Open_vSwitch external_ids:system-id).
+func SystemID(h cni.Host) (string, error) {
+	out, err := h.Command("ovs-vsctl", "--db="+h.OVSDB, "--timeout=10", "--if-exists", "get", "Open_vSwitch", ".", "external_ids:system-id").Output()
+	if err != nil {
+		return "", fmt.Errorf("reading the chassis name from %s: %w", h.OVSDB, err)
+	}
+	id := strings.Trim(strings.TrimSpace(string(out)), `"`)
+	if id == "" {
+		return "", fmt.Errorf("OVS at %s has no external_ids:system-id (the chassis name)", h.OVSDB)
+	}
+	return id, nil
+}
+
+// GatewayFlags are the node's external interface as flags give it.
+type GatewayFlags struct {
+	IP, NextHop, MAC string
+}
+
+// Parse returns the gateway, or nil when no address is given.
+func (g GatewayFlags) Parse() (*nodeinfo.ParsedGateway, error) {
+	if g.IP == "" {
+		return nil, nil
+	}
+	v := fmt.Sprintf(`{"mac-address":%q,"ip-addresses":[%q],"next-hops":[%q]}`, g.MAC, g.IP, g.NextHop)
+	if g.NextHop == "" {
+		v = fmt.Sprintf(`{"mac-address":%q,"ip-addresses":[%q]}`, g.MAC, g.IP)
+	}
+	return nodeinfo.ParseGateway(v)
+}
+
+// ParseAddress parses a node address flag ("192.168.100.11/24").
+func ParseAddress(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return p, fmt.Errorf("node address %q: want an address with its prefix length", s)
+	}
+	return p, nil
+}
+
+// isGone reports a pod that no longer exists.
+func isGone(err error) bool { return apierrors.IsNotFound(err) }
