@@ -5,13 +5,17 @@ GO ?= go
 TEST_TIMEOUT ?= 45m
 TESTFLAGS ?=
 
-.PHONY: all build deps test unit vet generate clean
+.PHONY: all build deps demo test unit vet generate clean
 
 all: build
 
 ## build: compile bin/ovn-udn
 build:
 	$(GO) build -o bin/ovn-udn ./cmd/ovn-udn
+
+## demo: a 3-node sandbox with the examples, and the connectivity matrix measured in it (KEEP=1 keeps it running)
+demo: deps build
+	./bin/ovn-udn sandbox demo -f examples $(if $(KEEP),--keep)
 
 ## deps: install kube-apiserver, etcd and the OVN root (cached, idempotent)
 deps:

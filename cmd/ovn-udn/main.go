@@ -16,7 +16,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := cli.NewRootCommand().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "ovn-udn:", err)
-		os.Exit(1)
+		code, show := cli.ExitCode(err)
+		if show {
+			fmt.Fprintln(os.Stderr, "ovn-udn:", err)
+		}
+		os.Exit(code)
 	}
 }

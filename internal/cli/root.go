@@ -21,7 +21,7 @@ an offline renderer, and a local sandbox cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newClusterManagerCommand(), newControllerCommand(), newNodeCommand())
+	root.AddCommand(newVersionCommand(), newClusterManagerCommand(), newControllerCommand(), newNodeCommand(), newSandboxCommand())
 	for _, p := range planned {
 		root.AddCommand(p.command())
 	}
@@ -36,7 +36,6 @@ type plannedCommand struct {
 
 var planned = []plannedCommand{
 	{"render", "Render manifests into NADs, node annotations and OVN rows, offline"},
-	{"sandbox", "Run a local multi-node cluster with a real API server and real OVN"},
 }
 
 func (p plannedCommand) command() *cobra.Command {

@@ -10,8 +10,8 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/ovnrun"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
 
 func TestInterfaces(t *testing.T) {

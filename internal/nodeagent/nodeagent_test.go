@@ -93,7 +93,9 @@ func newHarness(t *testing.T) *agentHarness {
 	if err := h.admin.Create(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.admin.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}) })
+	t.Cleanup(func() {
+		_ = h.admin.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}})
+	})
 	return h
 }
 

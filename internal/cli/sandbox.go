@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+)
+
+func newSandboxCommand() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Run a local multi-node cluster with a real API server and real OVN",
+		Long: `Run a local cluster on this machine: a real kube-apiserver and etcd, and per node
+an OVN zone, Open vSwitch (userspace datapath) and ovn-controller in the node's
+own network namespace, the node agent and the zone controller; one
+cluster-manager. Pods are plain Pod objects with spec.nodeName set; the node
+agent plumbs them into network namespaces and reports them Ready.
+
+Needs root (network namespaces) and the components make deps installs.`,
+	}
+	cmd.PersistentFlags().StringVar(&dir, "dir", sandbox.DefaultDir(), "state directory (kubeconfig, logs, PIDs); $"+sandbox.DirEnv+" sets the default")
+
+	opts := sandbox.Options{Nodes: 3}
+	var files []string
+	up := &cobra.Command{
+		Use:   "up",
+		Short: "Start a sandbox in the background and wait until it is ready",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Dir = dir
+			if err := sandbox.Up(opts, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if len(files) > 0 {
+				if err := sandbox.Apply(cmd.Context(), dir, cmd.OutOrStdout(), files...); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "export KUBECONFIG=%s\n", sandbox.NewLayoutMust(dir).Kubeconfig())
+			return nil
+		},
+	}
+	up.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of nodes (1-9)")
+	up.Flags().StringSliceVarP(&files, "filename", "f", nil, "manifests (files or directories) to apply once ready")
+
+	down := &cobra.Command{
+		Use:   "down",
+		Short: "Stop the sandbox and remove its processes, namespaces and state (also after a crash)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return sandbox.Down(dir, cmd.OutOrStdout())
+		},
+	}
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "Show the sandbox's nodes and processes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return sandbox.Status(dir, cmd.OutOrStdout())
+		},
+	}
+	kubeconfig := &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "Print the path of the administrator's kubeconfig",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l := sandbox.NewLayoutMust(dir)
+			if _, err := sandbox.ReadState(l); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), l.Kubeconfig())
+			return nil
+		},
+	}
+	var applyFiles []string
+	apply := &cobra.Command{
+		Use:   "apply -f FILE|DIR...",
+		Short: "Create or update the objects of manifests (namespaces and networks first)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(applyFiles) == 0 {
+				return fmt.Errorf("-f is required")
+			}
+			return sandbox.Apply(cmd.Context(), dir, cmd.OutOrStdout(), applyFiles...)
+		},
+	}
+	apply.Flags().StringSliceVarP(&applyFiles, "filename", "f", nil, "manifests (files or directories)")
+	exec := &cobra.Command{
+		Use:   "exec NAMESPACE/POD -- COMMAND [ARG...]",
+		Short: "Run a command in a pod's network namespace",
+		Args:  cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			code, err := sandbox.Exec(cmd.Context(), dir, args[0], args[1:], os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		},
+	}
+	supervise := &cobra.Command{
+		Use:    "supervise",
+		Short:  "Run a sandbox in the foreground (up starts this detached)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Dir = dir
+			return sandbox.Supervise(cmd.Context(), opts)
+		},
+	}
+	supervise.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of nodes")
+	demo := sandboxDemoCommand(&dir)
+	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, supervise, demo, sandboxServeCommand(), sandboxProbeCommand())
+	return cmd
+}
+
+func sandboxDemoCommand(dir *string) *cobra.Command {
+	opts := sandbox.DemoOptions{Options: sandbox.Options{Nodes: 3}}
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Bring up a sandbox, apply the examples and measure who reaches whom",
+		Long: `Bring up a sandbox, apply manifests (default: examples/), wait for their pods,
+and print a connectivity matrix measured with real ping and TCP from inside the
+pods — same network on one node and across nodes, tenant to tenant, UDN pod to
+default-network pod — with the expected verdict beside each. Exits non-zero on
+any unexpected result. Tears the sandbox down unless --keep.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Dir = *dir
+			return sandbox.Demo(cmd.Context(), opts, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of nodes (the examples use 3)")
+	cmd.Flags().StringSliceVarP(&opts.Manifests, "filename", "f", []string{"examples"}, "manifests (files or directories)")
+	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "leave the sandbox running afterwards")
+	return cmd
+}
+
+func sandboxServeCommand() *cobra.Command {
+	var listen, reply string
+	cmd := &cobra.Command{
+		Use:    "serve",
+		Short:  "Answer TCP connections with a fixed line (run in a pod by the demo)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return sandbox.Serve(cmd.Context(), listen, reply)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", fmt.Sprintf("[::]:%d", sandbox.ProbePort), "address to listen on")
+	cmd.Flags().StringVar(&reply, "reply", "", "the line to answer")
+	return cmd
+}
+
+func sandboxProbeCommand() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:    "probe HOST:PORT",
+		Short:  "Connect over TCP and print the server's answer (run in a pod by the demo)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			answer, err := sandbox.Probe(args[0], timeout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), answer)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "connect and read timeout")
+	return cmd
+}
+
+// exitCode is an error that makes ovn-udn exit with a command's exit code.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// ExitCode is the process exit code for an error returned by a command, and
+// whether the error is worth printing (a command's own exit status is not).
+func ExitCode(err error) (int, bool) {
+	var e exitCode
+	if errors.As(err, &e) {
+		return int(e), false
+	}
+	return 1, true
+}

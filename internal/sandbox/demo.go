@@ -1,0 +1,87 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// DemoOptions configures Demo.
+type DemoOptions struct {
+	Options
+	// Manifests are applied once the sandbox is up (examples/).
+	Manifests []string
+	// Checks is the matrix to measure (DemoChecks when nil).
+	Checks []Check
+	// Keep leaves the sandbox running afterwards.
+	Keep bool
+}
+
+// Demo brings up a sandbox, applies the manifests, waits for their pods,
+// measures the connectivity matrix with real ping and TCP, prints it, and
+// tears the sandbox down unless asked to keep it. It fails when any check is
+// not as expected.
+func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
+	if err := opts.defaults(); err != nil {
+		return err
+	}
+	if opts.Checks == nil {
+		opts.Checks = DemoChecks
+	}
+	start := time.Now()
+	if err := Up(opts.Options, out); err != nil {
+		return err
+	}
+	defer func() {
+		if opts.Keep {
+			fmt.Fprintf(out, "\nthe sandbox keeps running: export KUBECONFIG=%s; `ovn-udn sandbox down --dir %s` stops it\n",
+				NewLayoutMust(opts.Dir).Kubeconfig(), opts.Dir)
+			return
+		}
+		fmt.Fprintln(out)
+		if derr := Down(opts.Dir, out); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}()
+	upTook := time.Since(start)
+	if err := Apply(ctx, opts.Dir, out, opts.Manifests...); err != nil {
+		return err
+	}
+	c, err := Client(opts.Dir)
+	if err != nil {
+		return err
+	}
+	docs, err := ReadManifests(opts.Manifests...)
+	if err != nil {
+		return err
+	}
+	var pods []string
+	for _, d := range docs {
+		if d.Object.GetKind() == "Pod" {
+			pods = append(pods, d.Object.GetNamespace()+"/"+d.Object.GetName())
+		}
+	}
+	t := time.Now()
+	if err := WaitPodsReady(ctx, opts.Dir, c, pods, 3*time.Minute); err != nil {
+		return err
+	}
+	readyTook := time.Since(t)
+	stop, err := Servers(ctx, opts.Dir, opts.Binary, c, pods)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	t = time.Now()
+	results, err := Matrix(ctx, opts.Dir, opts.Binary, c, opts.Checks)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nConnectivity of %d pods on %d nodes (ping and TCP from inside each source pod):\n\n", len(pods), opts.Nodes)
+	merr := PrintMatrix(out, results)
+	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",
+		upTook.Round(100*time.Millisecond), len(pods), readyTook.Round(100*time.Millisecond),
+		time.Since(t).Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+	return merr
+}

@@ -1,0 +1,102 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+)
+
+// Client returns an administrator's client of the sandbox in dir.
+func Client(dir string) (client.Client, error) {
+	l, err := NewLayout(dir)
+	if err != nil {
+		return nil, err
+	}
+	st, err := ReadState(l)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := restConfigFor(st.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	return client.New(cfg, client.Options{Scheme: clustermanager.Scheme()})
+}
+
+// PodNetns returns the network namespace of a pod ("<namespace>/<name>") of
+// the sandbox, once its node agent has plumbed it.
+func PodNetns(ctx context.Context, dir string, c client.Client, ref string) (string, error) {
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" {
+		return "", fmt.Errorf("pod %q: want <namespace>/<name>", ref)
+	}
+	l, err := NewLayout(dir)
+	if err != nil {
+		return "", err
+	}
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		return "", err
+	}
+	if pod.Spec.NodeName == "" {
+		return "", fmt.Errorf("pod %s has no node", ref)
+	}
+	netns := nodeagent.NetnsName(l.PodNetnsPrefix(pod.Spec.NodeName), pod.UID)
+	if _, err := os.Stat(filepath.Join("/run/netns", netns)); err != nil {
+		return "", fmt.Errorf("pod %s is not plumbed yet (no network namespace %s)", ref, netns)
+	}
+	return netns, nil
+}
+
+// Command returns a command running argv inside a pod's network namespace.
+// Programs installed with OVN (ping, nc, ip, tcpdump, ...) are taken from
+// there, others from $PATH.
+func Command(ctx context.Context, netns string, argv []string) *exec.Cmd {
+	prog := argv[0]
+	if !strings.Contains(prog, "/") {
+		if p := deps.OVNProgram(prog); fileExists(p) {
+			prog = p
+		}
+	}
+	args := append([]string{"netns", "exec", netns, prog}, argv[1:]...)
+	return exec.CommandContext(ctx, deps.OVNProgram("ip"), args...)
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Exec runs argv in a pod's network namespace with the given standard
+// streams and returns its exit code.
+func Exec(ctx context.Context, dir, ref string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if len(argv) == 0 {
+		return 0, fmt.Errorf("no command given")
+	}
+	c, err := Client(dir)
+	if err != nil {
+		return 0, err
+	}
+	netns, err := PodNetns(ctx, dir, c, ref)
+	if err != nil {
+		return 0, err
+	}
+	cmd := Command(ctx, netns, argv)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return 0, err
+}

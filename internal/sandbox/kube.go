@@ -1,0 +1,207 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	manifests "github.com/ovn-udn/ovn-udn/config"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+)
+
+// Component identities: each runs as a user bound only to its ClusterRole
+// from config/rbac, exactly as shipped.
+var roles = []struct{ manifest, role string }{
+	{"cluster-manager.yaml", "ovn-udn-cluster-manager"},
+	{"zone-controller.yaml", "ovn-udn-zone-controller"},
+	{"node.yaml", "ovn-udn-node"},
+}
+
+// kube is the sandbox's API server and etcd.
+type kube struct {
+	env   *envtest.Environment
+	admin client.Client
+}
+
+// startKube starts etcd and kube-apiserver with their data and certificates in
+// the state directory, installs the CRDs, and writes the administrator's and
+// each component's kubeconfig.
+func startKube(l Layout) (*kube, error) {
+	if err := deps.CheckKube(); err != nil {
+		return nil, err
+	}
+	crds, err := embeddedCRDs()
+	if err != nil {
+		return nil, err
+	}
+	dir := l.KubeDir()
+	for _, d := range []string{filepath.Join(dir, "etcd"), filepath.Join(dir, "certs")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	apiLog, err := os.OpenFile(filepath.Join(dir, "kube-apiserver.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	etcdLog, err := os.OpenFile(filepath.Join(dir, "etcd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    deps.KubeAssetsDir(),
+		CRDInstallOptions:        envtest.CRDInstallOptions{CRDs: crds},
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: etcdLog, Err: etcdLog}
+	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(dir, "certs"), Out: apiLog, Err: apiLog}
+	cfg, err := env.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w (logs in %s)", err, dir)
+	}
+	k := &kube{env: env}
+	if k.admin, err = client.New(cfg, client.Options{Scheme: clustermanager.Scheme()}); err != nil {
+		return k, err
+	}
+	admin, err := env.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return k, err
+	}
+	if err := writeKubeconfig(admin, l.Kubeconfig()); err != nil {
+		return k, err
+	}
+	for _, r := range roles {
+		if err := k.bindRole(r.manifest, r.role); err != nil {
+			return k, err
+		}
+		u, err := env.AddUser(envtest.User{Name: r.role}, nil)
+		if err != nil {
+			return k, err
+		}
+		if err := writeKubeconfig(u, componentKubeconfig(l, r.role)); err != nil {
+			return k, err
+		}
+	}
+	return k, nil
+}
+
+func componentKubeconfig(l Layout, role string) string {
+	return filepath.Join(l.KubeDir(), role+".kubeconfig")
+}
+
+func writeKubeconfig(u *envtest.AuthenticatedUser, path string) error {
+	b, err := u.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// bindRole creates a manifest's ClusterRoles and binds role to a user of
+// the same name.
+func (k *kube) bindRole(manifest, role string) error {
+	ctx := context.Background()
+	b, err := manifests.RBAC.ReadFile("rbac/" + manifest)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		var r rbacv1.ClusterRole
+		if err := dec.Decode(&r); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return fmt.Errorf("%s: %w", manifest, err)
+		}
+		if r.Kind != "ClusterRole" {
+			continue
+		}
+		if err := k.admin.Create(ctx, &r); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	err = k.admin.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-" + role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: role}},
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// createNode registers a Node object, as a kubelet would.
+func (k *kube) createNode(name string) error {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}}
+	if err := k.admin.Create(context.Background(), n); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating node %s: %w", name, err)
+	}
+	return nil
+}
+
+func (k *kube) stop() error {
+	if k == nil || k.env == nil {
+		return nil
+	}
+	return k.env.Stop()
+}
+
+// embeddedCRDs parses config/crd.
+func embeddedCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	err := fs.WalkDir(manifests.CRDs, "crd", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := manifests.CRDs.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(b, crd); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, crd)
+		return nil
+	})
+	return out, err
+}
+
+// restConfigFor loads a kubeconfig written by startKube.
+func restConfigFor(path string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func (k *kube) node(name string) (*corev1.Node, error) {
+	n := &corev1.Node{}
+	if err := k.admin.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}

@@ -1,0 +1,120 @@
+// Package sandbox runs a local multi-node ovn-udn cluster on one machine: a
+// real kube-apiserver and etcd, and per node a real OVN zone (NB, SB, northd),
+// Open vSwitch with the userspace datapath and ovn-controller in the node's own
+// network namespace, the node agent and the zone controller; one
+// cluster-manager. Nodes reach each other over Geneve through an underlay
+// bridge in another namespace, so packets between pods really cross "nodes".
+//
+// A detached supervisor process (`ovn-udn sandbox supervise`) owns every
+// process, restarts the ones that die, and records the sandbox's state in a
+// JSON file in the state directory; the other subcommands (up, down, status,
+// apply, exec, kubeconfig) read that file.
+package sandbox
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+)
+
+// DirEnv overrides the default state directory.
+const DirEnv = "OVN_UDN_SANDBOX_DIR"
+
+// DefaultDir is the state directory used when none is given.
+func DefaultDir() string {
+	if d := os.Getenv(DirEnv); d != "" {
+		return d
+	}
+	return filepath.Join(deps.CacheDir(), "sandbox")
+}
+
+// Layout names every file and namespace of a sandbox, from its state
+// directory.
+type Layout struct {
+	// Dir is the state directory (absolute).
+	Dir string
+}
+
+// NewLayout returns the layout of the sandbox in dir.
+func NewLayout(dir string) (Layout, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return Layout{}, err
+	}
+	return Layout{Dir: abs}, nil
+}
+
+// StateFile is the supervisor's record of the sandbox.
+func (l Layout) StateFile() string { return filepath.Join(l.Dir, "state.json") }
+
+// Kubeconfig is the administrator's kubeconfig.
+func (l Layout) Kubeconfig() string { return filepath.Join(l.Dir, "kubeconfig") }
+
+// SupervisorLog is the supervisor's own log.
+func (l Layout) SupervisorLog() string { return filepath.Join(l.Dir, "supervisor.log") }
+
+// KubeDir holds etcd's data, the API server's certificates and the
+// components' kubeconfigs.
+func (l Layout) KubeDir() string { return filepath.Join(l.Dir, "kube") }
+
+// LogDir holds the ovn-udn components' logs.
+func (l Layout) LogDir() string { return filepath.Join(l.Dir, "logs") }
+
+// ZoneDir holds a node's OVN zone (databases, northd, logs).
+func (l Layout) ZoneDir(node string) string { return filepath.Join(l.Dir, "zones", node) }
+
+// NodeDir holds a node's Open vSwitch and ovn-controller.
+func (l Layout) NodeDir(node string) string { return filepath.Join(l.Dir, "nodes", node) }
+
+// prefix starts every network namespace of this sandbox: short (names show
+// in `ip netns`), and distinct per state directory so two sandboxes (a
+// developer's and a test's) never collide.
+func (l Layout) prefix() string {
+	h := sha1.Sum([]byte(l.Dir))
+	return "ou" + hex.EncodeToString(h[:])[:6] + "-"
+}
+
+// NetnsPrefix starts the name of every network namespace of the sandbox.
+func (l Layout) NetnsPrefix() string { return l.prefix() }
+
+// UnderlayNetns holds the bridge every node's underlay interface is on.
+func (l Layout) UnderlayNetns() string { return l.prefix() + "underlay" }
+
+// NodeNetns is a node's network namespace.
+func (l Layout) NodeNetns(node string) string { return l.prefix() + node }
+
+// PodNetnsPrefix starts the names of a node's pod namespaces.
+func (l Layout) PodNetnsPrefix(node string) string { return l.prefix() + node + "-p" }
+
+// NodeName is the i-th node's name (from 1).
+func NodeName(i int) string { return fmt.Sprintf("node%d", i) }
+
+// NodeIP is the i-th node's (from 1) address on the underlay: its primary
+// address and Geneve endpoint.
+func NodeIP(i int) string { return fmt.Sprintf("192.168.100.%d/24", 10+i) }
+
+// GatewayIP is the external address of the i-th node's gateway routers: on
+// another subnet than the underlay, so a gateway router never answers ARP for
+// a node's tunnel address.
+func GatewayIP(i int) string { return fmt.Sprintf("192.168.101.%d/24", 10+i) }
+
+// GatewayMAC is the MAC of the i-th node's gateway routers' external ports.
+func GatewayMAC(i int) string { return fmt.Sprintf("02:00:c0:a8:65:%02x", 10+i) }
+
+// GatewayNextHop is the gateway routers' external next hop.
+const GatewayNextHop = "192.168.101.1"
+
+func underlayLink(i int) string { return fmt.Sprintf("ul%d", i) }
+
+// NewLayoutMust is NewLayout for directories known to resolve.
+func NewLayoutMust(dir string) Layout {
+	l, err := NewLayout(dir)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}

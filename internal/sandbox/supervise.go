@@ -1,0 +1,386 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovnrun"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
+)
+
+// Options configures a sandbox.
+type Options struct {
+	// Dir is the state directory.
+	Dir string
+	// Nodes is how many nodes to run (1-9).
+	Nodes int
+	// Binary is the ovn-udn executable the components run from (default:
+	// this process's).
+	Binary string
+	// ReadyTimeout bounds how long up waits (default 5 minutes).
+	ReadyTimeout time.Duration
+}
+
+func (o *Options) defaults() error {
+	if o.Nodes < 1 || o.Nodes > 9 {
+		return fmt.Errorf("--nodes must be between 1 and 9, got %d", o.Nodes)
+	}
+	if o.Binary == "" {
+		b, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Binary = b
+	}
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 5 * time.Minute
+	}
+	return nil
+}
+
+// supervisor owns every process of a running sandbox.
+type supervisor struct {
+	l     Layout
+	opts  Options
+	log   *log.Logger
+	kube  *kube
+	zones map[string]*ovnrun.Zone
+	nodes map[string]*ovnrun.Node
+	comps []*component
+	// restarts of zone and node processes, by process name.
+	restarts map[string]int
+	state    State
+}
+
+// component is an ovn-udn process the supervisor restarts when it exits.
+type component struct {
+	name     string
+	args     []string
+	log      string
+	p        *proc.Process
+	restarts int
+	started  time.Time
+	next     time.Time // no restart before
+}
+
+// Supervise runs a sandbox until ctx ends, then stops it and removes its
+// namespaces. It is the body of the detached `ovn-udn sandbox supervise`.
+func Supervise(ctx context.Context, opts Options) error {
+	if err := opts.defaults(); err != nil {
+		return err
+	}
+	l, err := NewLayout(opts.Dir)
+	if err != nil {
+		return err
+	}
+	s := &supervisor{l: l, opts: opts, log: log.New(os.Stdout, "", log.LstdFlags|log.Lmicroseconds),
+		zones: map[string]*ovnrun.Zone{}, nodes: map[string]*ovnrun.Node{}, restarts: map[string]int{}}
+	s.state = State{SupervisorPID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Kubeconfig: l.Kubeconfig()}
+	if err := os.MkdirAll(l.LogDir(), 0o755); err != nil {
+		return err
+	}
+	if err := writeState(l, &s.state); err != nil {
+		return err
+	}
+	defer s.stop()
+	if err := s.start(ctx); err != nil {
+		s.log.Printf("start failed: %v", err)
+		s.state.Phase, s.state.Error = PhaseFailed, err.Error()
+		s.refresh()
+		_ = writeState(l, &s.state)
+		return err
+	}
+	s.state.Phase = PhaseReady
+	s.state.ReadyAfter = time.Since(s.state.StartedAt).Round(100 * time.Millisecond).String()
+	s.refresh()
+	if err := writeState(l, &s.state); err != nil {
+		return err
+	}
+	s.log.Printf("sandbox ready after %s", s.state.ReadyAfter)
+	s.watch(ctx)
+	s.state.Phase = PhaseStopping
+	_ = writeState(l, &s.state)
+	return nil
+}
+
+// start brings everything up, in dependency order.
+func (s *supervisor) start(ctx context.Context) error {
+	var err error
+	s.log.Printf("starting kube-apiserver and etcd")
+	if s.kube, err = startKube(s.l); err != nil {
+		return err
+	}
+	ul := s.l.UnderlayNetns()
+	if err := ipCmds(
+		[]string{"netns", "add", ul},
+		[]string{"-n", ul, "link", "set", "lo", "up"},
+		[]string{"-n", ul, "link", "add", "br0", "type", "bridge"},
+		[]string{"-n", ul, "link", "set", "br0", "up"},
+	); err != nil {
+		return err
+	}
+	for i := 1; i <= s.opts.Nodes; i++ {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err := s.startNode(i); err != nil {
+			return err
+		}
+	}
+	s.addComponent(&component{name: "cluster-manager", args: []string{"cluster-manager",
+		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-cluster-manager"), "--leader-elect=false"}})
+	return s.waitReady(ctx)
+}
+
+// startNode brings up one node: its Node object, zone, namespace on the
+// underlay, Open vSwitch with br-ex on the underlay, ovn-controller, node
+// agent and zone controller.
+func (s *supervisor) startNode(i int) error {
+	name := NodeName(i)
+	s.log.Printf("starting %s", name)
+	if err := s.kube.createNode(name); err != nil {
+		return err
+	}
+	for _, d := range []string{s.l.ZoneDir(name), s.l.NodeDir(name)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	z, err := ovnrun.StartZone(ovnrun.ZoneOptions{Name: name, Dir: s.l.ZoneDir(name)})
+	if err != nil {
+		return err
+	}
+	s.zones[name] = z
+	ns, ul := s.l.NodeNetns(name), s.l.UnderlayNetns()
+	if err := ipCmds(
+		[]string{"netns", "add", ns},
+		[]string{"-n", ns, "link", "set", "lo", "up"},
+		[]string{"link", "add", underlayLink(i), "netns", ul, "type", "veth", "peer", "name", "eth0", "netns", ns},
+		[]string{"-n", ul, "link", "set", underlayLink(i), "master", "br0", "up"},
+		[]string{"-n", ns, "link", "set", "eth0", "up"},
+	); err != nil {
+		return err
+	}
+	n, err := ovnrun.StartNode(ovnrun.NodeOptions{Name: name, Dir: s.l.NodeDir(name), Netns: ns})
+	if err != nil {
+		return err
+	}
+	s.nodes[name] = n
+	if _, err := n.VSCtl("--may-exist", "add-br", "br-ex", "--", "set", "Bridge", "br-ex", "datapath_type=netdev",
+		"--", "--may-exist", "add-port", "br-ex", "eth0"); err != nil {
+		return err
+	}
+	// br-ex's internal interface appears once ovs-vswitchd has created it.
+	if err := proc.WaitFor(10*time.Second, 20*time.Millisecond, func() (bool, error) {
+		err := ipCmds([]string{"-n", ns, "link", "show", "br-ex"})
+		return err == nil, err
+	}); err != nil {
+		return err
+	}
+	if err := ipCmds(
+		[]string{"-n", ns, "addr", "add", NodeIP(i), "dev", "br-ex"},
+		[]string{"-n", ns, "link", "set", "br-ex", "up"},
+	); err != nil {
+		return err
+	}
+	encap := strings.Split(NodeIP(i), "/")[0]
+	if err := n.StartController(ovnrun.ControllerOptions{SystemID: name, SB: z.Socket("sb"), EncapIP: encap,
+		BridgeMappings: nodeinfo.DefaultPhysicalNetwork + ":br-ex"}); err != nil {
+		return err
+	}
+	s.addComponent(&component{name: "node-agent/" + name, args: []string{"node",
+		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-node"), "--node=" + name, "--ovsdb=" + n.DB,
+		"--netns=" + ns, "--netns-prefix=" + s.l.PodNetnsPrefix(name), "--node-ip=" + NodeIP(i),
+		"--gateway-ip=" + GatewayIP(i), "--gateway-next-hop=" + GatewayNextHop, "--gateway-mac=" + GatewayMAC(i),
+		"--tools-dir=" + deps.OVNBinDir()}})
+	s.addComponent(&component{name: "zone-controller/" + name, args: []string{"controller",
+		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-zone-controller"), "--zone=" + name, "--nb=" + z.NB, "--sb=" + z.SB}})
+	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB})
+	return nil
+}
+
+func (s *supervisor) addComponent(c *component) {
+	c.log = filepath.Join(s.l.LogDir(), strings.ReplaceAll(c.name, "/", "-")+".log")
+	s.comps = append(s.comps, c)
+	if err := s.startComponent(c); err != nil {
+		s.log.Printf("%v", err)
+	}
+}
+
+func (s *supervisor) startComponent(c *component) error {
+	cmd := exec.Command(s.opts.Binary, c.args...)
+	p, err := proc.Start(c.name, cmd, c.log)
+	if err != nil {
+		return err
+	}
+	c.p, c.started = p, time.Now()
+	return nil
+}
+
+// waitReady waits until every node has its ID, subnets and chassis
+// published, and every ovn-controller has registered its chassis in its zone.
+func (s *supervisor) waitReady(ctx context.Context) error {
+	s.log.Printf("waiting for nodes to be ready")
+	return proc.WaitFor(s.opts.ReadyTimeout, 200*time.Millisecond, func() (bool, error) {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		for _, c := range s.comps {
+			if c.p == nil || c.p.Exited() {
+				return false, fmt.Errorf("%s is not running; its log %s ends:\n%s", c.name, c.log, proc.Tail(c.log, 15))
+			}
+		}
+		for _, n := range s.state.Nodes {
+			node, err := s.kube.node(n.Name)
+			if err != nil {
+				return false, err
+			}
+			if _, err := nodeinfo.Parse(n.Name, node.Annotations); err != nil {
+				return false, fmt.Errorf("node %s: %w", n.Name, err)
+			}
+			out, err := s.zones[n.Name].SBCtl("--bare", "--columns=name", "find", "Chassis", "name="+n.Name)
+			if err != nil || strings.TrimSpace(out) == "" {
+				return false, fmt.Errorf("ovn-controller of %s has not registered its chassis yet (%v)", n.Name, err)
+			}
+		}
+		return true, nil
+	})
+}
+
+// watch restarts what exits and keeps the state file current, until ctx ends.
+func (s *supervisor) watch(ctx context.Context) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, c := range s.comps {
+			if c.p != nil && !c.p.Exited() {
+				continue
+			}
+			now := time.Now()
+			if now.Before(c.next) {
+				continue
+			}
+			s.log.Printf("%s exited; restarting it. %v", c.name, c.p.ExitError())
+			// Back off from a process that keeps crashing: 1 s, 2 s, ... 30 s,
+			// unless it had been running for a minute.
+			backoff := time.Second << min(c.restarts, 5)
+			if now.Sub(c.started) > time.Minute {
+				backoff = time.Second
+			}
+			c.restarts++
+			c.next = now.Add(min(backoff, 30*time.Second))
+			if err := s.startComponent(c); err != nil {
+				s.log.Printf("restarting %s: %v", c.name, err)
+			}
+		}
+		for name, z := range s.zones {
+			s.heal(name, "ovn-", z.Heal)
+		}
+		for name, n := range s.nodes {
+			s.heal(name, "", n.Heal)
+		}
+		before := fmt.Sprint(s.state.Processes)
+		s.refresh()
+		if fmt.Sprint(s.state.Processes) != before {
+			if err := writeState(s.l, &s.state); err != nil {
+				s.log.Printf("writing state: %v", err)
+			}
+		}
+	}
+}
+
+func (s *supervisor) heal(node, prefix string, heal func() ([]string, error)) {
+	restarted, err := heal()
+	for _, r := range restarted {
+		name := prefix + r + "/" + node
+		s.restarts[name]++
+		s.log.Printf("%s exited; restarted it", name)
+	}
+	if err != nil {
+		s.log.Printf("restarting processes of %s: %v", node, err)
+	}
+}
+
+// refresh rebuilds the process list of the state.
+func (s *supervisor) refresh() {
+	var ps []Process
+	add := func(name string, p *proc.Process, restarts int) {
+		if p == nil {
+			return
+		}
+		// OVN and OVS programs log to <x>.log; <x>.out holds only what they
+		// print before their log is open.
+		log := p.LogPath
+		if l := strings.TrimSuffix(log, ".out") + ".log"; strings.HasSuffix(log, ".out") && fileExists(l) {
+			log = l
+		}
+		ps = append(ps, Process{Name: name, PID: p.PID(), Running: !p.Exited(), Restarts: restarts, Log: log})
+	}
+	for _, kp := range findProcesses(s.l.KubeDir()) {
+		ps = append(ps, kp)
+	}
+	for _, c := range s.comps {
+		add(c.name, c.p, c.restarts)
+	}
+	for name, z := range s.zones {
+		for role, p := range z.Processes() {
+			n := "ovn-" + role + "/" + name
+			add(n, p, s.restarts[n])
+		}
+	}
+	for name, n := range s.nodes {
+		for role, p := range n.Processes() {
+			full := role + "/" + name
+			add(full, p, s.restarts[full])
+		}
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+	s.state.Processes = ps
+}
+
+// stop stops everything the supervisor started, most dependent first, and
+// removes the sandbox's network namespaces.
+func (s *supervisor) stop() {
+	s.log.Printf("stopping")
+	for i := len(s.comps) - 1; i >= 0; i-- {
+		if p := s.comps[i].p; p != nil {
+			p.Stop(5 * time.Second)
+		}
+	}
+	for _, n := range s.nodes {
+		n.Stop()
+	}
+	for _, z := range s.zones {
+		z.Stop()
+	}
+	if err := s.kube.stop(); err != nil {
+		s.log.Printf("stopping kube-apiserver and etcd: %v", err)
+	}
+	if err := cleanup(s.l); err != nil {
+		s.log.Printf("cleaning up: %v", err)
+	}
+}
+
+// ipCmds runs ip commands in order, stopping at the first failure.
+func ipCmds(cmds ...[]string) error {
+	for _, args := range cmds {
+		if out, err := deps.OVNCommand("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
