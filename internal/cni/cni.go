@@ -259,6 +259,9 @@ type Plugged struct {
 	Fingerprint string
 	// Netns is the pod network namespace the interface is in.
 	Netns string
+	// Installed is set once ovn-controller has installed the port's flows
+	// (external_ids:ovn-installed): the pod's network works from then on.
+	Installed bool
 }
 
 // Ports returns the interfaces plugged into the bridge for each pod (by pod
@@ -281,7 +284,8 @@ func (h Host) Ports() (map[string][]Plugged, error) {
 			}
 		}
 		if pod := kv[PodKey]; pod != "" {
-			res[pod] = append(res[pod], Plugged{Port: kv["iface-id"], Fingerprint: kv[ConfigKey], Netns: kv[NetnsKey]})
+			res[pod] = append(res[pod], Plugged{Port: kv["iface-id"], Fingerprint: kv[ConfigKey], Netns: kv[NetnsKey],
+				Installed: kv["ovn-installed"] == "true"})
 		}
 	}
 	for k := range res {

@@ -192,6 +192,21 @@ func TestAgent(t *testing.T) {
 	}
 	annotate(t, h.admin, pod, "10.244.1.5")
 	netns := nodeagent.NetnsName(h.prefix, pod.UID)
+	// Plumbed, the pod waits for ovn-controller (played here by the test) to
+	// mark its port installed before it is Ready.
+	cmtest.Eventually(t, 0, func() error {
+		plugged, err := h.host.Ports()
+		if err != nil || len(plugged[ns+"/p"]) != 1 {
+			return fmt.Errorf("pod not plugged yet: %v (%v)", plugged, err)
+		}
+		return nil
+	})
+	if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil || nodeagent.PodReady(pod) {
+		t.Fatalf("pod Ready before its port is installed (%v)", err)
+	}
+	if _, err := h.ovs.VSCtl("set", "Interface", cni.HostVeth(ns+"_p"), "external_ids:ovn-installed=true"); err != nil {
+		t.Fatal(err)
+	}
 	cmtest.Eventually(t, 0, func() error {
 		if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
 			return err

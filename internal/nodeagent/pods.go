@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -178,6 +179,17 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonPlumbingFailed, "plumbing the pod's interfaces: %v", err)
 		return reconcile.Result{}, err
 	}
+	if !PodReady(pod) {
+		// Ready means the network works: wait until ovn-controller has
+		// installed every port's flows, as a CNI plugin does before it returns.
+		installed, err := r.installed(key, len(ifaces))
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !installed {
+			return reconcile.Result{RequeueAfter: installPoll}, nil
+		}
+	}
 	var ips []netip.Addr
 	for _, i := range ifaces {
 		if i.Name == cni.DefaultInterface {
@@ -187,6 +199,39 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		}
 	}
 	return reconcile.Result{}, r.markReady(ctx, pod, ips)
+}
+
+// installPoll is how often a plumbed pod's ports are checked for
+// ovn-controller's ovn-installed mark.
+const installPoll = 200 * time.Millisecond
+
+// installed reports whether ovn-controller has installed the flows of all n
+// plumbed ports of a pod.
+func (r *PodReconciler) installed(key string, n int) (bool, error) {
+	plugged, err := r.Opts.Host.Ports()
+	if err != nil {
+		return false, err
+	}
+	ps := plugged[key]
+	if len(ps) < n {
+		return false, nil
+	}
+	for _, p := range ps {
+		if !p.Installed {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// PodReady reports whether a pod has the Ready condition.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func isFinished(pod *corev1.Pod) bool {

@@ -102,6 +102,20 @@ func cleanup(l Layout) error {
 	return errors.Join(errs...)
 }
 
+// Leftovers lists what of a sandbox still exists on the machine — processes
+// (by their command line) and network namespaces — for tests of down.
+func Leftovers(l Layout) []string {
+	var out []string
+	for _, p := range scan(l.Dir) {
+		out = append(out, fmt.Sprintf("process %d (%s)", p.pid, p.program))
+	}
+	names, _ := namespaces(l.NetnsPrefix())
+	for _, n := range names {
+		out = append(out, "netns "+n)
+	}
+	return out
+}
+
 // namespaces lists network namespaces whose names start with prefix.
 func namespaces(prefix string) ([]string, error) {
 	entries, err := os.ReadDir("/run/netns")

@@ -48,6 +48,9 @@ func Up(opts Options, out io.Writer) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: the supervisor outlives this command and the terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if opts.Attached {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting the supervisor: %w", err)

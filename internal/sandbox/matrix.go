@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
 
@@ -36,9 +37,10 @@ type Check struct {
 	Name string
 	// From is the source pod, "<namespace>/<name>".
 	From string
-	// To are candidate targets; the first whose address no pod of From's
-	// namespace has is used (tenants may share subnets, and reaching an
-	// address of one's own network proves nothing about isolation).
+	// To are candidate targets. For an unreachable check, the first whose
+	// address no other pod of From's namespace has is used (tenants may share
+	// subnets, and reaching an address of one's own network proves nothing
+	// about isolation).
 	To []string
 	// On is OnPrimary, OnDefault, or the attachment key of a secondary
 	// network ("<namespace>/<nad>").
@@ -59,7 +61,9 @@ type Result struct {
 	// TCP server answered.
 	Ping, TCP bool
 	Answer    string
-	Err       error
+	// Attempts is how many times the probes ran.
+	Attempts int
+	Err      error
 }
 
 // Pass reports whether the result is the expected one: both probes agree
@@ -137,8 +141,17 @@ func Matrix(ctx context.Context, dir, binary string, c client.Client, checks []C
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			src := pods[r.From]
-			r.Ping = ping(ctx, src.netns, r.Address, r.Family)
-			r.Answer, r.TCP = probe(ctx, binary, src.netns, r.Address, r.Target)
+			// A reachable target gets three tries a second apart: a busy
+			// machine may lose a first probe, and the verdict is about
+			// connectivity, not about the first packet.
+			for r.Attempts = 1; ; r.Attempts++ {
+				r.Ping = ping(ctx, src.netns, r.Address, r.Family)
+				r.Answer, r.TCP = probe(ctx, binary, src.netns, r.Address, r.Target)
+				if !r.Reachable || (r.Ping && r.TCP) || r.Attempts == 3 {
+					break
+				}
+				time.Sleep(time.Second)
+			}
 			if !r.Reachable && !r.TCP {
 				// A blocked probe proves isolation only if the target answers
 				// at that address at all: ask from inside the target.
@@ -171,7 +184,7 @@ func resolve(ctx context.Context, c client.Client, ch Check, get func(string) (*
 		if !ok {
 			return "", "", "", "", fmt.Errorf("target %s has no IPv%d address on %s", ref, ch.Family, ch.On)
 		}
-		if ch.Reachable || !taken[a] {
+		if owner, ok := taken[a]; ch.Reachable || !ok || owner == ref {
 			return ref, a.String(), src.node, p.node, nil
 		}
 	}
@@ -205,19 +218,19 @@ func address(nets podnet.Networks, on string, family int) (netip.Addr, bool) {
 }
 
 // namespaceAddresses returns every address the pods of a namespace have on
-// any network.
-func namespaceAddresses(ctx context.Context, c client.Client, ns string) (map[netip.Addr]bool, error) {
+// any network, with the pod ("<namespace>/<name>") that has it.
+func namespaceAddresses(ctx context.Context, c client.Client, ns string) (map[netip.Addr]string, error) {
 	var list corev1.PodList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
-	out := map[netip.Addr]bool{}
+	out := map[netip.Addr]string{}
 	for _, p := range list.Items {
 		nets, _ := podnet.Parse(p.Annotations)
 		for _, a := range nets {
 			ips, _ := a.Prefixes()
 			for _, ip := range ips {
-				out[ip.Addr()] = true
+				out[ip.Addr()] = p.Namespace + "/" + p.Name
 			}
 		}
 	}
@@ -282,6 +295,9 @@ func PrintMatrix(out io.Writer, results []Result) error {
 	}
 	for _, r := range results {
 		res := "PASS"
+		if r.Attempts > 1 {
+			res = fmt.Sprintf("PASS (try %d)", r.Attempts)
+		}
 		if !r.Pass() {
 			res = "FAIL"
 			bad = append(bad, r.Name)
@@ -320,7 +336,7 @@ func WaitPodsReady(ctx context.Context, dir string, c client.Client, refs []stri
 			}
 			ns, name, _ := strings.Cut(ref, "/")
 			pod := &corev1.Pod{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil || !podReady(pod) {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil || !nodeagent.PodReady(pod) {
 				waiting = append(waiting, ref)
 			}
 		}
@@ -336,13 +352,4 @@ func WaitPodsReady(ctx context.Context, dir string, c client.Client, refs []stri
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

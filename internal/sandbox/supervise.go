@@ -28,6 +28,9 @@ type Options struct {
 	Binary string
 	// ReadyTimeout bounds how long up waits (default 5 minutes).
 	ReadyTimeout time.Duration
+	// Attached ties the sandbox to the process that starts it: when that
+	// process dies the supervisor gets SIGTERM and stops everything (tests).
+	Attached bool
 }
 
 func (o *Options) defaults() error {
@@ -58,6 +61,7 @@ type supervisor struct {
 	comps []*component
 	// restarts of zone and node processes, by process name.
 	restarts map[string]int
+	backoff  map[string]*healBackoff
 	state    State
 }
 
@@ -83,7 +87,7 @@ func Supervise(ctx context.Context, opts Options) error {
 		return err
 	}
 	s := &supervisor{l: l, opts: opts, log: log.New(os.Stdout, "", log.LstdFlags|log.Lmicroseconds),
-		zones: map[string]*ovnrun.Zone{}, nodes: map[string]*ovnrun.Node{}, restarts: map[string]int{}}
+		zones: map[string]*ovnrun.Zone{}, nodes: map[string]*ovnrun.Node{}, restarts: map[string]int{}, backoff: map[string]*healBackoff{}}
 	s.state = State{SupervisorPID: os.Getpid(), Phase: PhaseStarting, StartedAt: time.Now(), Kubeconfig: l.Kubeconfig()}
 	if err := os.MkdirAll(l.LogDir(), 0o755); err != nil {
 		return err
@@ -288,10 +292,10 @@ func (s *supervisor) watch(ctx context.Context) {
 			}
 		}
 		for name, z := range s.zones {
-			s.heal(name, "ovn-", z.Heal)
+			s.heal("zone/"+name, name, "ovn-", z.Heal)
 		}
 		for name, n := range s.nodes {
-			s.heal(name, "", n.Heal)
+			s.heal("node/"+name, name, "", n.Heal)
 		}
 		before := fmt.Sprint(s.state.Processes)
 		s.refresh()
@@ -303,7 +307,18 @@ func (s *supervisor) watch(ctx context.Context) {
 	}
 }
 
-func (s *supervisor) heal(node, prefix string, heal func() ([]string, error)) {
+// heal restarts what exited among a zone's or a node's processes, backing
+// off like for components when they keep exiting.
+func (s *supervisor) heal(key, node, prefix string, heal func() ([]string, error)) {
+	b := s.backoff[key]
+	now := time.Now()
+	if b == nil {
+		b = &healBackoff{}
+		s.backoff[key] = b
+	}
+	if now.Before(b.next) {
+		return
+	}
 	restarted, err := heal()
 	for _, r := range restarted {
 		name := prefix + r + "/" + node
@@ -313,6 +328,21 @@ func (s *supervisor) heal(node, prefix string, heal func() ([]string, error)) {
 	if err != nil {
 		s.log.Printf("restarting processes of %s: %v", node, err)
 	}
+	if len(restarted) == 0 && err == nil {
+		return
+	}
+	if now.Sub(b.last) > time.Minute {
+		b.count = 0
+	}
+	b.last = now
+	b.next = now.Add(min(time.Second<<min(b.count, 5), 30*time.Second))
+	b.count++
+}
+
+// healBackoff paces the restarts of one zone's or node's processes.
+type healBackoff struct {
+	count      int
+	last, next time.Time
 }
 
 // refresh rebuilds the process list of the state.
