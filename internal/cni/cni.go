@@ -125,24 +125,26 @@ func (h Host) vsctl(args ...string) error {
 
 // Add creates the pod's network namespace if needed and its interfaces; an
 // interface that exists is first removed. podKey ("ns/name") is recorded on the
-// OVS interfaces, so Ports can find them later.
+// OVS interfaces, so Ports can find them later. It runs a fixed handful of
+// commands per pod (ip -batch, one ovs-vsctl transaction), not a handful per
+// address and route: on a busy node, process start-up is the cost.
 func (h Host) Add(podNetns, podKey string, ifaces []Interface) error {
+	if len(ifaces) == 0 {
+		return nil
+	}
 	if err := h.ensureNetns(podNetns); err != nil {
 		return err
 	}
+	var ports []string
 	for _, i := range ifaces {
-		if err := h.remove(i.Port); err != nil {
-			return err
-		}
-		if err := h.add(podNetns, podKey, i); err != nil {
-			_ = h.remove(i.Port)
-			return fmt.Errorf("interface %s of %s: %w", i.Name, podKey, err)
-		}
+		ports = append(ports, i.Port)
 	}
-	for _, i := range ifaces {
-		if err := h.routes(podNetns, i); err != nil {
-			return fmt.Errorf("routes of %s in %s: %w", i.Name, podKey, err)
-		}
+	if err := h.remove(ports...); err != nil {
+		return err
+	}
+	if err := h.add(podNetns, podKey, ifaces); err != nil {
+		_ = h.remove(ports...)
+		return fmt.Errorf("interfaces of %s: %w", podKey, err)
 	}
 	return nil
 }
@@ -161,88 +163,123 @@ func (h Host) ensureNetns(name string) error {
 	return h.ip(name, "link", "set", "lo", "up")
 }
 
-func (h Host) add(podNetns, podKey string, i Interface) error {
-	host := HostVeth(i.Port)
-	link := []string{"link", "add", host}
-	if h.Netns != "" {
-		link = append(link, "netns", h.Netns)
-	}
-	link = append(link, "type", "veth", "peer", "name", i.Name, "netns", podNetns)
-	if err := h.run("ip", link...); err != nil {
-		return err
-	}
-	mtu := fmt.Sprint(i.MTU)
-	if i.MTU == 0 {
-		mtu = "1400"
-	}
-	if err := h.ip(podNetns, "link", "set", i.Name, "address", i.MAC, "mtu", mtu); err != nil {
-		return err
-	}
-	for _, p := range i.IPs {
-		args := []string{"addr", "add", p.String(), "dev", i.Name}
-		if p.Addr().Is6() {
-			args = append(args, "nodad")
+func (h Host) add(podNetns, podKey string, ifaces []Interface) error {
+	// The veth pairs, each end created straight in its namespace.
+	for _, i := range ifaces {
+		link := []string{"link", "add", HostVeth(i.Port)}
+		if h.Netns != "" {
+			link = append(link, "netns", h.Netns)
 		}
-		if err := h.ip(podNetns, args...); err != nil {
+		link = append(link, "type", "veth", "peer", "name", i.Name, "netns", podNetns)
+		if err := h.run("ip", link...); err != nil {
 			return err
 		}
 	}
-	if err := h.ip(podNetns, "link", "set", i.Name, "up"); err != nil {
+	// The pod side: MAC, MTU, addresses, then (every interface being up, so
+	// gateways are on-link) routes.
+	var pod, host []string
+	vsctl := []string{"--may-exist", "add-port", h.Bridge, HostVeth(ifaces[0].Port)}
+	for n, i := range ifaces {
+		mtu := i.MTU
+		if mtu == 0 {
+			mtu = 1400
+		}
+		pod = append(pod, fmt.Sprintf("link set %s address %s mtu %d", i.Name, i.MAC, mtu))
+		for _, p := range i.IPs {
+			if p.Addr().Is6() {
+				pod = append(pod, fmt.Sprintf("addr add %s dev %s nodad", p, i.Name))
+			} else {
+				pod = append(pod, fmt.Sprintf("addr add %s dev %s", p, i.Name))
+			}
+		}
+		pod = append(pod, "link set "+i.Name+" up")
+		host = append(host, fmt.Sprintf("link set %s mtu %d up", HostVeth(i.Port), mtu))
+		if n > 0 {
+			vsctl = append(vsctl, "--", "--may-exist", "add-port", h.Bridge, HostVeth(i.Port))
+		}
+		vsctl = append(vsctl, "--", "set", "Interface", HostVeth(i.Port), "external_ids:iface-id="+i.Port,
+			"external_ids:"+PodKey+"="+podKey, "external_ids:"+ConfigKey+"="+i.Fingerprint(), "external_ids:"+NetnsKey+"="+podNetns)
+	}
+	for _, i := range ifaces {
+		pod = append(pod, routeLines(i)...)
+	}
+	if err := h.batch(podNetns, pod); err != nil {
 		return err
 	}
 	// The userspace datapath does not fill in checksums the kernel leaves to
 	// the device: the pod computes them itself.
-	if err := h.run("ip", "netns", "exec", podNetns, h.path("ethtool"), "-K", i.Name, "tx", "off"); err != nil {
+	for _, i := range ifaces {
+		if err := h.run("ip", "netns", "exec", podNetns, h.path("ethtool"), "-K", i.Name, "tx", "off"); err != nil {
+			return err
+		}
+	}
+	if err := h.batch(h.Netns, host); err != nil {
 		return err
 	}
-	if err := h.ip(h.Netns, "link", "set", host, "mtu", mtu, "up"); err != nil {
-		return err
-	}
-	return h.vsctl("--may-exist", "add-port", h.Bridge, host, "--", "set", "interface", host,
-		"external_ids:iface-id="+i.Port, "external_ids:"+PodKey+"="+podKey, "external_ids:"+ConfigKey+"="+i.Fingerprint(),
-		"external_ids:"+NetnsKey+"="+podNetns)
+	return h.vsctl(vsctl...)
 }
 
-func (h Host) routes(podNetns string, i Interface) error {
+// routeLines are an interface's routes as ip -batch lines (which take no
+// options: the family comes from the next hop).
+func routeLines(i Interface) []string {
+	var out []string
 	for _, gw := range i.Gateways {
-		fam := "-4"
-		if gw.Is6() {
-			fam = "-6"
-		}
-		if err := h.ip(podNetns, fam, "route", "replace", "default", "via", gw.String(), "dev", i.Name); err != nil {
-			return err
-		}
+		out = append(out, fmt.Sprintf("route replace default via %s dev %s", gw, i.Name))
 	}
 	for _, r := range i.Routes {
-		fam := "-4"
-		if strings.Contains(r.Dest, ":") {
-			fam = "-6"
-		}
-		if err := h.ip(podNetns, fam, "route", "replace", r.Dest, "via", r.NextHop, "dev", i.Name); err != nil {
-			return err
-		}
+		out = append(out, fmt.Sprintf("route replace %s via %s dev %s", r.Dest, r.NextHop, i.Name))
+	}
+	return out
+}
+
+// batch runs ip commands in a namespace ("" for the caller's) in one process.
+func (h Host) batch(netns string, lines []string) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	args := []string{"-batch", "-"}
+	if netns != "" {
+		args = append([]string{"-n", netns}, args...)
+	}
+	cmd := h.Command("ip", args...)
+	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }
 
-// remove unplugs a port's veth (deleting either end deletes both).
-func (h Host) remove(port string) error {
-	host := HostVeth(port)
-	if err := h.vsctl("--if-exists", "del-port", h.Bridge, host); err != nil {
+// remove unplugs ports' veths (deleting either end deletes both).
+func (h Host) remove(ports ...string) error {
+	if len(ports) == 0 {
+		return nil
+	}
+	var args, del []string
+	for _, p := range ports {
+		args = append(args, "--", "--if-exists", "del-port", h.Bridge, HostVeth(p))
+		del = append(del, "link del "+HostVeth(p))
+	}
+	if err := h.vsctl(args[1:]...); err != nil {
 		return err
 	}
-	if err := h.ip(h.Netns, "link", "show", host); err != nil {
-		return nil // gone already
+	// -force goes on past veths that do not exist; one that exists and
+	// cannot be deleted shows when it is created again.
+	args = []string{"-force", "-batch", "-"}
+	if h.Netns != "" {
+		args = append([]string{"-n", h.Netns}, args...)
 	}
-	return h.ip(h.Netns, "link", "del", host)
+	cmd := h.Command("ip", args...)
+	cmd.Stdin = strings.NewReader(strings.Join(del, "\n") + "\n")
+	_ = cmd.Run()
+	return nil
 }
 
 // Del removes the given ports' interfaces and the pod's network namespace.
 func (h Host) Del(podNetns string, ports []string) error {
-	for _, p := range ports {
-		if err := h.remove(p); err != nil {
-			return err
-		}
+	if err := h.remove(ports...); err != nil {
+		return err
 	}
 	if podNetns == "" {
 		return nil

@@ -47,8 +47,12 @@ type PodReconciler struct {
 	// (so a restarted agent knows what it did) and kept current after.
 	plugged map[string][]cni.Plugged
 	// resync carries pod keys to reconcile that no watch event names: those
-	// OVS remembers at start.
+	// OVS remembers at start, and pods whose ports became installed.
 	resync chan event.GenericEvent
+	// waiting marks pods whose ports are being waited for; ctx is the
+	// manager's, which ends those waits.
+	waiting map[string]bool
+	ctx     context.Context
 }
 
 // SetupWithManager registers the controller and the startup sweep.
@@ -70,6 +74,9 @@ func (r *PodReconciler) SetupWithManager(mgr manager.Manager) error {
 // deletes this node's pod namespaces that no pod owns (left by a crash between
 // creating a namespace and plugging it).
 func (r *PodReconciler) sweep(ctx context.Context) error {
+	r.mu.Lock()
+	r.ctx = ctx
+	r.mu.Unlock()
 	log := ctrl.LoggerFrom(ctx).WithName("sweep")
 	plugged, err := r.pluggedPorts()
 	if err != nil {
@@ -175,9 +182,14 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, nil
 	}
 	netns := NetnsName(r.Opts.NetnsPrefix, pod.UID)
-	if err := r.plumb(key, netns, have, ifaces); err != nil {
+	start := time.Now()
+	changed, err := r.plumb(key, netns, have, ifaces)
+	if err != nil {
 		r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonPlumbingFailed, "plumbing the pod's interfaces: %v", err)
 		return reconcile.Result{}, err
+	}
+	if changed > 0 {
+		ctrl.LoggerFrom(ctx).Info("plumbed pod", "interfaces", changed, "netns", netns, "took", time.Since(start).String())
 	}
 	if !PodReady(pod) {
 		// Ready means the network works: wait until ovn-controller has
@@ -187,7 +199,8 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 			return reconcile.Result{}, err
 		}
 		if !installed {
-			return reconcile.Result{RequeueAfter: installPoll}, nil
+			r.awaitInstalled(pod, ifaces)
+			return reconcile.Result{}, nil
 		}
 	}
 	var ips []netip.Addr
@@ -198,12 +211,65 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 			}
 		}
 	}
-	return reconcile.Result{}, r.markReady(ctx, pod, ips)
+	wasReady := PodReady(pod)
+	if err := r.markReady(ctx, pod, ips); err != nil {
+		return reconcile.Result{}, err
+	}
+	if !wasReady {
+		ctrl.LoggerFrom(ctx).Info("pod ready", "sinceCreated", time.Since(pod.CreationTimestamp.Time).String())
+	}
+	return reconcile.Result{}, nil
 }
 
-// installPoll is how often a plumbed pod's ports are checked for
-// ovn-controller's ovn-installed mark.
-const installPoll = 200 * time.Millisecond
+// installTimeout bounds one wait for ovn-controller to install a pod's
+// ports; the pod is waited for again after it.
+const installTimeout = 2 * time.Minute
+
+// awaitInstalled waits, off the worker, until ovn-controller has marked each
+// of the pod's ports installed (ovs-vsctl wait-until: no polling), then
+// queues the pod again. One wait per pod at a time.
+func (r *PodReconciler) awaitInstalled(pod *corev1.Pod, ifaces []cni.Interface) {
+	key := pod.Namespace + "/" + pod.Name
+	r.mu.Lock()
+	if r.waiting == nil {
+		r.waiting = map[string]bool{}
+	}
+	if r.waiting[key] {
+		r.mu.Unlock()
+		return
+	}
+	r.waiting[key] = true
+	ctx := r.ctx
+	r.mu.Unlock()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	go func() {
+		defer func() {
+			r.mu.Lock()
+			delete(r.waiting, key)
+			r.mu.Unlock()
+			select {
+			case r.resync <- event.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}}:
+			case <-ctx.Done():
+			}
+		}()
+		h := r.Opts.Host
+		for _, i := range ifaces {
+			cmd := h.Command("ovs-vsctl", "--db="+h.OVSDB, fmt.Sprintf("--timeout=%d", int(installTimeout.Seconds())),
+				"wait-until", "Interface", cni.HostVeth(i.Port), `external_ids:ovn-installed="true"`)
+			if err := cmd.Start(); err != nil {
+				return
+			}
+			stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
+			err := cmd.Wait()
+			stop()
+			if err != nil {
+				return
+			}
+		}
+	}()
+}
 
 // installed reports whether ovn-controller has installed the flows of all n
 // plumbed ports of a pod.
@@ -287,14 +353,14 @@ func (r *PodReconciler) mtu(nads map[string]*nadv1.NetworkAttachmentDefinition, 
 // plumb makes the node's plumbing of a pod equal to ifaces in netns:
 // interfaces whose configuration changed are re-created, stale ones removed,
 // and a pod whose namespace changed (re-created pod) is plumbed afresh.
-func (r *PodReconciler) plumb(key, netns string, have []cni.Plugged, ifaces []cni.Interface) error {
+func (r *PodReconciler) plumb(key, netns string, have []cni.Plugged, ifaces []cni.Interface) (int, error) {
 	h := r.Opts.Host
 	current := map[string]cni.Plugged{}
 	for _, p := range have {
 		if p.Netns != netns {
 			// Another incarnation of the pod: drop all of it.
 			if err := r.unplumb(key, have); err != nil {
-				return err
+				return 0, err
 			}
 			current = map[string]cni.Plugged{}
 			break
@@ -316,11 +382,11 @@ func (r *PodReconciler) plumb(key, netns string, have []cni.Plugged, ifaces []cn
 		}
 	}
 	if len(add) == 0 && len(stale) == 0 {
-		return nil
+		return 0, nil
 	}
 	if len(stale) > 0 {
 		if err := h.Del("", stale); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	err := h.Add(netns, key, add)
@@ -328,7 +394,7 @@ func (r *PodReconciler) plumb(key, netns string, have []cni.Plugged, ifaces []cn
 	if lerr == nil {
 		r.setPlugged(key, plugged[key])
 	}
-	return errors.Join(err, lerr)
+	return len(add) + len(stale), errors.Join(err, lerr)
 }
 
 // unplumb removes a pod's interfaces and network namespace.
