@@ -1,80 +1,23 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
+	"github.com/ovn-udn/ovn-udn/internal/manifest"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
-
-// Document is one object of a manifest file.
-type Document struct {
-	File   string
-	Object *unstructured.Unstructured
-}
-
-// ReadManifests reads every object of the given YAML or JSON files and of the
-// .yaml, .yml and .json files of the given directories (sorted by name).
-func ReadManifests(paths ...string) ([]Document, error) {
-	var files []string
-	for _, p := range paths {
-		info, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !info.IsDir() {
-			files = append(files, p)
-			continue
-		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range entries {
-			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml" || ext == ".json") {
-				files = append(files, filepath.Join(p, e.Name()))
-			}
-		}
-	}
-	var docs []Document
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for i := 1; ; i++ {
-			var obj map[string]any
-			if err := dec.Decode(&obj); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("%s: document %d: %w", f, i, err)
-			}
-			if len(obj) == 0 {
-				continue
-			}
-			u := &unstructured.Unstructured{Object: obj}
-			if u.GetKind() == "" || u.GetAPIVersion() == "" {
-				return nil, fmt.Errorf("%s: document %d has no kind or apiVersion", f, i)
-			}
-			docs = append(docs, Document{File: f, Object: u})
-		}
-	}
-	return docs, nil
-}
 
 // kindOrder applies what others depend on first.
 var kindOrder = map[string]int{"Namespace": 0, "CustomResourceDefinition": 1, "ClusterUserDefinedNetwork": 2,
@@ -93,7 +36,7 @@ func Apply(ctx context.Context, dir string, out io.Writer, paths ...string) erro
 	if err != nil {
 		return err
 	}
-	docs, err := ReadManifests(paths...)
+	docs, err := manifest.Read(paths...)
 	if err != nil {
 		return err
 	}
@@ -113,8 +56,18 @@ func Apply(ctx context.Context, dir string, out io.Writer, paths ...string) erro
 		return order(docs[i].Object.GetKind()) < order(docs[j].Object.GetKind())
 	})
 	var errs []error
+	var networks []*unstructured.Unstructured
+	waited := false
 	for _, d := range docs {
 		o := d.Object
+		if o.GetKind() == "Pod" && !waited {
+			// A primary network refuses a namespace that already has pods:
+			// pods go in once the networks have been decided.
+			waited = true
+			if err := waitNetworksDecided(ctx, c, networks, time.Minute); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		ref := strings.ToLower(o.GetKind()) + "/" + o.GetName()
 		if o.GetNamespace() != "" {
 			ref = strings.ToLower(o.GetKind()) + "/" + o.GetNamespace() + "/" + o.GetName()
@@ -134,8 +87,42 @@ func Apply(ctx context.Context, dir string, out io.Writer, paths ...string) erro
 			continue
 		}
 		fmt.Fprintf(out, "%s applied\n", ref)
+		if k := o.GetKind(); k == "UserDefinedNetwork" || k == "ClusterUserDefinedNetwork" {
+			networks = append(networks, o)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// waitNetworksDecided waits until each network has a NetworkCreated
+// condition (True, or False with the reason).
+func waitNetworksDecided(ctx context.Context, c client.Client, networks []*unstructured.Unstructured, timeout time.Duration) error {
+	var pending []string
+	err := proc.WaitFor(timeout, 100*time.Millisecond, func() (bool, error) {
+		pending = pending[:0]
+		for _, n := range networks {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(n.GroupVersionKind())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(n), u); err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			decided := false
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == v1.ConditionNetworkCreated {
+					decided = true
+				}
+			}
+			if !decided {
+				pending = append(pending, strings.ToLower(n.GetKind())+"/"+strings.TrimPrefix(n.GetNamespace()+"/"+n.GetName(), "/"))
+			}
+		}
+		return len(pending) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("networks not created after %s, pods applied anyway: %s (%v)", timeout, strings.Join(pending, ", "), err)
+	}
+	return nil
 }
 
 func order(kind string) int {

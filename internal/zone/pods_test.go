@@ -70,9 +70,11 @@ func waitAnnotated(t *testing.T, c client.Client, p *corev1.Pod, keys ...string)
 func udnIn(t *testing.T, c client.Client, prefix string, spec v1.UserDefinedNetworkSpec) (ns, network string) {
 	t.Helper()
 	ns = cmtest.Namespace(t, c, prefix, map[string]string{v1.PrimaryNetworkLabel: ""})
-	if err := c.Create(context.Background(), &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}, Spec: spec}); err != nil {
+	u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}, Spec: spec}
+	if err := c.Create(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}
+	cmtest.WaitNetworkCreated(t, c, u)
 	return ns, netconf.UDNNetworkName(ns, "net")
 }
 

@@ -43,6 +43,7 @@ func layer3UDN(t *testing.T, c client.Client, subnet string) (string, *v1.UserDe
 	if err := c.Create(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}
+	cmtest.WaitNetworkCreated(t, c, u)
 	return netconf.UDNNetworkName(ns, "net"), u
 }
 

@@ -16,17 +16,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubetest"
@@ -119,6 +118,7 @@ func ApplyClusterRoles(ctx context.Context, c client.Client, path string) error 
 // OVN_UDN_TEST_LOGS=1 sends the manager's logs to stderr.
 func Start(t testing.TB, env *kubetest.Env, cfg config.Cluster) (stop func()) {
 	t.Helper()
+	DumpLogsOnFailure(t)
 	mgr, err := clustermanager.New(Identity(t, env), clustermanager.Options{Cluster: cfg, MetricsAddr: "0", HealthAddr: "0"})
 	if err != nil {
 		t.Fatal(err)
@@ -140,16 +140,6 @@ func Start(t testing.TB, env *kubetest.Env, cfg config.Cluster) (stop func()) {
 }
 
 var counter atomic.Int64
-
-// init routes controller-runtime's logs: to stderr with OVN_UDN_TEST_LOGS=1,
-// else nowhere (controllers log a lot, and failures carry their own context).
-func init() {
-	if os.Getenv("OVN_UDN_TEST_LOGS") == "1" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(logr.Discard())
-	}
-}
 
 // UniqueName returns prefix with a suffix unique in this test binary's run.
 func UniqueName(prefix string) string {
@@ -199,5 +189,31 @@ func DeleteAtCleanup(t testing.TB, c client.Client, obj client.Object) {
 		}); err != nil {
 			t.Errorf("cleanup: %s not gone: %v", obj.GetName(), err)
 		}
+	})
+}
+
+// WaitNetworkCreated waits until a UserDefinedNetwork or
+// ClusterUserDefinedNetwork reports NetworkCreated True, as a user runs
+// `kubectl wait --for=condition=NetworkCreated` before creating pods: a
+// primary network refuses namespaces that already have pods.
+func WaitNetworkCreated(t testing.TB, c client.Client, obj client.Object) {
+	t.Helper()
+	Eventually(t, time.Minute, func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		var conds []metav1.Condition
+		switch o := obj.(type) {
+		case *v1.UserDefinedNetwork:
+			conds = o.Status.Conditions
+		case *v1.ClusterUserDefinedNetwork:
+			conds = o.Status.Conditions
+		default:
+			return fmt.Errorf("%T is not a network", obj)
+		}
+		if c := meta.FindStatusCondition(conds, v1.ConditionNetworkCreated); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("network %s: NetworkCreated is %+v, want True", obj.GetName(), c)
+		}
+		return nil
 	})
 }
