@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/ovn-udn/ovn-udn/internal/manifest"
 )
 
 // DemoOptions configures Demo.
@@ -53,7 +55,7 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	docs, err := ReadManifests(opts.Manifests...)
+	docs, err := manifest.Read(opts.Manifests...)
 	if err != nil {
 		return err
 	}

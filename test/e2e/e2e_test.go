@@ -27,6 +27,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/kubetest"
+	"github.com/ovn-udn/ovn-udn/internal/manifest"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
@@ -111,7 +112,7 @@ func run(m *testing.M) int {
 // examplePods lists the pods of examples/.
 func examplePods(t *testing.T) []string {
 	t.Helper()
-	docs, err := sandbox.ReadManifests(filepath.Join(kubetest.RepoRoot(), "examples"))
+	docs, err := manifest.Read(filepath.Join(kubetest.RepoRoot(), "examples"))
 	if err != nil {
 		t.Fatal(err)
 	}
