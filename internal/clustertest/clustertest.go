@@ -8,7 +8,6 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -66,16 +65,8 @@ func Start(t testing.TB, env *kubetest.Env, cfg config.Cluster, nodes ...string)
 	return c
 }
 
-// NodeInfo is what the harness publishes for the i-th node: 172.18.0.(10+i)
-// on the external network behind next hop 172.18.0.1.
-func NodeInfo(name string, i int) nodeinfo.Info {
-	ip := netip.MustParsePrefix(fmt.Sprintf("172.18.0.%d/16", 10+i))
-	return nodeinfo.Info{
-		Name: name, ChassisID: "chassis-" + name, Zone: name, PrimaryIPs: []netip.Prefix{ip}, EncapIP: ip.Addr(),
-		Gateway: &nodeinfo.ParsedGateway{MAC: fmt.Sprintf("02:42:ac:12:00:%02x", 10+i), IPs: []netip.Prefix{ip},
-			NextHops: []netip.Addr{netip.MustParseAddr("172.18.0.1")}, PhysicalNetwork: nodeinfo.DefaultPhysicalNetwork},
-	}
-}
+// NodeInfo is what the harness publishes for the i-th node (nodeinfo.Example).
+func NodeInfo(name string, i int) nodeinfo.Info { return nodeinfo.Example(name, i) }
 
 func (c *Cluster) createNode(name string, i int) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: NodeInfo(name, i).Annotations()}}

@@ -70,7 +70,7 @@ func (r *NodeController) nadChanged(ctx context.Context, o client.Object, delete
 	if !ok {
 		return
 	}
-	if !r.tracker.observe(nad, deleted) {
+	if !r.ObserveNAD(nad, deleted) {
 		return
 	}
 	var nodes corev1.NodeList
@@ -80,6 +80,14 @@ func (r *NodeController) nadChanged(ctx context.Context, o client.Object, delete
 	for _, n := range nodes.Items {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
 	}
+}
+
+// ObserveNAD records a NAD (or its deletion) in the set of Layer3 networks
+// nodes get subnets of, and reports whether that set changed (then every node
+// needs a reconcile). The controller's NAD watch calls it; so does
+// `ovn-udn render`, which has no watches.
+func (r *NodeController) ObserveNAD(nad *nadv1.NetworkAttachmentDefinition, deleted bool) bool {
+	return r.tracker.observe(nad, deleted)
 }
 
 // Recover rebuilds the Layer3 networks and node allocations from the API, once

@@ -283,3 +283,17 @@ func (in Info) Annotations() map[string]string {
 	}
 	return a
 }
+
+// Example is what a node agent would publish for the i-th node (from 0) of a
+// cluster whose nodes share one external network: address 172.18.0.(10+i)/16
+// (also the tunnel endpoint), next hop 172.18.0.1, chassis "chassis-<name>",
+// a zone of its own named after the node. Integration tests publish it, and
+// `ovn-udn render` assumes it for nodes whose agent annotations are missing.
+func Example(name string, i int) Info {
+	ip := netip.MustParsePrefix(fmt.Sprintf("172.18.%d.%d/16", (10+i)/250, (10+i)%250))
+	return Info{
+		Name: name, ChassisID: "chassis-" + name, Zone: name, PrimaryIPs: []netip.Prefix{ip}, EncapIP: ip.Addr(),
+		Gateway: &ParsedGateway{MAC: fmt.Sprintf("02:42:ac:12:%02x:%02x", (10+i)/256, (10+i)%256), IPs: []netip.Prefix{ip},
+			NextHops: []netip.Addr{netip.MustParseAddr("172.18.0.1")}, PhysicalNetwork: DefaultPhysicalNetwork},
+	}
+}

@@ -108,7 +108,7 @@ func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("pod-allocation").
 		For(&corev1.Pod{}, builder.WithPredicates(podChanges)).
-		Complete(reconcilerFunc(r.reconcilePod)); err != nil {
+		Complete(reconcilerFunc(r.ReconcilePod)); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("ipamclaim-allocation").
@@ -241,7 +241,9 @@ func done(p *corev1.Pod) bool {
 	return p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-func (r *Controller) reconcilePod(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// ReconcilePod gives a pod its attachments to networks spanning nodes
+// (Layer2, Localnet) and records them in its pod-networks annotation.
+func (r *Controller) ReconcilePod(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.recover(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -127,50 +128,18 @@ func (r *Reconciler) reconcileChassis(ctx context.Context) error {
 // reconcileNetwork renders one network into the zone.
 func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("network", name, "zone", r.Zone)
-	owner := NetworkKey(name)
-	n, exists, err := r.network(ctx, name)
-	if err != nil {
+	rows, err := r.Desired(ctx, name)
+	var held *NotRendered
+	if errors.As(err, &held) {
 		// A malformed or not yet allocated network is never rendered half: its
 		// current rows stay until it can be rendered again.
-		logger.Info("network not rendered", "reason", err.Error())
+		logger.Info("network not rendered", "reason", held.Reason)
 		return ctrl.Result{}, nil
 	}
-	var rows []model.Model
-	if exists {
-		nodes, bad, err := r.nodes.nodes(ctx, r.Client)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		for node, why := range bad {
-			r.note(ctx, name, node, why.Error())
-		}
-		keys, err := r.networkKeys(ctx, name)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		var ports []topology.Port
-		if local, ok, err := r.localNode(ctx); err != nil {
-			return ctrl.Result{}, err
-		} else if ok {
-			if ports, err = r.ports(ctx, n, keys, local.Name); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		res, err := topology.Render(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster, Ports: ports})
-		switch {
-		case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(nodes, bad):
-			rows = nil // the zone has no node any more: nothing to render
-		case err != nil:
-			logger.Info("network not rendered", "reason", err.Error())
-			return ctrl.Result{}, nil
-		default:
-			rows = res.Rows
-			for _, p := range res.Skipped {
-				r.note(ctx, name, p.Node, p.Reason)
-			}
-		}
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	p, err := r.Syncer.Sync(ctx, owner, rows)
+	p, err := r.Syncer.Sync(ctx, NetworkKey(name), rows)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
 	}
@@ -178,6 +147,57 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
 	}
 	return ctrl.Result{}, nil
+}
+
+// NotRendered is why a network cannot be rendered now (malformed, not yet
+// allocated, not ready): the zone leaves its rows as they are.
+type NotRendered struct{ Reason string }
+
+func (e *NotRendered) Error() string { return "network not rendered: " + e.Reason }
+
+// Desired returns the Northbound rows the network named name should have in
+// the zone, from the Kubernetes objects the reconciler's client reads: none
+// when the network is gone or the zone has no node, a *NotRendered error when
+// the rows must stay as they are. The rows carry stable IDs in their UUID
+// fields (see ovsdbsync). `ovn-udn render` calls it too.
+func (r *Reconciler) Desired(ctx context.Context, name string) ([]model.Model, error) {
+	n, exists, err := r.network(ctx, name)
+	if err != nil {
+		return nil, &NotRendered{Reason: err.Error()}
+	}
+	if !exists {
+		return nil, nil
+	}
+	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	for node, why := range bad {
+		r.note(ctx, name, node, why.Error())
+	}
+	keys, err := r.networkKeys(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	var ports []topology.Port
+	if local, ok, err := r.localNode(ctx); err != nil {
+		return nil, err
+	} else if ok {
+		if ports, err = r.ports(ctx, n, keys, local.Name); err != nil {
+			return nil, err
+		}
+	}
+	res, err := topology.Render(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster, Ports: ports})
+	switch {
+	case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(nodes, bad):
+		return nil, nil // the zone has no node any more: nothing to render
+	case err != nil:
+		return nil, &NotRendered{Reason: err.Error()}
+	}
+	for _, p := range res.Skipped {
+		r.note(ctx, name, p.Node, p.Reason)
+	}
+	return res.Rows, nil
 }
 
 // hasLocalNode reports whether a node of the zone exists (parsed or not).
@@ -262,15 +282,13 @@ func (r *Reconciler) note(ctx context.Context, network, node, reason string) {
 // the zone's Northbound (deleted while the controller was away), and the
 // node's pods.
 func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
-	keys := map[string]bool{chassisKey: true, NetworkKey(nodeinfo.DefaultNetwork): true}
-	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads); err != nil {
+	keys := map[string]bool{chassisKey: true}
+	names, err := r.Networks(ctx)
+	if err != nil {
 		return nil, err
 	}
-	for i := range nads.Items {
-		if name, ok := netconf.NetworkName(nads.Items[i].Spec.Config); ok {
-			keys[NetworkKey(name)] = true
-		}
+	for _, name := range names {
+		keys[NetworkKey(name)] = true
 	}
 	owners, err := r.Syncer.Owners(networkKeyPrefix)
 	if err != nil {
@@ -293,6 +311,32 @@ func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
 		out = append(out, k)
 	}
 	return out, nil
+}
+
+// Networks returns the names of the networks the zone renders, sorted: the
+// default network and every network a NAD defines.
+func (r *Reconciler) Networks(ctx context.Context) ([]string, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads); err != nil {
+		return nil, err
+	}
+	set := map[string]bool{nodeinfo.DefaultNetwork: true}
+	for i := range nads.Items {
+		if name, ok := netconf.NetworkName(nads.Items[i].Spec.Config); ok {
+			set[name] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for name := range set {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// PodRequest is the reconcile request of a pod (its Layer3 attachments).
+func PodRequest(namespace, name string) reconcile.Request {
+	return request(podKeyPrefix + namespace + "/" + name)
 }
 
 func request(key string) reconcile.Request {

@@ -170,8 +170,10 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 	ns, name, _ := strings.Cut(key, "/")
 	r.ipam.mu.Lock()
 	defer r.ipam.mu.Unlock()
+	logger := log.FromContext(ctx).WithValues("pod", key, "zone", r.Zone)
 	local, ok, err := r.localNode(ctx)
 	if err != nil || !ok {
+		logger.V(1).Info("pod waits for its node's annotations", "error", err)
 		return ctrl.Result{}, err // the node's annotations will requeue it
 	}
 	if err := r.recoverPods(ctx, local); err != nil {
@@ -195,6 +197,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 	reqs, err := r.podRequests(ctx, pod)
 	var waiting *podnet.Waiting
 	if errors.As(err, &waiting) {
+		logger.V(1).Info("pod waits", "reason", waiting.Reason, "message", waiting.Message)
 		r.notePod(pod, waiting.Reason, waiting.Message)
 		return ctrl.Result{}, nil
 	}
@@ -212,6 +215,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 			continue
 		}
 		if len(local.Subnets[req.Network]) == 0 {
+			logger.V(1).Info("pod waits for the node's subnet", "network", req.Network)
 			return ctrl.Result{}, nil // the node's slice is coming; its Node update requeues the pod
 		}
 		entry, err := r.attachLayer3(ctx, pod, local, req, current)
@@ -223,7 +227,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 	}
 	wrote, err := podnet.Patch(ctx, r.Client, pod, desired)
 	if wrote {
-		log.FromContext(ctx).V(1).Info("annotated pod", "pod", key)
+		logger.V(1).Info("annotated pod")
 	}
 	return ctrl.Result{}, err
 }

@@ -115,37 +115,52 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	return nil
 }
 
-// IndexNADs registers the cache indexes the reconciler lists with: NADs by
-// network name, pods by node and by attachment key.
-func IndexNADs(ctx context.Context, mgr manager.Manager) error {
-	idx := mgr.GetFieldIndexer()
-	if err := idx.IndexField(ctx, &nadv1.NetworkAttachmentDefinition{}, networkNameIndex, func(o client.Object) []string {
-		if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
-			return []string{name}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	if err := idx.IndexField(ctx, &corev1.Pod{}, podNodeIndex, func(o client.Object) []string {
-		if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-			return []string{n}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	return idx.IndexField(ctx, &corev1.Pod{}, podKeysIndex, func(o client.Object) []string {
-		nets, err := podnet.Parse(o.GetAnnotations())
-		if err != nil {
+// Index is a cache index the reconciler lists with.
+type Index struct {
+	Object  client.Object
+	Field   string
+	Extract client.IndexerFunc
+}
+
+// Indexes are the cache indexes the reconciler lists with: NADs by network
+// name, pods by node and by attachment key. A manager's cache (IndexNADs) or
+// a fake client (render) must have them.
+func Indexes() []Index {
+	return []Index{
+		{&nadv1.NetworkAttachmentDefinition{}, networkNameIndex, func(o client.Object) []string {
+			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
+				return []string{name}
+			}
 			return nil
+		}},
+		{&corev1.Pod{}, podNodeIndex, func(o client.Object) []string {
+			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+				return []string{n}
+			}
+			return nil
+		}},
+		{&corev1.Pod{}, podKeysIndex, func(o client.Object) []string {
+			nets, err := podnet.Parse(o.GetAnnotations())
+			if err != nil {
+				return nil
+			}
+			out := make([]string, 0, len(nets))
+			for k := range nets {
+				out = append(out, k)
+			}
+			return out
+		}},
+	}
+}
+
+// IndexNADs registers Indexes in the manager's cache.
+func IndexNADs(ctx context.Context, mgr manager.Manager) error {
+	for _, i := range Indexes() {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, i.Object, i.Field, i.Extract); err != nil {
+			return err
 		}
-		out := make([]string, 0, len(nets))
-		for k := range nets {
-			out = append(out, k)
-		}
-		return out
-	})
+	}
+	return nil
 }
 
 // podChanges passes pod events that change a pod's attachments or ports.
