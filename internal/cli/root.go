@@ -21,7 +21,7 @@ an offline renderer, and a local sandbox cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newClusterManagerCommand(), newControllerCommand(), newNodeCommand(), newSandboxCommand())
+	root.AddCommand(newVersionCommand(), newClusterManagerCommand(), newControllerCommand(), newNodeCommand(), newRenderCommand(), newSandboxCommand())
 	for _, p := range planned {
 		root.AddCommand(p.command())
 	}
@@ -34,9 +34,7 @@ type plannedCommand struct {
 	name, short string
 }
 
-var planned = []plannedCommand{
-	{"render", "Render manifests into NADs, node annotations and OVN rows, offline"},
-}
+var planned = []plannedCommand{}
 
 func (p plannedCommand) command() *cobra.Command {
 	return &cobra.Command{

@@ -1,0 +1,291 @@
+package render_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/manifest"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/render"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+var examples = filepath.Join("..", "..", "examples")
+
+func run(t *testing.T, docs []manifest.Document, opts render.Options) *render.Result {
+	t.Helper()
+	in, err := render.Check(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Cluster.ClusterSubnets == nil {
+		opts.Cluster = config.Default()
+	}
+	res, err := render.Run(context.Background(), in, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func output(t *testing.T, res *render.Result, format string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := render.Write(&b, res, format); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func read(t *testing.T, paths ...string) []manifest.Document {
+	t.Helper()
+	docs, err := manifest.Read(paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/render -update to create it)", err)
+	}
+	if d := cmp.Diff(string(want), got); d != "" {
+		t.Errorf("%s differs (-want +got; if the change is intended, run go test ./internal/render -update):\n%s", path, d)
+	}
+}
+
+// TestExamplesGolden renders every example, as YAML and as nbctl text.
+func TestExamplesGolden(t *testing.T) {
+	res := run(t, read(t, examples), render.Options{})
+	if res.Invalid() {
+		t.Fatalf("the examples have problems: %v", res.Problems)
+	}
+	golden(t, "examples.yaml", output(t, res, "yaml"))
+	golden(t, "examples.nbctl", output(t, res, "nbctl"))
+	node1 := run(t, read(t, filepath.Join(examples, "tenant-layer3.yaml")), render.Options{Zones: []string{"node3"}})
+	golden(t, "tenant-layer3-node3.nbctl", output(t, node1, "nbctl"))
+}
+
+// TestEachExampleRenders: every example renders alone, without problems, and
+// every network in it gets NetworkCreated True.
+func TestEachExampleRenders(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(examples, "*.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			res := run(t, read(t, f), render.Options{})
+			if res.Invalid() {
+				t.Fatalf("problems: %v", res.Problems)
+			}
+			for _, n := range append(res.UserDefinedNetworks, res.ClusterUserDefinedNetworks...) {
+				for _, c := range n.Conditions {
+					if c.Type == "NetworkCreated" && c.Status != "True" {
+						t.Errorf("%s/%s: %+v", n.Namespace, n.Name, c)
+					}
+				}
+			}
+			for _, z := range res.Zones {
+				for _, n := range z.Networks {
+					if n.NotRendered != "" || len(n.Rows) == 0 {
+						t.Errorf("zone %s network %s not rendered: %q", z.Name, n.Network, n.NotRendered)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDeterministic: the same objects in another order render the same.
+func TestDeterministic(t *testing.T) {
+	docs := read(t, examples)
+	first := output(t, run(t, docs, render.Options{}), "yaml")
+	reversed := slices.Clone(docs)
+	slices.Reverse(reversed)
+	if d := cmp.Diff(first, output(t, run(t, reversed, render.Options{}), "yaml")); d != "" {
+		t.Fatalf("output depends on input order (-first +reversed):\n%s", d)
+	}
+}
+
+// TestRespectsAllocations: values in the input survive; the rest is
+// allocated around them.
+func TestRespectsAllocations(t *testing.T) {
+	docs := docsFrom(t, `
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  annotations: {k8s.ovn.org/node-id: "7", k8s.ovn.org/node-subnets: '{"default":["10.244.9.0/24"],"blue.net":["10.10.5.0/24"]}'}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: blue, labels: {k8s.ovn.org/primary-user-defined-network: ""}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: net, namespace: blue}
+spec: {topology: Layer3, role: Primary, subnets: [10.10.0.0/16/24]}
+---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: extra
+  namespace: blue
+  annotations: {k8s.ovn.org/network-id: "42"}
+spec:
+  config: '{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"blue.extra","netAttachDefName":"blue/extra","topology":"layer2","role":"secondary","subnets":"10.20.0.0/24","mtu":1400}'
+`)
+	res := run(t, docs, render.Options{})
+	if res.Invalid() {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	nodes := map[string]render.Node{}
+	for _, n := range res.Nodes {
+		nodes[n.Name] = n
+	}
+	if id := nodes["n1"].Annotations[nodeinfo.NodeIDAnnotation]; id != "7" {
+		t.Errorf("n1 node-id %s, want the input's 7", id)
+	}
+	if id := nodes["n2"].Annotations[nodeinfo.NodeIDAnnotation]; id == "" || id == "7" {
+		t.Errorf("n2 node-id %q, want a new one", id)
+	}
+	subnets, err := nodeinfo.ParseSubnets(nodes["n1"].Annotations[nodeinfo.NodeSubnetsAnnotation])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := subnets["blue.net"]; len(got) != 1 || got[0].String() != "10.10.5.0/24" {
+		t.Errorf("n1 slice of blue.net %v, want the input's 10.10.5.0/24", got)
+	}
+	if got := subnets["default"]; len(got) == 0 || got[0].String() != "10.244.9.0/24" {
+		t.Errorf("n1 default slice %v, want the input's 10.244.9.0/24", got)
+	}
+	ids := map[string]string{}
+	for _, n := range res.NetworkAttachmentDefinitions {
+		ids[n.Name] = n.Annotations["k8s.ovn.org/network-id"]
+	}
+	if ids["extra"] != "42" || ids["net"] == "" || ids["net"] == "42" {
+		t.Errorf("network IDs %v: want extra=42 kept and net another", ids)
+	}
+}
+
+func docsFrom(t *testing.T, text string) []manifest.Document {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "input.yaml")
+	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return read(t, f)
+}
+
+// TestInvalidInput: each bad object is reported with its place and reason;
+// the good ones still render.
+func TestInvalidInput(t *testing.T) {
+	docs := docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: red, labels: {k8s.ovn.org/primary-user-defined-network: ""}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: good, namespace: red}
+spec: {topology: Layer2, role: Primary, subnets: [10.1.0.0/24]}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: no-subnets, namespace: red}
+spec: {topology: Layer3, role: Secondary}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: typo, namespace: red}
+spec: {topology: Layer2, role: Secondary, subnets: [10.2.0.0/24], mtuu: 1400}
+---
+apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: long-vrf}
+spec:
+  namespaceSelector: {matchLabels: {a: b}}
+  vrf: a-very-long-vrf-name
+  template: {topology: Layer2, role: Primary, subnets: [10.3.0.0/24]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: lost, namespace: nowhere}
+spec: {nodeName: n1, containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: Bad_Name, namespace: red}
+spec: {containers: [{name: c, image: busybox}]}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: good, namespace: red}
+spec: {topology: Layer2, role: Primary, subnets: [10.9.0.0/24]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: red}
+`)
+	res := run(t, docs, render.Options{})
+	var got []string
+	for _, p := range res.Problems {
+		got = append(got, p.String())
+	}
+	want := []string{
+		"#3: UserDefinedNetwork red/no-subnets: [spec: Invalid value: \"object\": subnets is required for Layer3 topology",
+		"#4: UserDefinedNetwork red/typo: strict decoding error: unknown field \"spec.mtuu\"",
+		"#5: ClusterUserDefinedNetwork long-vrf: spec.vrf: Too long: may not be more than 15 bytes",
+		"#7: Pod red/Bad_Name: metadata.name: Invalid value: \"Bad_Name\"",
+		"#8: UserDefinedNetwork red/good: already defined at",
+		"#6: Pod nowhere/lost: namespaces \"nowhere\" not found",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("problems:\n%s\nwant %d like:\n%s", strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
+	}
+	for i := range want {
+		if !strings.Contains(got[i], want[i]) {
+			t.Errorf("problem %d:\n got %s\nwant it to contain %s", i, got[i], want[i])
+		}
+	}
+	if !res.Invalid() {
+		t.Error("Invalid() false with problems")
+	}
+	var warned bool
+	for _, w := range res.Warnings {
+		warned = warned || strings.Contains(w.String(), "apps/v1, Kind=Deployment is not rendered; ignored")
+	}
+	if !warned {
+		t.Errorf("no warning about the Deployment: %v", res.Warnings)
+	}
+	if len(res.NetworkAttachmentDefinitions) != 1 || res.NetworkAttachmentDefinitions[0].Name != "good" ||
+		!strings.Contains(string(res.NetworkAttachmentDefinitions[0].Config), "10.1.0.0/24") {
+		t.Errorf("the valid network (its first definition) was not rendered: %+v", res.NetworkAttachmentDefinitions)
+	}
+}

@@ -1,0 +1,186 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/manifest"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/render"
+	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/zone"
+)
+
+// TestRenderMatchesCluster: `ovn-udn render` of the cluster's own objects
+// (read back from the sandbox's API server, allocations included) gives the
+// NAD, Node and Pod annotations the controllers wrote, and, in every zone,
+// exactly the Northbound rows the zone controller wrote: the zone
+// controller's own diff finds nothing to insert, update or delete.
+func TestRenderMatchesCluster(t *testing.T) {
+	ctx := context.Background()
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncers := map[string]*ovsdbsync.Syncer{}
+	for _, n := range st.Nodes {
+		nb, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: n.NB, Tables: zone.NBTables, Indexes: ovsdbsync.Indexes(zone.NBTableNames...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nb.Close)
+		if syncers[n.Name], err = ovsdbsync.New(nb, zone.NBTables...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rendered := 0
+	eventually(t, func() error {
+		docs, live, err := snapshot(ctx)
+		if err != nil {
+			return err
+		}
+		in, err := render.Check(docs)
+		if err != nil {
+			return err
+		}
+		res, err := render.Run(ctx, in, render.Options{Cluster: config.Default()})
+		if err != nil {
+			return err
+		}
+		if len(res.Problems) > 0 {
+			return fmt.Errorf("the cluster's own objects have problems: %v", res.Problems)
+		}
+		if err := sameAnnotations(res, live); err != nil {
+			return err
+		}
+		rendered = 0
+		for _, z := range res.Zones {
+			s := syncers[z.Name]
+			if s == nil {
+				return fmt.Errorf("render has zone %s, the sandbox has no such node", z.Name)
+			}
+			owners, err := s.Owners("net:")
+			if err != nil {
+				return err
+			}
+			for _, n := range z.Networks {
+				if n.NotRendered != "" {
+					return fmt.Errorf("zone %s: network %s not rendered: %s", z.Name, n.Network, n.NotRendered)
+				}
+				owner := zone.NetworkKey(n.Network)
+				if !owners[owner] {
+					return fmt.Errorf("zone %s: network %s rendered (%d rows) but absent from the Northbound", z.Name, n.Network, len(n.Models))
+				}
+				delete(owners, owner)
+				p, err := s.Plan(owner, n.Models)
+				if err != nil {
+					return err
+				}
+				if !p.Empty() {
+					return fmt.Errorf("zone %s: render and the zone controller differ on network %s: %s\n%v", z.Name, n.Network, p, p.Ops)
+				}
+				rendered += len(n.Models)
+			}
+			if len(owners) > 0 {
+				return fmt.Errorf("zone %s: the Northbound has networks render does not: %v", z.Name, owners)
+			}
+		}
+		if len(res.Zones) != len(st.Nodes) {
+			return fmt.Errorf("render has %d zones, the sandbox %d nodes", len(res.Zones), len(st.Nodes))
+		}
+		return nil
+	})
+	t.Logf("%d rows in %d zones identical", rendered, len(st.Nodes))
+}
+
+// snapshot reads the objects render takes from the API server, as
+// manifest documents, and the annotations the controllers wrote, by
+// "Kind namespace/name".
+func snapshot(ctx context.Context) ([]manifest.Document, map[string]map[string]string, error) {
+	lists := []client.ObjectList{&corev1.NamespaceList{}, &corev1.NodeList{}, &v1.UserDefinedNetworkList{},
+		&v1.ClusterUserDefinedNetworkList{}, &nadv1.NetworkAttachmentDefinitionList{}, &corev1.PodList{}}
+	var docs []manifest.Document
+	live := map[string]map[string]string{}
+	for _, l := range lists {
+		if err := admin.List(ctx, l); err != nil {
+			return nil, nil, err
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, it := range items {
+			o := it.(client.Object)
+			if strings.HasPrefix(o.GetNamespace(), "kube-") || o.GetDeletionTimestamp() != nil {
+				continue
+			}
+			gvks, _, err := admin.Scheme().ObjectKinds(o)
+			if err != nil {
+				return nil, nil, err
+			}
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+			if err != nil {
+				return nil, nil, err
+			}
+			u := &unstructured.Unstructured{Object: m}
+			u.SetGroupVersionKind(gvks[0])
+			docs = append(docs, manifest.Document{File: "cluster", Index: len(docs) + 1, Object: u})
+			live[gvks[0].Kind+" "+key(o)] = o.GetAnnotations()
+		}
+	}
+	return docs, live, nil
+}
+
+func key(o client.Object) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
+
+// sameAnnotations compares render's NADs, Nodes and Pods with the cluster's.
+func sameAnnotations(res *render.Result, live map[string]map[string]string) error {
+	var diffs []string
+	for _, n := range res.NetworkAttachmentDefinitions {
+		for k, v := range n.Annotations {
+			if got := live["NetworkAttachmentDefinition "+n.Namespace+"/"+n.Name][k]; got != v {
+				diffs = append(diffs, fmt.Sprintf("NAD %s/%s %s: render %q, cluster %q", n.Namespace, n.Name, k, v, got))
+			}
+		}
+	}
+	for _, n := range res.Nodes {
+		for k, v := range n.Annotations {
+			if got := live["Node "+n.Name][k]; got != v {
+				diffs = append(diffs, fmt.Sprintf("node %s %s: render %q, cluster %q", n.Name, k, v, got))
+			}
+		}
+	}
+	for _, p := range res.Pods {
+		want, err := podnet.Parse(live["Pod "+p.Namespace+"/"+p.Name])
+		if err != nil {
+			return err
+		}
+		if got, exp := p.Networks.String(), want.String(); got != exp {
+			diffs = append(diffs, fmt.Sprintf("pod %s/%s: render %s, cluster %s", p.Namespace, p.Name, got, exp))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		return fmt.Errorf("render and the cluster differ:\n%s", strings.Join(diffs, "\n"))
+	}
+	return nil
+}
