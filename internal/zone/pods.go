@@ -336,21 +336,28 @@ func (r *Reconciler) notePod(pod *corev1.Pod, reason, message string) {
 // ports returns a network's workload ports in this zone: its pods on the
 // zone's node, and on a Layer2 network every pod (remote elsewhere).
 func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []string, local string) ([]topology.Port, error) {
+	// Pods by attachment key (not every pod of the node, whose annotations
+	// would each be parsed once per network), but for the default network,
+	// to which every pod of the node is attached.
 	var pods []corev1.Pod
-	if n.Topology == netconf.TopologyLayer2 {
-		for _, k := range keys {
-			var list corev1.PodList
-			if err := r.Client.List(ctx, &list, client.MatchingFields{podKeysIndex: k}); err != nil {
-				return nil, err
-			}
-			pods = append(pods, list.Items...)
-		}
-	} else {
+	if n.IsDefault() {
 		var list corev1.PodList
 		if err := r.Client.List(ctx, &list, client.MatchingFields{podNodeIndex: local}); err != nil {
 			return nil, err
 		}
 		pods = list.Items
+	} else {
+		for _, k := range keys {
+			var list corev1.PodList
+			if err := r.Client.List(ctx, &list, client.MatchingFields{podKeysIndex: k}); err != nil {
+				return nil, err
+			}
+			for _, p := range list.Items {
+				if n.Topology == netconf.TopologyLayer2 || p.Spec.NodeName == local {
+					pods = append(pods, p)
+				}
+			}
+		}
 	}
 	var out []topology.Port
 	seen := map[string]bool{}
