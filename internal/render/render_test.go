@@ -47,7 +47,7 @@ func output(t *testing.T, res *render.Result, format string) string {
 	return b.String()
 }
 
-func read(t *testing.T, paths ...string) []manifest.Document {
+func read(t testing.TB, paths ...string) []manifest.Document {
 	t.Helper()
 	docs, err := manifest.Read(paths...)
 	if err != nil {
@@ -194,7 +194,7 @@ spec:
 	}
 }
 
-func docsFrom(t *testing.T, text string) []manifest.Document {
+func docsFrom(t testing.TB, text string) []manifest.Document {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "input.yaml")
 	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {

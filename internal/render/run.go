@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/testing"
+
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -101,12 +104,16 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 	sortObjects(objs)
 	assumeNodeAgent(objs, warn)
 
-	b := fake.NewClientBuilder().WithScheme(clustermanager.Scheme()).WithObjects(objs...).
+	scheme := clustermanager.Scheme()
+	// The plain tracker: no managed fields (no controller applies), which
+	// the field-managed one spends most of a small render computing.
+	b := fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(testing.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())).
+		WithObjects(objs...).
 		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{})
 	for _, i := range zone.Indexes() {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
 	}
-	e := &engine{c: b.Build(), events: &recorder{}, warn: warn, zones: map[string]*zone.Reconciler{}, zoneOf: map[string]string{},
+	e := &engine{c: newCachedClient(b.Build()), events: &recorder{}, warn: warn, zones: map[string]*zone.Reconciler{}, zoneOf: map[string]string{},
 		seen: map[string]map[types.NamespacedName]bool{}, observed: map[types.NamespacedName]*nadv1.NetworkAttachmentDefinition{}}
 	e.build(opts.Cluster, logger)
 
