@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -26,6 +28,49 @@ func TestPlannedCommandsSayNotImplemented(t *testing.T) {
 		err := root.Execute()
 		if err == nil || !strings.Contains(err.Error(), "not implemented") {
 			t.Errorf("%s: err = %v, want a not-implemented error", p.name, err)
+		}
+	}
+}
+
+// TestRenderExitStatus: render prints what it could render, reports the
+// objects it left out on stderr, and exits 1 because of them.
+func TestRenderExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	input := `apiVersion: v1
+kind: Namespace
+metadata: {name: red, labels: {k8s.ovn.org/primary-user-defined-network: ""}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: good, namespace: red}
+spec: {topology: Layer2, role: Primary, subnets: [10.1.0.0/24]}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: bad, namespace: red}
+spec: {topology: Localnet, role: Primary, subnets: [10.2.0.0/24]}
+`
+	f := filepath.Join(dir, "in.yaml")
+	if err := os.WriteFile(f, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"yaml", "json", "nbctl"} {
+		root := NewRootCommand()
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetArgs([]string{"render", "-f", f, "--nodes", "n1", "-o", format})
+		err := root.Execute()
+		if code, printed := ExitCode(err); err == nil || code != 1 || printed {
+			t.Errorf("-o %s: err %v, want exit status 1", format, err)
+		}
+		if !strings.Contains(errOut.String(), "error: "+f+"#3: UserDefinedNetwork red/bad:") ||
+			!strings.Contains(errOut.String(), "Localnet topology is not supported for a Primary network") {
+			t.Errorf("-o %s: stderr does not report the bad network:\n%s", format, errOut.String())
+		}
+		want := map[string]string{"yaml": "name: red.good", "json": `"name": "red.good"`, "nbctl": "switch red.good_ovn_layer2_switch"}[format]
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-o %s: output lacks %q:\n%.2000s", format, want, out.String())
 		}
 	}
 }

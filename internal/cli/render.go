@@ -67,6 +67,7 @@ reason, and the rest is still rendered; the exit status is then 1.`,
 	fs := cmd.Flags()
 	fs.StringSliceVarP(&files, "filename", "f", nil, "manifest files or directories (repeat, or separate with commas)")
 	fs.StringSliceVar(&opts.Zones, "zone", nil, "render only these zones' Northbound rows (node names); every zone when empty")
+	fs.StringSliceVar(&opts.Nodes, "nodes", nil, "node names to add to the input's Nodes (those pods run on are added anyway)")
 	fs.StringVarP(&output, "output", "o", "yaml", "output format: "+strings.Join(render.Formats, ", "))
 	fs.BoolVarP(&verbose, "verbose", "v", false, "print the controllers' logs on stderr")
 	opts.Cluster.AddFlags(fs)
