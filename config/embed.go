@@ -3,7 +3,14 @@
 // sandbox installs exactly what a cluster would.
 package config
 
-import "embed"
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+)
 
 // CRDs holds crd/*.yaml.
 //
@@ -14,3 +21,24 @@ var CRDs embed.FS
 //
 //go:embed rbac/*.yaml
 var RBAC embed.FS
+
+// ParseCRDs returns the CRDs of crd/*.yaml, parsed.
+func ParseCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	err := fs.WalkDir(CRDs, "crd", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := CRDs.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(b, crd); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		out = append(out, crd)
+		return nil
+	})
+	return out, err
+}

@@ -8,7 +8,6 @@ package apivalidate
 import (
 	"context"
 	"fmt"
-	"io/fs"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	manifests "github.com/ovn-udn/ovn-udn/config"
@@ -65,32 +63,11 @@ func New(crds []*apiextensionsv1.CustomResourceDefinition) (*Validator, error) {
 
 // Project returns a validator for ovn-udn's own CRDs (config/crd).
 func Project() (*Validator, error) {
-	crds, err := ProjectCRDs()
+	crds, err := manifests.ParseCRDs()
 	if err != nil {
 		return nil, err
 	}
 	return New(crds)
-}
-
-// ProjectCRDs parses the embedded config/crd manifests.
-func ProjectCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var out []*apiextensionsv1.CustomResourceDefinition
-	err := fs.WalkDir(manifests.CRDs, "crd", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := manifests.CRDs.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(b, crd); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		out = append(out, crd)
-		return nil
-	})
-	return out, err
 }
 
 // Knows reports whether the validator has a schema for the object's kind.

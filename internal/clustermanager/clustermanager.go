@@ -8,13 +8,16 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	ipamclaims "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -69,39 +72,46 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	recorder := mgr.GetEventRecorderFor("ovn-udn-cluster-manager")
-	networks := netalloc.NewNetworks(opts.Cluster.MaxNetworks)
-	recovery := &netalloc.Recovery{Reader: mgr.GetAPIReader(), Networks: networks, Log: mgr.GetLogger().WithName("recovery")}
-	c := &udncontroller.Controller{
-		Client:   mgr.GetClient(),
-		Config:   opts.Cluster,
-		Networks: networks,
-		Recovery: recovery,
-		Recorder: recorder,
-	}
-	if err := c.SetupWithManager(mgr); err != nil {
+	c := NewControllers(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorderFor("ovn-udn-cluster-manager"), opts.Cluster, mgr.GetLogger())
+	if err := c.Networks.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up network controllers: %w", err)
 	}
-	nads := &netalloc.NADController{Client: mgr.GetClient(), Networks: networks, Recovery: recovery, Recorder: recorder}
-	if err := nads.SetupWithManager(mgr); err != nil {
+	if err := c.NADs.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up NAD allocation: %w", err)
 	}
-	nodes := &netalloc.NodeController{
-		Client:   mgr.GetClient(),
-		Reader:   mgr.GetAPIReader(),
-		Config:   opts.Cluster,
-		Nodes:    netalloc.NewNodes(opts.Cluster.MaxNodeID()),
-		Recorder: recorder,
-		Reporter: &netalloc.SubnetReporter{Client: mgr.GetClient(), Recorder: recorder},
-	}
-	if err := nodes.SetupWithManager(mgr); err != nil {
+	if err := c.Nodes.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up node allocation: %w", err)
 	}
-	pods := &podalloc.Controller{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Cluster: opts.Cluster, Recorder: recorder}
-	if err := pods.SetupWithManager(mgr); err != nil {
+	if err := c.Pods.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up pod address allocation: %w", err)
 	}
 	return mgr, nil
+}
+
+// Controllers are the cluster-manager's controllers, wired to share their
+// allocators; New registers them with a manager, and `ovn-udn render` calls
+// their reconcilers directly.
+type Controllers struct {
+	// Networks reconciles UserDefinedNetworks and ClusterUserDefinedNetworks
+	// (udncontroller.UDNReconciler and CUDNReconciler wrap it).
+	Networks *udncontroller.Controller
+	NADs     *netalloc.NADController
+	Nodes    *netalloc.NodeController
+	Pods     *podalloc.Controller
+}
+
+// NewControllers wires the controllers over a client (reads and writes), a
+// reader that reads the API directly (recovery at start), and a recorder.
+func NewControllers(c client.Client, reader client.Reader, recorder record.EventRecorder, cfg config.Cluster, logger logr.Logger) *Controllers {
+	networks := netalloc.NewNetworks(cfg.MaxNetworks)
+	recovery := &netalloc.Recovery{Reader: reader, Networks: networks, Log: logger.WithName("recovery")}
+	return &Controllers{
+		Networks: &udncontroller.Controller{Client: c, Config: cfg, Networks: networks, Recovery: recovery, Recorder: recorder},
+		NADs:     &netalloc.NADController{Client: c, Networks: networks, Recovery: recovery, Recorder: recorder},
+		Nodes: &netalloc.NodeController{Client: c, Reader: reader, Config: cfg, Nodes: netalloc.NewNodes(cfg.MaxNodeID()),
+			Recorder: recorder, Reporter: &netalloc.SubnetReporter{Client: c, Recorder: recorder}},
+		Pods: &podalloc.Controller{Client: c, Reader: reader, Cluster: cfg, Recorder: recorder},
+	}
 }
 
 // Run builds the manager and runs it until ctx ends.

@@ -127,6 +127,12 @@ func Check(docs []manifest.Document) (*Input, error) {
 			continue
 		}
 		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		if obj.GetDeletionTimestamp() != nil {
+			in.Warnings = append(in.Warnings, Problem{Where: d.Where(), Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName(),
+				Reason: "is being deleted; rendered as it is until then"})
+			obj.SetDeletionTimestamp(nil)
+			obj.SetDeletionGracePeriodSeconds(nil)
+		}
 		clean(obj)
 		isNamespaced, err := apiNamespaced(scheme, obj)
 		if err != nil {

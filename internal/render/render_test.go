@@ -289,3 +289,28 @@ metadata: {name: web, namespace: red}
 		t.Errorf("the valid network (its first definition) was not rendered: %+v", res.NetworkAttachmentDefinitions)
 	}
 }
+
+// TestTerminatingObject: an object read back while being deleted is
+// rendered as it is until then, with a warning.
+func TestTerminatingObject(t *testing.T) {
+	res := run(t, docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: plain}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: going, namespace: plain, deletionTimestamp: "2026-01-01T00:00:00Z", finalizers: [example.com/hold]}
+spec: {nodeName: n1, containers: [{name: c, image: busybox}]}
+`), render.Options{})
+	if res.Invalid() || len(res.Pods) != 1 || res.Pods[0].Networks["default"].MAC == "" {
+		t.Fatalf("terminating pod not rendered: problems %v, pods %+v", res.Problems, res.Pods)
+	}
+	var warned bool
+	for _, w := range res.Warnings {
+		warned = warned || strings.Contains(w.String(), "Pod plain/going: is being deleted")
+	}
+	if !warned {
+		t.Errorf("no warning about the terminating pod: %v", res.Warnings)
+	}
+}

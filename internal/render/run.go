@@ -156,17 +156,12 @@ func (e *engine) converge(ctx context.Context, maxRounds int) error {
 	return fmt.Errorf("the controllers did not settle after %d passes (a bug: please report it with the input)", maxRounds)
 }
 
-// build wires the cluster-manager's controllers as clustermanager.New does,
-// on the in-memory client.
+// build wires the cluster-manager's controllers as the cluster-manager
+// does (clustermanager.NewControllers), on the in-memory client.
 func (e *engine) build(cfg config.Cluster, logger logr.Logger) {
-	networks := netalloc.NewNetworks(cfg.MaxNetworks)
-	recovery := &netalloc.Recovery{Reader: e.c, Networks: networks, Log: logger.WithName("recovery")}
-	c := &udncontroller.Controller{Client: e.c, Config: cfg, Networks: networks, Recovery: recovery, Recorder: e.events}
-	e.udns, e.cudns = &udncontroller.UDNReconciler{Controller: c}, &udncontroller.CUDNReconciler{Controller: c}
-	e.nads = &netalloc.NADController{Client: e.c, Networks: networks, Recovery: recovery, Recorder: e.events}
-	e.nodes = &netalloc.NodeController{Client: e.c, Reader: e.c, Config: cfg, Nodes: netalloc.NewNodes(cfg.MaxNodeID()),
-		Recorder: e.events, Reporter: &netalloc.SubnetReporter{Client: e.c, Recorder: e.events}}
-	e.pods = &podalloc.Controller{Client: e.c, Reader: e.c, Cluster: cfg, Recorder: e.events}
+	c := clustermanager.NewControllers(e.c, e.c, e.events, cfg, logger)
+	e.udns, e.cudns = &udncontroller.UDNReconciler{Controller: c.Networks}, &udncontroller.CUDNReconciler{Controller: c.Networks}
+	e.nads, e.nodes, e.pods = c.NADs, c.Nodes, c.Pods
 }
 
 // round passes every object once to each controller, in the order their

@@ -6,14 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -48,7 +46,7 @@ func startKube(l Layout) (*kube, error) {
 	if err := deps.CheckKube(); err != nil {
 		return nil, err
 	}
-	crds, err := embeddedCRDs()
+	crds, err := manifests.ParseCRDs()
 	if err != nil {
 		return nil, err
 	}
@@ -166,27 +164,6 @@ func (k *kube) stop() error {
 		return nil
 	}
 	return k.env.Stop()
-}
-
-// embeddedCRDs parses config/crd.
-func embeddedCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var out []*apiextensionsv1.CustomResourceDefinition
-	err := fs.WalkDir(manifests.CRDs, "crd", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := manifests.CRDs.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(b, crd); err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		out = append(out, crd)
-		return nil
-	})
-	return out, err
 }
 
 // restConfigFor loads a kubeconfig written by startKube.

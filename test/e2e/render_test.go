@@ -125,7 +125,7 @@ func snapshot(ctx context.Context) ([]manifest.Document, map[string]map[string]s
 		}
 		for _, it := range items {
 			o := it.(client.Object)
-			if strings.HasPrefix(o.GetNamespace(), "kube-") || o.GetDeletionTimestamp() != nil {
+			if strings.HasPrefix(o.GetNamespace(), "kube-") {
 				continue
 			}
 			gvks, _, err := admin.Scheme().ObjectKinds(o)
