@@ -12,7 +12,6 @@ import (
 	ipamclaims "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -24,6 +23,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/podalloc"
 	"github.com/ovn-udn/ovn-udn/internal/udncontroller"
@@ -43,13 +43,7 @@ type Options struct {
 
 // Scheme returns a scheme with every type the cluster-manager reads or writes.
 func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, nadv1.AddToScheme, ipamclaims.AddToScheme} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	return s
+	return kubeobj.NewScheme(v1.AddToScheme, nadv1.AddToScheme, ipamclaims.AddToScheme)
 }
 
 // New builds the manager with every cluster-manager controller registered.

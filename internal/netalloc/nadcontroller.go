@@ -2,7 +2,6 @@ package netalloc
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
 
@@ -80,23 +80,9 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.Recorder.Eventf(nad, corev1.EventTypeWarning, "AllocationFailed", "network %s: %v", c.Name, err)
 		return ctrl.Result{}, nil
 	}
-	want := netconf.AllocationAnnotations(n.ID, n.TunnelKeys)
-	patch := client.MergeFrom(nad.DeepCopy())
-	changed := false
-	for k, v := range want {
-		if nad.Annotations[k] != v {
-			if nad.Annotations == nil {
-				nad.Annotations = map[string]string{}
-			}
-			nad.Annotations[k] = v
-			changed = true
-		}
-	}
-	if !changed {
-		return ctrl.Result{}, nil
-	}
-	if err := r.Client.Patch(ctx, nad, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("annotating NAD %s: %w", req, err)
+	wrote, err := kubeobj.PatchAnnotations(ctx, r.Client, nad, netconf.AllocationAnnotations(n.ID, n.TunnelKeys))
+	if err != nil || !wrote {
+		return ctrl.Result{}, err
 	}
 	log.FromContext(ctx).Info("allocated network", "nad", req.String(), "network", c.Name, "networkID", n.ID)
 	return ctrl.Result{}, nil

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
@@ -205,8 +206,12 @@ func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (bool, err
 	for network, ferr := range a.Failed {
 		r.Recorder.Eventf(node, corev1.EventTypeWarning, "NodeSubnetExhausted", "no subnet of network %s for this node: %v", network, ferr)
 	}
-	if err := r.patchAnnotations(ctx, node, want); err != nil {
+	wrote, err := kubeobj.PatchAnnotations(ctx, r.Client, node, want)
+	if err != nil {
 		return false, err
+	}
+	if wrote {
+		log.FromContext(ctx).V(1).Info("annotated node", "node", node.Name, "annotations", want)
 	}
 	if r.Reporter != nil {
 		for _, network := range r.tracker.networkNames() {
@@ -216,32 +221,6 @@ func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (bool, err
 		}
 	}
 	return a.IDErr == nil && len(a.Failed) == 0, nil
-}
-
-// patchAnnotations sets the given annotations on node with a merge patch, and
-// writes nothing when they already have these values.
-func (r *NodeController) patchAnnotations(ctx context.Context, node *corev1.Node, want map[string]string) error {
-	changed := false
-	for k, v := range want {
-		if node.Annotations[k] != v {
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	patch := client.MergeFrom(node.DeepCopy())
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
-	}
-	for k, v := range want {
-		node.Annotations[k] = v
-	}
-	if err := r.Client.Patch(ctx, node, patch); err != nil {
-		return fmt.Errorf("annotating node %s: %w", node.Name, err)
-	}
-	log.FromContext(ctx).V(1).Info("annotated node", "node", node.Name, "annotations", want)
-	return nil
 }
 
 // layer3Tracker follows which Layer3 networks exist, from NAD events. A network

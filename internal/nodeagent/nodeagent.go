@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
 
@@ -52,16 +52,7 @@ type Options struct {
 }
 
 // Scheme returns the scheme the agent needs.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := nadv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
+func Scheme() *runtime.Scheme { return kubeobj.NewScheme(nadv1.AddToScheme) }
 
 // NetnsName is the network namespace of a pod: the prefix and a hash of the
 // pod's UID, so a pod re-created under the same name gets a new one.
@@ -154,27 +145,8 @@ func Publish(ctx context.Context, c client.Client, info nodeinfo.Info) error {
 	if err := c.Get(ctx, client.ObjectKey{Name: info.Name}, node); err != nil {
 		return fmt.Errorf("reading node %s: %w", info.Name, err)
 	}
-	want := info.Annotations()
-	changed := false
-	for k, v := range want {
-		if node.Annotations[k] != v {
-			changed = true
-		}
-	}
-	if !changed {
-		return nil
-	}
-	patch := client.MergeFrom(node.DeepCopy())
-	if node.Annotations == nil {
-		node.Annotations = map[string]string{}
-	}
-	for k, v := range want {
-		node.Annotations[k] = v
-	}
-	if err := c.Patch(ctx, node, patch); err != nil {
-		return fmt.Errorf("annotating node %s: %w", info.Name, err)
-	}
-	return nil
+	_, err := kubeobj.PatchAnnotations(ctx, c, node, info.Annotations())
+	return err
 }
 
 // SystemID reads the chassis name OVS is configured with

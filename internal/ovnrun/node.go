@@ -105,16 +105,24 @@ func (n *Node) startServer() error {
 	return waitFile(p, sock)
 }
 
-func (n *Node) startVSwitchd() error {
-	_ = os.Remove(filepath.Join(n.Dir, "vswitchd.ctl"))
-	cmd := n.inNetns("ovs-vswitchd", n.DB, "--unixctl="+filepath.Join(n.Dir, "vswitchd.ctl"), "--no-chdir",
-		"-vconsole:off", "-vfile:info", "--log-file="+filepath.Join(n.Dir, "vswitchd.log"))
-	p, err := proc.Start("ovs-vswitchd["+n.Name+"]", cmd, filepath.Join(n.Dir, "vswitchd.out"))
+func (n *Node) startVSwitchd() (err error) {
+	n.vswitchd, err = n.startDaemon("ovs-vswitchd", "vswitchd")
+	return err
+}
+
+// startDaemon starts an OVS or OVN daemon on the node's database inside the
+// node's network namespace, with its control socket, log and output named
+// after base in the node's directory, and waits until it answers.
+func (n *Node) startDaemon(program, base string) (*proc.Process, error) {
+	ctl := filepath.Join(n.Dir, base+".ctl")
+	_ = os.Remove(ctl)
+	cmd := n.inNetns(program, n.DB, "--unixctl="+ctl, "--no-chdir",
+		"-vconsole:off", "-vfile:info", "--log-file="+filepath.Join(n.Dir, base+".log"))
+	p, err := proc.Start(program+"["+n.Name+"]", cmd, filepath.Join(n.Dir, base+".out"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	n.vswitchd = p
-	return waitFile(p, filepath.Join(n.Dir, "vswitchd.ctl"))
+	return p, waitFile(p, ctl)
 }
 
 // StartController configures the node as an OVN chassis and starts
@@ -134,16 +142,9 @@ func (n *Node) StartController(opts ControllerOptions) error {
 	return n.startController()
 }
 
-func (n *Node) startController() error {
-	_ = os.Remove(filepath.Join(n.Dir, "ovn-controller.ctl"))
-	cmd := n.inNetns("ovn-controller", n.DB, "--unixctl="+filepath.Join(n.Dir, "ovn-controller.ctl"), "--no-chdir",
-		"-vconsole:off", "-vfile:info", "--log-file="+filepath.Join(n.Dir, "ovn-controller.log"))
-	p, err := proc.Start("ovn-controller["+n.Name+"]", cmd, filepath.Join(n.Dir, "ovn-controller.out"))
-	if err != nil {
-		return err
-	}
-	n.controller = p
-	return waitFile(p, filepath.Join(n.Dir, "ovn-controller.ctl"))
+func (n *Node) startController() (err error) {
+	n.controller, err = n.startDaemon("ovn-controller", "ovn-controller")
+	return err
 }
 
 // VSCtl runs ovs-vsctl against the node's database and returns its stdout.

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/manifest"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
@@ -28,23 +27,11 @@ var kindOrder = map[string]int{"Namespace": 0, "CustomResourceDefinition": 1, "C
 // sandbox's nodes (there is no scheduler). Each object that fails is reported
 // with its file; the others are still applied.
 func Apply(ctx context.Context, dir string, out io.Writer, paths ...string) error {
-	l, err := NewLayout(dir)
-	if err != nil {
-		return err
-	}
-	st, err := ReadState(l)
+	st, c, err := openSandbox(dir)
 	if err != nil {
 		return err
 	}
 	docs, err := manifest.Read(paths...)
-	if err != nil {
-		return err
-	}
-	cfg, err := restConfigFor(st.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: clustermanager.Scheme()})
 	if err != nil {
 		return err
 	}

@@ -20,20 +20,27 @@ import (
 
 // Client returns an administrator's client of the sandbox in dir.
 func Client(dir string) (client.Client, error) {
+	_, c, err := openSandbox(dir)
+	return c, err
+}
+
+// openSandbox reads a sandbox's state and returns it with an admin client.
+func openSandbox(dir string) (*State, client.Client, error) {
 	l, err := NewLayout(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st, err := ReadState(l)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg, err := restConfigFor(st.Kubeconfig)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.QPS, cfg.Burst = 100, 200
-	return client.New(cfg, client.Options{Scheme: clustermanager.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: clustermanager.Scheme()})
+	return st, c, err
 }
 
 // PodNetns returns the network namespace of a pod ("<namespace>/<name>") of

@@ -14,7 +14,6 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,21 +56,7 @@ func pod(ns, name string, annotations map[string]string) *corev1.Pod {
 
 // condition returns the NetworkCreated condition of a UDN or CUDN.
 func condition(ctx context.Context, c client.Client, obj client.Object) (*metav1.Condition, error) {
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-		return nil, err
-	}
-	var conds []metav1.Condition
-	switch o := obj.(type) {
-	case *v1.UserDefinedNetwork:
-		conds = o.Status.Conditions
-	case *v1.ClusterUserDefinedNetwork:
-		conds = o.Status.Conditions
-	}
-	cond := meta.FindStatusCondition(conds, v1.ConditionNetworkCreated)
-	if cond == nil {
-		return nil, fmt.Errorf("%s has no %s condition yet", obj.GetName(), v1.ConditionNetworkCreated)
-	}
-	return cond, nil
+	return cmtest.NetworkCondition(ctx, c, obj)
 }
 
 // waitCondition waits until obj's condition has the status and reason, and its

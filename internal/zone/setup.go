@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -30,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
@@ -54,16 +54,7 @@ type Options struct {
 }
 
 // Scheme returns the scheme a zone controller needs.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	if err := nadv1.AddToScheme(s); err != nil {
-		panic(err)
-	}
-	return s
-}
+func Scheme() *runtime.Scheme { return kubeobj.NewScheme(nadv1.AddToScheme) }
 
 // Connect opens the zone's NB and SB clients (with the indexes and monitors
 // the controller needs) and a write-only NB connection, retrying with backoff

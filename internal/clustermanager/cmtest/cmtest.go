@@ -192,6 +192,28 @@ func DeleteAtCleanup(t testing.TB, c client.Client, obj client.Object) {
 	})
 }
 
+// NetworkCondition reads a UserDefinedNetwork's or ClusterUserDefinedNetwork's
+// NetworkCreated condition (refreshing obj); an error until it has one.
+func NetworkCondition(ctx context.Context, c client.Client, obj client.Object) (*metav1.Condition, error) {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return nil, err
+	}
+	var conds []metav1.Condition
+	switch o := obj.(type) {
+	case *v1.UserDefinedNetwork:
+		conds = o.Status.Conditions
+	case *v1.ClusterUserDefinedNetwork:
+		conds = o.Status.Conditions
+	default:
+		return nil, fmt.Errorf("%T is not a network", obj)
+	}
+	cond := meta.FindStatusCondition(conds, v1.ConditionNetworkCreated)
+	if cond == nil {
+		return nil, fmt.Errorf("%s has no %s condition yet", obj.GetName(), v1.ConditionNetworkCreated)
+	}
+	return cond, nil
+}
+
 // WaitNetworkCreated waits until a UserDefinedNetwork or
 // ClusterUserDefinedNetwork reports NetworkCreated True, as a user runs
 // `kubectl wait --for=condition=NetworkCreated` before creating pods: a
@@ -199,20 +221,12 @@ func DeleteAtCleanup(t testing.TB, c client.Client, obj client.Object) {
 func WaitNetworkCreated(t testing.TB, c client.Client, obj client.Object) {
 	t.Helper()
 	Eventually(t, time.Minute, func() error {
-		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		cond, err := NetworkCondition(context.Background(), c, obj)
+		if err != nil {
 			return err
 		}
-		var conds []metav1.Condition
-		switch o := obj.(type) {
-		case *v1.UserDefinedNetwork:
-			conds = o.Status.Conditions
-		case *v1.ClusterUserDefinedNetwork:
-			conds = o.Status.Conditions
-		default:
-			return fmt.Errorf("%T is not a network", obj)
-		}
-		if c := meta.FindStatusCondition(conds, v1.ConditionNetworkCreated); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("network %s: NetworkCreated is %+v, want True", obj.GetName(), c)
+		if cond.Status != metav1.ConditionTrue {
+			return fmt.Errorf("network %s: NetworkCreated is %s/%s %q, want True", obj.GetName(), cond.Status, cond.Reason, cond.Message)
 		}
 		return nil
 	})

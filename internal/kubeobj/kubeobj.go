@@ -1,0 +1,58 @@
+// Package kubeobj holds the small Kubernetes object chores every component
+// repeats: building a scheme, and setting annotations without needless writes.
+package kubeobj
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// NewScheme returns a scheme with the built-in Kubernetes types and those the
+// adders register. It panics if an adder fails: schemes are built at start-up
+// from generated code.
+func NewScheme(adders ...func(*runtime.Scheme) error) *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range append([]func(*runtime.Scheme) error{clientgoscheme.AddToScheme}, adders...) {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}
+
+// PatchAnnotations sets want on obj's annotations with a merge patch of just
+// those keys, and writes nothing when obj already has these values. It
+// reports whether it wrote; obj holds the stored object afterwards.
+func PatchAnnotations(ctx context.Context, c client.Client, obj client.Object, want map[string]string) (bool, error) {
+	current := obj.GetAnnotations()
+	changed := false
+	for k, v := range want {
+		if current[k] != v {
+			changed = true
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	updated := make(map[string]string, len(current)+len(want))
+	for k, v := range current {
+		updated[k] = v
+	}
+	for k, v := range want {
+		updated[k] = v
+	}
+	obj.SetAnnotations(updated)
+	if err := c.Patch(ctx, obj, patch); err != nil {
+		name := obj.GetName()
+		if ns := obj.GetNamespace(); ns != "" {
+			name = ns + "/" + name
+		}
+		return false, fmt.Errorf("annotating %s: %w", name, err)
+	}
+	return true, nil
+}
