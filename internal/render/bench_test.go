@@ -29,7 +29,7 @@ func BenchmarkRender(b *testing.B) {
 					fmt.Fprintf(&y, "apiVersion: v1\nkind: Pod\nmetadata: {name: p%d, namespace: t%d}\nspec: {nodeName: n%d, containers: [{name: c, image: busybox}]}\n---\n", n, i, n)
 				}
 			}
-			docs := docsFrom(&testing.T{}, y.String())
+			docs := docsFrom(b, y.String())
 			rows := 0
 			for b.Loop() {
 				in, err := render.Check(docs)

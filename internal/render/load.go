@@ -23,7 +23,6 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/apivalidate"
-	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/manifest"
 )
 
@@ -58,14 +57,20 @@ type Input struct {
 	Warnings []Problem
 }
 
+// kind is an object kind render reads.
+type kind struct {
+	new        func() client.Object
+	namespaced bool
+}
+
 // kinds are the objects render reads; others are reported and skipped.
-var kinds = map[schema.GroupVersionKind]func() client.Object{
-	corev1.SchemeGroupVersion.WithKind("Namespace"):                  func() client.Object { return &corev1.Namespace{} },
-	corev1.SchemeGroupVersion.WithKind("Node"):                       func() client.Object { return &corev1.Node{} },
-	corev1.SchemeGroupVersion.WithKind("Pod"):                        func() client.Object { return &corev1.Pod{} },
-	nadv1.SchemeGroupVersion.WithKind("NetworkAttachmentDefinition"): func() client.Object { return &nadv1.NetworkAttachmentDefinition{} },
-	v1.GroupVersion.WithKind("UserDefinedNetwork"):                   func() client.Object { return &v1.UserDefinedNetwork{} },
-	v1.GroupVersion.WithKind("ClusterUserDefinedNetwork"):            func() client.Object { return &v1.ClusterUserDefinedNetwork{} },
+var kinds = map[schema.GroupVersionKind]kind{
+	corev1.SchemeGroupVersion.WithKind("Namespace"):                  {func() client.Object { return &corev1.Namespace{} }, false},
+	corev1.SchemeGroupVersion.WithKind("Node"):                       {func() client.Object { return &corev1.Node{} }, false},
+	corev1.SchemeGroupVersion.WithKind("Pod"):                        {func() client.Object { return &corev1.Pod{} }, true},
+	nadv1.SchemeGroupVersion.WithKind("NetworkAttachmentDefinition"): {func() client.Object { return &nadv1.NetworkAttachmentDefinition{} }, true},
+	v1.GroupVersion.WithKind("UserDefinedNetwork"):                   {func() client.Object { return &v1.UserDefinedNetwork{} }, true},
+	v1.GroupVersion.WithKind("ClusterUserDefinedNetwork"):            {func() client.Object { return &v1.ClusterUserDefinedNetwork{} }, false},
 }
 
 // Load reads the objects of manifest files and directories (see
@@ -87,7 +92,6 @@ func Check(docs []manifest.Document) (*Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme := clustermanager.Scheme()
 	in := &Input{}
 	seen := map[string]string{} // kind/ns/name -> where
 	namespaces := map[string]bool{}
@@ -103,7 +107,7 @@ func Check(docs []manifest.Document) (*Input, error) {
 			in.Problems = append(in.Problems, Problem{Where: d.Where(), Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName(),
 				Reason: fmt.Sprintf(format, args...)})
 		}
-		newObj, ok := kinds[gvk]
+		k, ok := kinds[gvk]
 		if !ok {
 			in.Warnings = append(in.Warnings, Problem{Where: d.Where(), Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName(),
 				Reason: fmt.Sprintf("%s is not rendered; ignored", gvk.GroupVersion().WithKind(gvk.Kind))})
@@ -121,7 +125,7 @@ func Check(docs []manifest.Document) (*Input, error) {
 			problem("%s", errs.ToAggregate().Error())
 			continue
 		}
-		obj := newObj()
+		obj := k.new()
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
 			problem("%v", err)
 			continue
@@ -134,16 +138,10 @@ func Check(docs []manifest.Document) (*Input, error) {
 			obj.SetDeletionGracePeriodSeconds(nil)
 		}
 		clean(obj)
-		isNamespaced, err := apiNamespaced(scheme, obj)
-		if err != nil {
-			problem("%v", err)
-			continue
-		}
-		if isNamespaced && obj.GetNamespace() == "" {
-			obj.SetNamespace("default")
-		}
-		if !isNamespaced {
+		if !k.namespaced {
 			obj.SetNamespace("")
+		} else if obj.GetNamespace() == "" {
+			obj.SetNamespace("default")
 		}
 		id := gvk.Kind + "/" + key(obj.GetNamespace(), obj.GetName())
 		if first, dup := seen[id]; dup {
@@ -154,7 +152,7 @@ func Check(docs []manifest.Document) (*Input, error) {
 		if ns, ok := obj.(*corev1.Namespace); ok {
 			namespaces[ns.Name] = true
 		}
-		if isNamespaced {
+		if k.namespaced {
 			namespaced = append(namespaced, pending{d, obj})
 			continue
 		}
@@ -181,17 +179,6 @@ func clean(obj client.Object) {
 		sum := sha1.Sum([]byte(obj.GetObjectKind().GroupVersionKind().Kind + "/" + key(obj.GetNamespace(), obj.GetName())))
 		obj.SetUID(types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])))
 	}
-}
-
-func apiNamespaced(scheme *runtime.Scheme, obj client.Object) (bool, error) {
-	switch obj.(type) {
-	case *corev1.Namespace, *corev1.Node, *v1.ClusterUserDefinedNetwork:
-		return false, nil
-	}
-	if _, _, err := scheme.ObjectKinds(obj); err != nil {
-		return false, err
-	}
-	return true, nil
 }
 
 func key(namespace, name string) string {

@@ -16,11 +16,9 @@ type recorder struct {
 }
 
 func (r *recorder) Event(obj runtime.Object, eventType, reason, message string) {
-	what := fmt.Sprintf("%T", obj)
-	if kinds := obj.GetObjectKind().GroupVersionKind().Kind; kinds != "" {
-		what = kinds
-	} else if t := typeName(obj); t != "" {
-		what = t
+	what := obj.GetObjectKind().GroupVersionKind().Kind
+	if what == "" {
+		what = typeName(obj)
 	}
 	if m, err := meta.Accessor(obj); err == nil {
 		what += " " + key(m.GetNamespace(), m.GetName())

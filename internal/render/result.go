@@ -226,22 +226,18 @@ func toRows(models []model.Model) []Row {
 	return out
 }
 
-var (
-	tableMu    sync.Mutex
-	tableNames map[reflect.Type]string
-)
+// tableNames maps the zone's model types to their tables.
+var tableNames = sync.OnceValue(func() map[reflect.Type]string {
+	out := map[reflect.Type]string{}
+	for i, name := range zone.NBTableNames {
+		out[reflect.TypeOf(zone.NBTables[i])] = name
+	}
+	return out
+})
 
 // tableOf names a model's table.
 func tableOf(m model.Model) string {
-	tableMu.Lock()
-	defer tableMu.Unlock()
-	if tableNames == nil {
-		tableNames = map[reflect.Type]string{}
-		for i, name := range zone.NBTableNames {
-			tableNames[reflect.TypeOf(zone.NBTables[i])] = name
-		}
-	}
-	if name, ok := tableNames[reflect.TypeOf(m)]; ok {
+	if name, ok := tableNames()[reflect.TypeOf(m)]; ok {
 		return name
 	}
 	return strings.TrimPrefix(fmt.Sprintf("%T", m), "*nbdb.")
