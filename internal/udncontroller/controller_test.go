@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -425,6 +426,9 @@ func TestDeletionBlockedByPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, c, u, metav1.ConditionFalse, v1.ReasonNetworkInUse, "1 pod(s): user")
+	if msg := cmtest.WaitEvent(t, c, u, "UserDefinedNetwork", v1.ReasonNetworkInUse); !strings.Contains(msg, "user") {
+		t.Errorf("NetworkInUse Event %q does not name the pod", msg)
+	}
 	if getNAD(t, c, ns, "sec") == nil {
 		t.Fatal("NAD deleted while a pod uses it")
 	}
@@ -583,4 +587,76 @@ func TestTenantRBAC(t *testing.T) {
 		}
 	}
 	_ = c.Delete(ctx, udnObj(mine, "ok", sec))
+}
+
+// TestOwnerReferenceRemovedIsPutBack: a managed NAD whose owner reference is
+// removed by hand is not taken for a foreign NAD: the reference is put back
+// and the network stays created.
+func TestOwnerReferenceRemovedIsPutBack(t *testing.T) {
+	c := admin(t)
+	startManager(t, config.Default())
+	ctx := context.Background()
+	ns := namespace(t, c, "orphan", primaryLabel)
+	u := udnObj(ns, "net", l2Primary("10.100.0.0/24"))
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cleanupDelete(t, c, u)
+	nad := waitNAD(t, c, ns, "net")
+	waitCondition(t, c, u, metav1.ConditionTrue, v1.ReasonNADCreated)
+	nad.OwnerReferences = nil
+	if err := c.Update(ctx, nad); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if got := getNAD(t, c, ns, "net"); !ownedByUID(got, u.UID) {
+			return errorf("owner reference not put back: %+v", got.OwnerReferences)
+		}
+		return nil
+	})
+	waitCondition(t, c, u, metav1.ConditionTrue, v1.ReasonNADCreated)
+}
+
+// TestTerminatingNamespaceReleasesCUDN: a namespace a live CUDN selects can
+// finish deleting: the CUDN keeps its NAD there while a pod uses it (and
+// says so), and releases it once the pod is gone.
+func TestTerminatingNamespaceReleasesCUDN(t *testing.T) {
+	c := admin(t)
+	startManager(t, config.Default())
+	ctx := context.Background()
+	sel := map[string]string{"tenant": cmtest.UniqueName("leaving")}
+	keep, leave := namespace(t, c, "stays", sel), namespace(t, c, "leaves", sel)
+	cu := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: cmtest.UniqueName("leaving")},
+		Spec: v1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: sel},
+			Template: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.40.0/24"}}}}
+	if err := c.Create(ctx, cu); err != nil {
+		t.Fatal(err)
+	}
+	cleanupDelete(t, c, cu)
+	waitCondition(t, c, cu, metav1.ConditionTrue, v1.ReasonNADCreated, "2 namespace(s)")
+	name := netconf.CUDNNetworkName(cu.Name)
+	user := pod(leave, "user", map[string]string{netconf.NetworksAnnotation: name})
+	if err := c.Create(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leave}}); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, cu, metav1.ConditionFalse, v1.ReasonNamespaceTerminating, leave, "user")
+	if getNAD(t, c, leave, name) == nil {
+		t.Fatal("NAD deleted while a pod of the terminating namespace uses it")
+	}
+	if err := c.Delete(ctx, user, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if getNAD(t, c, leave, name) != nil {
+			return errorf("NAD in the terminating namespace %s still exists", leave)
+		}
+		return nil
+	})
+	if getNAD(t, c, keep, name) == nil {
+		t.Fatal("NAD of the namespace that stays was deleted")
+	}
+	waitCondition(t, c, cu, metav1.ConditionTrue, v1.ReasonNADCreated, "1 namespace(s)")
 }

@@ -226,14 +226,23 @@ func (r *Reconciler) network(ctx context.Context, name string) (topology.Network
 	if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: name}); err != nil {
 		return topology.Network{}, false, err
 	}
-	if len(nads.Items) == 0 {
+	all := make([]*nadv1.NetworkAttachmentDefinition, 0, len(nads.Items))
+	for i := range nads.Items {
+		all = append(all, &nads.Items[i])
+	}
+	// NADs that claim a name belonging to another network object are never
+	// part of the network (cluster-manager reports them on the NAD).
+	admitted, refused := netconf.Admit(all)
+	for _, x := range refused {
+		log.FromContext(ctx).V(1).Info("NAD left out of its network", "nad", x.NAD.Namespace+"/"+x.NAD.Name, "reason", x.Reason.Error())
+	}
+	if len(admitted) == 0 {
 		return topology.Network{}, false, nil
 	}
 	var first *netconf.NetConf
 	var id int
 	var keys []int
-	for i := range nads.Items {
-		nad := &nads.Items[i]
+	for _, nad := range admitted {
 		c, err := netconf.Parse(nad)
 		if err != nil || c == nil {
 			r.Recorder.Eventf(nad, corev1.EventTypeWarning, "InvalidConfig", "zone %s cannot render the network: %v", r.Zone, err)
