@@ -165,6 +165,13 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		if err := r.unplumb(key, have); err != nil {
 			return reconcile.Result{}, err
 		}
+		if pod.Spec.NodeName == r.Opts.Node {
+			// A namespace may exist with nothing plugged in it (plumbing
+			// that failed half-way): it goes too.
+			if err := r.removeNetns(NetnsName(r.Opts.NetnsPrefix, pod.UID)); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		if pod.DeletionTimestamp != nil && pod.Spec.NodeName == r.Opts.Node {
 			// No kubelet confirms the containers are gone: the agent does,
 			// once the pod's network is.
@@ -393,8 +400,24 @@ func (r *PodReconciler) plumb(key, netns string, have []cni.Plugged, ifaces []cn
 	plugged, lerr := h.Ports()
 	if lerr == nil {
 		r.setPlugged(key, plugged[key])
+		if err != nil && len(plugged[key]) == 0 {
+			// Nothing of the pod is plugged: leave no namespace behind.
+			err = errors.Join(err, r.removeNetns(netns))
+		}
 	}
 	return len(add) + len(stale), errors.Join(err, lerr)
+}
+
+// removeNetns deletes a pod network namespace if it exists.
+func (r *PodReconciler) removeNetns(name string) error {
+	if r.Opts.NetnsPrefix == "" {
+		return nil
+	}
+	have, err := r.Opts.Host.Namespaces(name)
+	if err != nil || !slices.Contains(have, name) {
+		return err
+	}
+	return r.Opts.Host.Del(name, nil)
 }
 
 // unplumb removes a pod's interfaces and network namespace.
