@@ -17,7 +17,8 @@ import (
 
 func newNodeCommand() *cobra.Command {
 	opts := nodeagent.Options{Cluster: config.Default(), Host: cni.Host{Bridge: "br-int"}}
-	var kubeconfig, toolsDir, nodeIP, encapIP string
+	var kube kubeFlags
+	var toolsDir, nodeIP, encapIP string
 	var gw nodeagent.GatewayFlags
 	cmd := &cobra.Command{
 		Use:   "node",
@@ -47,7 +48,7 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 			}
 			opts.Host.Command, opts.Host.Path = tools(toolsDir)
 			ctrl.SetLogger(zap.New())
-			cfg, err := restConfig(kubeconfig)
+			cfg, err := kube.config()
 			if err != nil {
 				return err
 			}
@@ -55,7 +56,7 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster or $KUBECONFIG)")
+	kube.add(fs)
 	fs.StringVar(&opts.Node, "node", "", "the Node's name")
 	fs.StringVar(&opts.Info.Zone, "zone", "", "the node's OVN interconnect zone (default: the node's name)")
 	fs.StringVar(&opts.Host.OVSDB, "ovsdb", "", "the node's Open vSwitch database, e.g. unix:/run/openvswitch/db.sock")
@@ -69,6 +70,7 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 	fs.StringVar(&gw.MAC, "gateway-mac", "", "the MAC address of gateway routers' external ports")
 	fs.StringVar(&toolsDir, "tools-dir", "", "directory holding ip, ethtool and ovs-vsctl (default: $PATH)")
 	fs.IntVar(&opts.Workers, "workers", 4, "pods plumbed at once")
+	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }

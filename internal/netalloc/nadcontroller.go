@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
@@ -42,7 +43,7 @@ func (r *NADController) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nad-allocation").
 		For(&nadv1.NetworkAttachmentDefinition{}, builder.WithPredicates(unmanaged)).
-		Complete(r)
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
 
 // Reconcile implements reconcile.Reconciler for one NAD.

@@ -61,7 +61,7 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 				r.nadChanged(ctx, e.Object, true, q)
 			},
 		}).
-		Complete(r)
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
 
 // nadChanged updates the Layer3 network set and, when it changed, requeues

@@ -49,6 +49,9 @@ type Options struct {
 	Cluster config.Cluster
 	// Workers is how many pods are plumbed at once (default 4).
 	Workers int
+	// HealthAddr serves /healthz and /readyz (ready: caches synced); "" or
+	// "0" disables it.
+	HealthAddr string
 }
 
 // Scheme returns the scheme the agent needs.
@@ -83,7 +86,7 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+		HealthProbeBindAddress: kubeobj.ListenAddr(opts.HealthAddr),
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr(true)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.Node)},
@@ -97,6 +100,9 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := mgr.Add(publisher{client: mgr.GetClient(), opts: opts}); err != nil {
+		return nil, err
+	}
+	if err := kubeobj.AddHealthChecks(mgr); err != nil {
 		return nil, err
 	}
 	return mgr, nil

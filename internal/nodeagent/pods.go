@@ -25,6 +25,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/cni"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
@@ -66,7 +67,7 @@ func (r *PodReconciler) SetupWithManager(mgr manager.Manager) error {
 		For(&corev1.Pod{}).
 		WatchesRawSource(source.Channel(r.resync, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.Workers}).
-		Complete(r)
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
 
 // sweep runs once the cache has synced: it queues every pod OVS has

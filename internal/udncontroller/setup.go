@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
 
@@ -32,7 +33,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(c.udnsInNamespace)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.udnsForPod), builder.WithPredicates(podChanges)).
 		Watches(&v1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.failingUDNs)).
-		Complete(&UDNReconciler{c}); err != nil {
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(&UDNReconciler{c}))); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -43,7 +44,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.cudnsForNamespaceOf), builder.WithPredicates(podChanges)).
 		Watches(&v1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.failingCUDNs)).
 		Watches(&v1.UserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.cudnsForNamespaceOf)).
-		Complete(&CUDNReconciler{c})
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(&CUDNReconciler{c})))
 }
 
 // podChanges passes pod events that can change whether a network is in use:

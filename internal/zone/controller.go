@@ -172,8 +172,10 @@ func (r *Reconciler) Desired(ctx context.Context, name string) ([]model.Model, e
 	if err != nil {
 		return nil, err
 	}
+	left := map[string]bool{}
 	for node, why := range bad {
 		r.note(ctx, name, node, why.Error())
+		left[node] = true
 	}
 	keys, err := r.networkKeys(ctx, name)
 	if err != nil {
@@ -196,7 +198,9 @@ func (r *Reconciler) Desired(ctx context.Context, name string) ([]model.Model, e
 	}
 	for _, p := range res.Skipped {
 		r.note(ctx, name, p.Node, p.Reason)
+		left[p.Node] = true
 	}
+	r.resolved(ctx, name, left)
 	return res.Rows, nil
 }
 
@@ -268,6 +272,12 @@ func (r *Reconciler) network(ctx context.Context, name string) (topology.Network
 	return n, true, err
 }
 
+// Event reasons on nodes a zone leaves out of a network, and takes back.
+const (
+	ReasonNodeLeftOut     = "NodeLeftOutOfNetwork"
+	ReasonNodeTakenBackIn = "NodeAddedToNetwork"
+)
+
 // note emits an Event on a node about a network once per distinct reason.
 func (r *Reconciler) note(ctx context.Context, network, node, reason string) {
 	key := network + "/" + node
@@ -282,8 +292,30 @@ func (r *Reconciler) note(ctx context.Context, network, node, reason string) {
 		return
 	}
 	log.FromContext(ctx).Info("node left out of network", "network", network, "node", node, "reason", reason)
-	r.Recorder.Eventf(&corev1.Node{ObjectMeta: objectMeta(node)}, corev1.EventTypeWarning, "NodeNotReady",
+	r.Recorder.Eventf(&corev1.Node{ObjectMeta: objectMeta(node)}, corev1.EventTypeWarning, ReasonNodeLeftOut,
 		"zone %s leaves the node out of network %s: %s", r.Zone, network, reason)
+}
+
+// resolved records, with a Normal Event, that nodes once left out of a
+// network (note) are in it again: every noted node of the network not in
+// left.
+func (r *Reconciler) resolved(ctx context.Context, network string, left map[string]bool) {
+	prefix := network + "/"
+	var back []string
+	r.mu.Lock()
+	for key := range r.noted {
+		node, ok := strings.CutPrefix(key, prefix)
+		if ok && !strings.Contains(node, "/") && !left[node] {
+			back = append(back, node)
+			delete(r.noted, key)
+		}
+	}
+	r.mu.Unlock()
+	for _, node := range back {
+		log.FromContext(ctx).Info("node added to network", "network", network, "node", node)
+		r.Recorder.Eventf(&corev1.Node{ObjectMeta: objectMeta(node)}, corev1.EventTypeNormal, ReasonNodeTakenBackIn,
+			"zone %s adds the node to network %s", r.Zone, network)
+	}
 }
 
 // Keys returns every reconcile key the zone has now: the chassis, the default

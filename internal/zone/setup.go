@@ -51,6 +51,9 @@ type Options struct {
 	Workers int
 	// Logger for libovsdb; discarded when unset.
 	OVSDBLogger logr.Logger
+	// HealthAddr serves /healthz and /readyz (ready: caches synced, NB and
+	// SB connected); "" or "0" disables it.
+	HealthAddr string
 }
 
 // Scheme returns the scheme a zone controller needs.
@@ -284,7 +287,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			q.Add(request(NetworkKey(nodeinfo.DefaultNetwork)))
 			return nil
 		})).
-		Complete(r)
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
 
 // Close closes the reconciler's database connections.
@@ -325,7 +328,7 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+		HealthProbeBindAddress: kubeobj.ListenAddr(opts.HealthAddr),
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
@@ -344,9 +347,22 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 	if err == nil {
 		err = r.SetupWithManager(ctx, mgr, opts.Workers)
 	}
+	if err == nil {
+		err = kubeobj.AddHealthChecks(mgr, connected("northbound", nb), connected("southbound", sb))
+	}
 	if err != nil {
 		r.Close()
 		return nil, nil, fmt.Errorf("zone %s: %w", opts.Zone, err)
 	}
 	return r, mgr, nil
+}
+
+// connected is a readiness check that a database client is connected.
+func connected(name string, c libovsdb.Client) kubeobj.HealthCheck {
+	return kubeobj.HealthCheck{Name: name, Check: func() error {
+		if !c.Connected() {
+			return fmt.Errorf("%s database not connected", name)
+		}
+		return nil
+	}}
 }
