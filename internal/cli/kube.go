@@ -6,14 +6,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-)
 
-// Client rate limits of the long-running components. client-go's defaults
-// (5 queries/s, burst 10) made one tenant's burst of 300 networks take
-// minutes and every other tenant wait behind it.
-const (
-	defaultQPS   = 50
-	defaultBurst = 100
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 )
 
 // kubeFlags are how a long-running component reaches the API server.
@@ -25,8 +19,8 @@ type kubeFlags struct {
 
 func (k *kubeFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&k.path, "kubeconfig", "", "kubeconfig file (default: in-cluster or $KUBECONFIG)")
-	fs.Float32Var(&k.qps, "kube-api-qps", defaultQPS, "queries per second to the API server (client-side rate limit)")
-	fs.IntVar(&k.burst, "kube-api-burst", defaultBurst, "burst of queries to the API server above --kube-api-qps")
+	fs.Float32Var(&k.qps, "kube-api-qps", kubeobj.DefaultQPS, "queries per second to the API server (client-side rate limit)")
+	fs.IntVar(&k.burst, "kube-api-burst", kubeobj.DefaultBurst, "burst of queries to the API server above --kube-api-qps")
 }
 
 // config loads the kubeconfig with the flags' rate limits.

@@ -12,10 +12,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
@@ -43,6 +45,7 @@ func (r *NADController) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nad-allocation").
 		For(&nadv1.NetworkAttachmentDefinition{}, builder.WithPredicates(unmanaged)).
+		WithOptions(controller.Options{NewQueue: fairqueue.NewQueue}).
 		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
 

@@ -10,12 +10,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
@@ -29,6 +31,8 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("userdefinednetwork").
 		For(&v1.UserDefinedNetwork{}).
+		// One tenant's burst of networks must not hold back another's.
+		WithOptions(controller.Options{NewQueue: fairqueue.NewQueue}).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(c.udnsForNAD)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(c.udnsInNamespace)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.udnsForPod), builder.WithPredicates(podChanges)).
