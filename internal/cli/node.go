@@ -71,6 +71,7 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 	fs.StringVar(&toolsDir, "tools-dir", "", "directory holding ip, ethtool and ovs-vsctl (default: $PATH)")
 	fs.IntVar(&opts.Workers, "workers", 4, "pods plumbed at once")
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
+	fs.BoolVar(&opts.ReportNodeStatus, "report-node-status", false, "report the Node's Ready condition, capacity and addresses, standing in for a kubelet (no kubelet runs)")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// HealthAddr serves /healthz and /readyz (ready: caches synced); "" or
 	// "0" disables it.
 	HealthAddr string
+	// ReportNodeStatus makes the agent report the Node's Ready condition,
+	// capacity and addresses, standing in for a kubelet (the sandbox).
+	ReportNodeStatus bool
 }
 
 // Scheme returns the scheme the agent needs.
@@ -101,6 +104,11 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if err := mgr.Add(publisher{client: mgr.GetClient(), opts: opts}); err != nil {
 		return nil, err
+	}
+	if opts.ReportNodeStatus {
+		if err := mgr.Add(&statusReporter{client: mgr.GetClient(), opts: opts}); err != nil {
+			return nil, err
+		}
 	}
 	if err := kubeobj.AddHealthChecks(mgr); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,6 +34,11 @@ var roles = []struct{ manifest, role string }{
 	{"node.yaml", "ovn-udn-node"},
 }
 
+// Kubernetes' own components run as the users Kubernetes' bootstrap RBAC
+// binds their roles to (system:kube-controller-manager, whose controllers
+// then each use their own service account, and system:kube-scheduler).
+var controlPlaneUsers = []string{"system:kube-controller-manager", "system:kube-scheduler"}
+
 // kube is the sandbox's API server and etcd.
 type kube struct {
 	env   *envtest.Environment
@@ -43,7 +49,7 @@ type kube struct {
 // the state directory, installs the CRDs, and writes the administrator's and
 // each component's kubeconfig.
 func startKube(l Layout) (*kube, error) {
-	if err := deps.CheckKube(); err != nil {
+	if err := errors.Join(deps.CheckKube(), deps.CheckControlPlane()); err != nil {
 		return nil, err
 	}
 	crds, err := manifests.ParseCRDs()
@@ -87,6 +93,20 @@ func startKube(l Layout) (*kube, error) {
 	if err := writeKubeconfig(admin, l.Kubeconfig()); err != nil {
 		return k, err
 	}
+	for _, name := range controlPlaneUsers {
+		u, err := env.AddUser(envtest.User{Name: name}, nil)
+		if err != nil {
+			return k, err
+		}
+		if err := writeKubeconfig(u, componentKubeconfig(l, name)); err != nil {
+			return k, err
+		}
+	}
+	// Tenants' rights on UserDefinedNetworks, aggregated into the built-in
+	// admin, edit and view roles by kube-controller-manager.
+	if err := k.applyClusterRoles("tenant.yaml"); err != nil {
+		return k, err
+	}
 	for _, r := range roles {
 		if err := k.bindRole(r.manifest, r.role); err != nil {
 			return k, err
@@ -103,8 +123,13 @@ func startKube(l Layout) (*kube, error) {
 }
 
 func componentKubeconfig(l Layout, role string) string {
-	return filepath.Join(l.KubeDir(), role+".kubeconfig")
+	return filepath.Join(l.KubeDir(), strings.ReplaceAll(role, ":", "-")+".kubeconfig")
 }
+
+// serviceAccountKey is the key the API server signs service account tokens
+// with (envtest writes it); kube-controller-manager's token controller signs
+// with it too.
+func serviceAccountKey(l Layout) string { return filepath.Join(l.KubeDir(), "certs", "sa-signer.key") }
 
 func writeKubeconfig(u *envtest.AuthenticatedUser, path string) error {
 	b, err := u.KubeConfig()
@@ -117,6 +142,22 @@ func writeKubeconfig(u *envtest.AuthenticatedUser, path string) error {
 // bindRole creates a manifest's ClusterRoles and binds role to a user of
 // the same name.
 func (k *kube) bindRole(manifest, role string) error {
+	if err := k.applyClusterRoles(manifest); err != nil {
+		return err
+	}
+	err := k.admin.Create(context.Background(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-" + role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: role}},
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// applyClusterRoles creates the ClusterRoles of a manifest of config/rbac.
+func (k *kube) applyClusterRoles(manifest string) error {
 	ctx := context.Background()
 	b, err := manifests.RBAC.ReadFile("rbac/" + manifest)
 	if err != nil {
@@ -137,14 +178,6 @@ func (k *kube) bindRole(manifest, role string) error {
 		if err := k.admin.Create(ctx, &r); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-	}
-	err = k.admin.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-" + role},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: role}},
-	})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
 	}
 	return nil
 }

@@ -39,7 +39,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	for _, check := range []func() error{deps.CheckKube, deps.CheckOVN} {
+	for _, check := range []func() error{deps.CheckKube, deps.CheckControlPlane, deps.CheckOVN} {
 		if err := check(); err != nil {
 			if os.Getenv(deps.SkipEnv) == "1" {
 				fmt.Fprintf(os.Stderr, "skipping: %v (%s=1)\n", err, deps.SkipEnv)

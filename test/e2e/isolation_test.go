@@ -44,19 +44,7 @@ func tenant(t *testing.T, user, ns string) client.Client {
 			t.Fatal(err)
 		}
 	}
-	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := client.New(cfg, client.Options{Scheme: clustermanager.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := impersonate(t, user)
 	// The tenant cannot touch another namespace, nor NADs in her own.
 	if err := c.Create(ctx, &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"},
 		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","name":"x","type":"bridge"}`}}); !apierrors.IsForbidden(err) {
@@ -176,4 +164,23 @@ func TestTenantIsolation(t *testing.T) {
 		syncDataplane(t)
 		expect(t, own, sandbox.Check{Name: "team-b after the squatting NAD is gone", From: "team-b/b3", To: []string{"team-b/b1", "team-b/b2"}, On: "team-b/sec", Family: 4, Reachable: true})
 	})
+}
+
+// impersonate returns a client of the sandbox acting as user.
+func impersonate(t *testing.T, user string) client.Client {
+	t.Helper()
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", st.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: clustermanager.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
