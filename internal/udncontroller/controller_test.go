@@ -54,7 +54,7 @@ func TestUDNRendersNAD(t *testing.T) {
 	u := udnObj(ns, "blue", v1.UserDefinedNetworkSpec{
 		Topology: v1.Layer3, Role: v1.Primary, MTU: 1300,
 		Subnets:        []v1.NetworkSubnet{"10.128.0.0/16/24", "2001:db8::/60/64"},
-		ExcludeSubnets: []v1.CIDR{"10.128.0.0/28"},
+		ExcludeSubnets: []v1.ExcludeCIDR{"10.128.0.0/28"},
 	})
 	if err := c.Create(ctx, u); err != nil {
 		t.Fatal(err)
