@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/workload"
 )
 
 // Options configures a node agent.
@@ -55,6 +57,12 @@ type Options struct {
 	// ReportNodeStatus makes the agent report the Node's Ready condition,
 	// capacity and addresses, standing in for a kubelet (the sandbox).
 	ReportNodeStatus bool
+	// WorkloadDir, when set, makes the agent run each pod's containers it can
+	// resolve (Workloads) as processes in the pod's network namespace,
+	// standing in for a container runtime (the sandbox); their logs and PID
+	// files go there.
+	WorkloadDir string
+	Workloads   workload.Resolver
 }
 
 // Scheme returns the scheme the agent needs.
@@ -99,6 +107,11 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
 	r := &PodReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
+	if opts.WorkloadDir != "" {
+		r.workloads = &workload.Runner{Dir: opts.WorkloadDir, Exec: func(netns string, argv []string) *exec.Cmd {
+			return opts.Host.Command("ip", append([]string{"netns", "exec", netns}, argv...)...)
+		}}
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

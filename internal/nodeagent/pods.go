@@ -28,12 +28,14 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/workload"
 )
 
 // Event reasons on pods.
 const (
 	ReasonPlumbingFailed = "NetworkPlumbingFailed"
 	ReasonPlumbed        = "NetworkPlumbed"
+	ReasonWorkloadFailed = "ContainerStartFailed"
 )
 
 // PodReconciler keeps each pod of the node plumbed as its annotation says, and
@@ -54,11 +56,19 @@ type PodReconciler struct {
 	// manager's, which ends those waits.
 	waiting map[string]bool
 	ctx     context.Context
+	// workloads runs pods' containers (Options.WorkloadDir); nil: none.
+	workloads *workload.Runner
 }
 
 // SetupWithManager registers the controller and the startup sweep.
 func (r *PodReconciler) SetupWithManager(mgr manager.Manager) error {
 	r.resync = make(chan event.GenericEvent, 1024)
+	if r.workloads != nil {
+		r.workloads.OnExit = func(key string) {
+			ns, name, _ := strings.Cut(key, "/")
+			r.resync <- event.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+		}
+	}
 	if err := mgr.Add(manager.RunnableFunc(r.sweep)); err != nil {
 		return err
 	}
@@ -211,6 +221,16 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 			return reconcile.Result{}, nil
 		}
 	}
+	var requeue time.Duration
+	if r.workloads != nil {
+		// The containers' programs, as a container runtime would run them.
+		retry, err := r.workloads.Ensure(key, netns, r.Opts.Workloads.Resolve(pod))
+		if err != nil {
+			r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonWorkloadFailed, "running the pod's containers: %v", err)
+			return reconcile.Result{}, err
+		}
+		requeue = retry
+	}
 	var ips []netip.Addr
 	for _, i := range ifaces {
 		if i.Name == cni.DefaultInterface {
@@ -226,7 +246,7 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if !wasReady {
 		ctrl.LoggerFrom(ctx).Info("pod ready", "sinceCreated", time.Since(pod.CreationTimestamp.Time).String())
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
 // installTimeout bounds one wait for ovn-controller to install a pod's
@@ -421,8 +441,12 @@ func (r *PodReconciler) removeNetns(name string) error {
 	return r.Opts.Host.Del(name, nil)
 }
 
-// unplumb removes a pod's interfaces and network namespace.
+// unplumb stops a pod's processes and removes its interfaces and network
+// namespace.
 func (r *PodReconciler) unplumb(key string, have []cni.Plugged) error {
+	if r.workloads != nil {
+		r.workloads.Stop(key)
+	}
 	if len(have) == 0 {
 		return nil
 	}

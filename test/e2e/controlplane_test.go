@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -25,15 +27,21 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
-// deployment is a Deployment of pause pods, one per node (required
-// anti-affinity), scheduled by the real scheduler (no nodeName).
+// agnhostImage is the Kubernetes e2e test image; the sandbox's node agent
+// runs its servers as `ovn-udn agnhost`.
+const agnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+
+// deployment is a Deployment of agnhost netexec pods (HTTP on 8080), one per
+// node (required anti-affinity), scheduled by the real scheduler (no
+// nodeName).
 func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}},
+					Containers: []corev1.Container{{Name: "app", Image: agnhostImage, Args: []string{"netexec", "--http-port=8080", "--udp-port=0"},
+						Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}},
 					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
 						{LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, TopologyKey: "kubernetes.io/hostname"}}}},
 				}}}}
@@ -64,8 +72,9 @@ func readyPods(t *testing.T, ns, app string, n int) []corev1.Pod {
 }
 
 // TestDeploymentAndService: a Deployment's pods are scheduled by the real
-// scheduler over the three nodes and become Ready, and the real EndpointSlice
-// controller lists their addresses behind a ClusterIP Service.
+// scheduler over the three nodes, become Ready and run their workload (each
+// answers HTTP with its own name), and the real EndpointSlice controller
+// lists their addresses behind a ClusterIP Service.
 func TestDeploymentAndService(t *testing.T) {
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
@@ -108,6 +117,21 @@ func TestDeploymentAndService(t *testing.T) {
 	})
 	if err := admin.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil || svc.Spec.ClusterIP == "" {
 		t.Fatalf("service has no ClusterIP (%v)", err)
+	}
+	serve(t, "plain/a")
+	for _, p := range pods {
+		url := "http://" + p.Status.PodIP + ":8080/hostname"
+		eventually(t, func() error {
+			var out, errOut bytes.Buffer
+			code, err := sandbox.Exec(ctx, dir, "plain/a", []string{binary, "agnhost", "get", "--timeout=2s", url}, nil, &out, &errOut)
+			if err != nil || code != 0 {
+				return fmt.Errorf("GET %s from plain/a: exit %d %v: %s", url, code, err, errOut.String())
+			}
+			if got := strings.TrimSpace(out.String()); got != p.Name {
+				return fmt.Errorf("GET %s answered %q, want %q", url, got, p.Name)
+			}
+			return nil
+		})
 	}
 }
 
