@@ -41,7 +41,7 @@ func ServeHostname(ctx context.Context, port int, tcp, udp bool) error {
 		servers = append(servers, httpServer(ctx, port, mux))
 	default:
 		if tcp {
-			servers = append(servers, tcpServer(ctx, port, func(c net.Conn) { fmt.Fprint(c, name) }))
+			servers = append(servers, func() error { return ServeTCP(ctx, fmt.Sprintf(":%d", port), func(c net.Conn) { fmt.Fprint(c, name) }) })
 		}
 		if udp {
 			servers = append(servers, udpServer(ctx, port, func(string) string { return name }))
@@ -54,7 +54,9 @@ func ServeHostname(ctx context.Context, port int, tcp, udp bool) error {
 func NetExec(ctx context.Context, httpPort, udpPort int) error {
 	name := Hostname()
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "NOW: "+time.Now().UTC().Format(time.RFC3339)) })
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "NOW: "+time.Now().UTC().Format(time.RFC3339))
+	})
 	mux.HandleFunc("/hostname", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, name) })
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.URL.Query().Get("msg")) })
 	mux.HandleFunc("/clientip", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, r.RemoteAddr) })
@@ -103,28 +105,28 @@ func httpServer(ctx context.Context, port int, h http.Handler) func() error {
 	}
 }
 
-func tcpServer(ctx context.Context, port int, answer func(net.Conn)) func() error {
-	return func() error {
-		l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+// ServeTCP calls answer with every TCP connection to addr (then closes it),
+// until ctx ends.
+func ServeTCP(ctx context.Context, addr string, answer func(net.Conn)) error {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	defer stop()
+	for {
+		c, err := l.Accept()
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
-		stop := context.AfterFunc(ctx, func() { _ = l.Close() })
-		defer stop()
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-			go func() {
-				defer c.Close()
-				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				answer(c)
-			}()
-		}
+		go func() {
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			answer(c)
+		}()
 	}
 }
 
