@@ -2,7 +2,6 @@ package workload
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
 
 // Restart backoff of a process that exits: 1 s, doubling to 30 s; back to 1 s
@@ -38,21 +39,21 @@ type Runner struct {
 }
 
 type running struct {
-	key       string // the pod's
-	p         Process
-	netns     string
-	cmd       *exec.Cmd
-	done      chan struct{}
-	exitErr   error
-	started   time.Time
-	restarts  int
+	key      string // the pod's
+	p        Process
+	netns    string
+	proc     *proc.Process
+	started  time.Time
+	restarts int
+	// notBefore is when it may restart; set before exited closes.
 	notBefore time.Time
+	exited    chan struct{}
 	stopping  atomic.Bool // stopped on purpose: its exit is not news
 }
 
-func (r *running) exited() bool {
+func (r *running) hasExited() bool {
 	select {
-	case <-r.done:
+	case <-r.exited:
 		return true
 	default:
 		return false
@@ -83,7 +84,7 @@ func (r *Runner) Ensure(podKey, netns string, want []Process) (time.Duration, er
 		cur := have[p.Container]
 		restarts := 0
 		switch {
-		case cur != nil && cur.p.Fingerprint() == p.Fingerprint() && cur.netns == netns && !cur.exited():
+		case cur != nil && cur.p.Fingerprint() == p.Fingerprint() && cur.netns == netns && !cur.hasExited():
 			continue // running as wanted
 		case cur != nil && cur.p.Fingerprint() == p.Fingerprint() && cur.netns == netns:
 			if now.Before(cur.notBefore) {
@@ -133,7 +134,7 @@ func (r *Runner) Running(podKey string) []string {
 	defer r.mu.Unlock()
 	var out []string
 	for name, cur := range r.pods[podKey] {
-		if !cur.exited() {
+		if !cur.hasExited() {
 			out = append(out, name)
 		}
 	}
@@ -151,31 +152,24 @@ func (r *Runner) start(podKey, netns string, p Process) (*running, error) {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	log, err := os.OpenFile(base+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd := r.Exec(netns, p.Argv)
+	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, p.Env...)
+	// Its own process group, killed with the agent (which restarts it).
+	pr, err := proc.Start(podKey+"/"+p.Container, cmd, base+".log")
 	if err != nil {
 		return nil, err
 	}
-	defer log.Close()
-	cmd := r.Exec(netns, p.Argv)
-	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, p.Env...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its own process group, killed with the agent (which restarts it).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	fmt.Fprintf(log, "--- %s starting %q in %s\n", time.Now().UTC().Format(time.RFC3339), p.Argv, netns)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting container %s of %s: %w", p.Container, podKey, err)
-	}
-	_ = os.WriteFile(base+".pid", []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
-	cur := &running{key: podKey, p: p, netns: netns, cmd: cmd, done: make(chan struct{}), started: time.Now()}
+	_ = os.WriteFile(base+".pid", []byte(strconv.Itoa(pr.PID())), 0o644)
+	cur := &running{key: podKey, p: p, netns: netns, proc: pr, exited: make(chan struct{}), started: time.Now()}
 	go func() {
-		cur.exitErr = cmd.Wait()
+		<-pr.Done()
 		ran := time.Since(cur.started)
 		backoff := min(minBackoff<<min(cur.restarts, 5), maxBackoff)
 		if ran > time.Minute {
 			backoff = minBackoff
 		}
 		cur.notBefore = time.Now().Add(backoff)
-		close(cur.done)
+		close(cur.exited)
 		if r.OnExit != nil && !cur.stopping.Load() {
 			r.OnExit(podKey)
 		}
@@ -185,18 +179,12 @@ func (r *Runner) start(podKey, netns string, p Process) (*running, error) {
 
 // stop ends a process: SIGTERM to its group, SIGKILL after a grace period.
 func (r *Runner) stop(cur *running) {
-	if cur.exited() {
+	if cur.hasExited() {
 		return
 	}
 	cur.stopping.Store(true)
-	pgid := cur.cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
-	select {
-	case <-cur.done:
-	case <-time.After(stopGrace):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		<-cur.done
-	}
+	cur.proc.Stop(stopGrace)
+	<-cur.exited
 	_ = os.Remove(r.base(cur.key, cur.p.Container) + ".pid")
 }
 

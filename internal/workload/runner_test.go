@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,8 +35,8 @@ func TestRunner(t *testing.T) {
 		t.Fatalf("running %v", got)
 	}
 	// Ensuring the same again starts nothing new.
-	pid := r.pods["ns/p1"]["c"].cmd.Process.Pid
-	if _, err := r.Ensure("ns/p1", "n1", []Process{sleep}); err != nil || r.pods["ns/p1"]["c"].cmd.Process.Pid != pid {
+	pid := r.pods["ns/p1"]["c"].proc.PID()
+	if _, err := r.Ensure("ns/p1", "n1", []Process{sleep}); err != nil || r.pods["ns/p1"]["c"].proc.PID() != pid {
 		t.Fatalf("restarted an unchanged process (%v)", err)
 	}
 	// A process that exits is restarted after its backoff.
@@ -59,12 +60,12 @@ func TestRunner(t *testing.T) {
 	if _, err := r.Ensure("ns/p1", "n1", []Process{sleep}); err != nil {
 		t.Fatal(err)
 	}
-	p := r.pods["ns/p1"]["c"].cmd.Process
+	pid = r.pods["ns/p1"]["c"].proc.PID()
 	r.Stop("ns/p1")
 	if len(r.Running("ns/p1")) != 0 {
 		t.Fatal("still running after Stop")
 	}
-	if err := p.Signal(os.Signal(nil)); err == nil {
+	if err := syscall.Kill(pid, 0); err == nil {
 		t.Fatal("process still alive after Stop")
 	}
 }
