@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"os/exec"
 	"strings"
 	"time"
@@ -63,6 +64,10 @@ type Options struct {
 	// files go there.
 	WorkloadDir string
 	Workloads   workload.Resolver
+	// APIProxy, with WorkloadDir, is an address (e.g. 127.0.0.1:6443) at
+	// which pods running a workload reach the API server inside their own
+	// network namespace (see apiProxies); empty: none.
+	APIProxy string
 }
 
 // Scheme returns the scheme the agent needs.
@@ -107,6 +112,13 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
 	r := &PodReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
+	if opts.WorkloadDir != "" && opts.APIProxy != "" {
+		u, err := url.Parse(cfg.Host)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("node agent: API server address %q: %v", cfg.Host, err)
+		}
+		r.apiProxies = &apiProxies{listen: opts.APIProxy, upstream: u.Host}
+	}
 	if opts.WorkloadDir != "" {
 		r.workloads = &workload.Runner{Dir: opts.WorkloadDir, Exec: func(netns string, argv []string) *exec.Cmd {
 			return opts.Host.Command("ip", append([]string{"netns", "exec", netns}, argv...)...)

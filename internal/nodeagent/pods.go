@@ -58,6 +58,8 @@ type PodReconciler struct {
 	ctx     context.Context
 	// workloads runs pods' containers (Options.WorkloadDir); nil: none.
 	workloads *workload.Runner
+	// apiProxies serve the API server inside workload pods; nil: none.
+	apiProxies *apiProxies
 }
 
 // SetupWithManager registers the controller and the startup sweep.
@@ -224,7 +226,21 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	var requeue time.Duration
 	if r.workloads != nil {
 		// The containers' programs, as a container runtime would run them.
-		retry, err := r.workloads.Ensure(key, netns, r.Opts.Workloads.Resolve(pod))
+		procs := r.Opts.Workloads.Resolve(pod)
+		if len(procs) > 0 && r.apiProxies != nil {
+			// The proxy outlives this reconcile: it runs under the manager's context.
+			r.mu.Lock()
+			life := r.ctx
+			r.mu.Unlock()
+			if life == nil {
+				life = ctx
+			}
+			if err := r.apiProxies.ensure(life, key, netns); err != nil {
+				r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonWorkloadFailed, "%v", err)
+				return reconcile.Result{}, err
+			}
+		}
+		retry, err := r.workloads.Ensure(key, netns, procs)
 		if err != nil {
 			r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonWorkloadFailed, "running the pod's containers: %v", err)
 			return reconcile.Result{}, err
@@ -446,6 +462,9 @@ func (r *PodReconciler) removeNetns(name string) error {
 func (r *PodReconciler) unplumb(key string, have []cni.Plugged) error {
 	if r.workloads != nil {
 		r.workloads.Stop(key)
+	}
+	if r.apiProxies != nil {
+		r.apiProxies.stop(key)
 	}
 	if len(have) == 0 {
 		return nil

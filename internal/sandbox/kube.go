@@ -23,6 +23,7 @@ import (
 
 	manifests "github.com/ovn-udn/ovn-udn/config"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
+	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 )
 
@@ -78,6 +79,12 @@ func startKube(l Layout) (*kube, error) {
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: etcdLog, Err: etcdLog}
 	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(dir, "certs"), Out: apiLog, Err: apiLog}
+	// Services get ClusterIPs from the ranges every ovn-udn component assumes.
+	var ranges []string
+	for _, p := range config.Default().ServiceCIDRs {
+		ranges = append(ranges, p.String())
+	}
+	env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", strings.Join(ranges, ","))
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w (logs in %s)", err, dir)

@@ -9,15 +9,14 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,67 +70,46 @@ func readyPods(t *testing.T, ns, app string, n int) []corev1.Pod {
 	return pods
 }
 
-// TestDeploymentAndService: a Deployment's pods are scheduled by the real
-// scheduler over the three nodes, become Ready and run their workload (each
-// answers HTTP with its own name), and the real EndpointSlice controller
-// lists their addresses behind a ClusterIP Service.
+// TestDeploymentAndService: examples/web.yaml's Deployment is spread by the
+// real scheduler over the three nodes, its pods become Ready and run their
+// workload (each answers HTTP with its own name), the real EndpointSlice
+// controller lists them behind the Service, and CoreDNS resolves the
+// Service's and the API server's names from another pod — the demo's app
+// checks.
 func TestDeploymentAndService(t *testing.T) {
 	ctx := context.Background()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "web"}}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: "echo"},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "echo"}, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
-	for _, o := range []client.Object{ns, deployment("web", "echo", 3), svc} {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+	if err := sandbox.WaitDeployments(ctx, admin, []string{"web"}, 2*time.Minute); err != nil {
+		t.Fatal(err)
 	}
 	pods := readyPods(t, "web", "echo", 3)
-	var nodes, ips []string
+	var nodes []string
 	for _, p := range pods {
 		nodes = append(nodes, p.Spec.NodeName)
-		ips = append(ips, p.Status.PodIP)
 	}
 	sort.Strings(nodes)
 	if fmt.Sprint(nodes) != "[node1 node2 node3]" {
 		t.Errorf("pods scheduled on %v, want one on each node", nodes)
 	}
-	sort.Strings(ips)
-	eventually(t, func() error {
-		var slices discoveryv1.EndpointSliceList
-		if err := admin.List(ctx, &slices, client.InNamespace("web"), client.MatchingLabels{discoveryv1.LabelServiceName: "echo"}); err != nil {
-			return err
-		}
-		var got []string
-		for _, s := range slices.Items {
-			for _, e := range s.Endpoints {
-				if e.Conditions.Ready != nil && *e.Conditions.Ready {
-					got = append(got, e.Addresses...)
-				}
-			}
-		}
-		sort.Strings(got)
-		if fmt.Sprint(got) != fmt.Sprint(ips) {
-			return fmt.Errorf("EndpointSlices of web/echo list %v, want %v", got, ips)
-		}
-		return nil
-	})
-	if err := admin.Get(ctx, client.ObjectKeyFromObject(svc), svc); err != nil || svc.Spec.ClusterIP == "" {
-		t.Fatalf("service has no ClusterIP (%v)", err)
+	serve(t, sandbox.DemoAppClient)
+	checks, err := sandbox.AppChecks(ctx, dir, binary, admin, sandbox.DemoAppClient, []string{"web"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	serve(t, "plain/a")
-	for _, p := range pods {
-		url := "http://" + p.Status.PodIP + ":8080/hostname"
-		eventually(t, func() error {
-			var out, errOut bytes.Buffer
-			code, err := sandbox.Exec(ctx, dir, "plain/a", []string{binary, "agnhost", "get", "--timeout=2s", url}, nil, &out, &errOut)
-			if err != nil || code != 0 {
-				return fmt.Errorf("GET %s from plain/a: exit %d %v: %s", url, code, err, errOut.String())
-			}
-			if got := strings.TrimSpace(out.String()); got != p.Name {
-				return fmt.Errorf("GET %s answered %q, want %q", url, got, p.Name)
-			}
-			return nil
-		})
+	var out bytes.Buffer
+	if err := sandbox.PrintAppChecks(&out, checks); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(checks) != 5 { // endpoints, DNS, three servers
+		t.Fatalf("%d app checks, want 5:\n%s", len(checks), out.String())
+	}
+	kapi := &corev1.Service{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, kapi); err != nil {
+		t.Fatal(err)
+	}
+	var got, errOut bytes.Buffer
+	code, err := sandbox.Exec(ctx, dir, sandbox.DemoAppClient, []string{"getent", "hosts", "kubernetes.default"}, nil, &got, &errOut)
+	if err != nil || code != 0 || !strings.HasPrefix(got.String(), kapi.Spec.ClusterIP+" ") {
+		t.Fatalf("getent hosts kubernetes.default: %q (exit %d, %v, %s), want %s", got.String(), code, err, errOut.String(), kapi.Spec.ClusterIP)
 	}
 }
 
