@@ -31,6 +31,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -69,6 +70,8 @@ type Reconciler struct {
 	NB, SB   libovsdb.Client
 	nbWriter libovsdb.Client
 	Syncer   *ovsdbsync.Syncer
+	// gate orders writes that create or delete datapaths (nil: none).
+	gate     *northdgate.Gate
 	Recorder record.EventRecorder
 	// ReconcileTimeout bounds one reconcile (an unreachable database fails it,
 	// and the key is retried with backoff).
@@ -139,7 +142,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.Syncer.Sync(ctx, NetworkKey(name), rows)
+	p, err := r.write(ctx, NetworkKey(name), rows)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
 	}
@@ -147,6 +150,35 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
 	}
 	return ctrl.Result{}, nil
+}
+
+// write makes owner's rows equal to rows in one transaction, in its turn
+// through the northd gate (see internal/northdgate). A plan that would both
+// delete and create datapaths (a network whose topology changed under the
+// same name) becomes two: all of the owner's rows go, then the new ones come.
+func (r *Reconciler) write(ctx context.Context, owner string, rows []model.Model) (*ovsdbsync.Plan, error) {
+	p, err := r.Syncer.Plan(owner, rows)
+	if err != nil || p.Empty() {
+		return p, err
+	}
+	if r.gate == nil {
+		return p, r.Syncer.Apply(ctx, p)
+	}
+	change := northdgate.Classify(p.Ops)
+	if change.Creates && change.Deletes {
+		gone, err := r.Syncer.Plan(owner, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.gate.Do(ctx, northdgate.Classify(gone.Ops), func() error { return r.Syncer.Apply(ctx, gone) }); err != nil {
+			return nil, err
+		}
+		if p, err = r.Syncer.Plan(owner, rows); err != nil {
+			return nil, err
+		}
+		change = northdgate.Classify(p.Ops)
+	}
+	return p, r.gate.Do(ctx, change, func() error { return r.Syncer.Apply(ctx, p) })
 }
 
 // NotRendered is why a network cannot be rendered now (malformed, not yet

@@ -32,6 +32,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
@@ -105,6 +106,7 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	}
 	s.WithWriter(nbWriter)
 	r.Zone, r.Cluster, r.Client, r.NB, r.nbWriter, r.SB, r.Syncer = opts.Zone, opts.Cluster, mgr.GetClient(), nb, nbWriter, sb, s
+	r.gate = &northdgate.Gate{NB: nbWriter}
 	r.Recorder = mgr.GetEventRecorderFor("ovn-udn-zone-" + opts.Zone)
 	return nil
 }
