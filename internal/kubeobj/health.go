@@ -52,12 +52,3 @@ func ListenAddr(addr string) string {
 	}
 	return addr
 }
-
-// Client rate limits of the long-running components (their --kube-api-qps
-// and --kube-api-burst defaults). client-go's own (5 queries/s, burst 10)
-// made one tenant's burst of 300 networks take minutes while every other
-// tenant waited behind it.
-const (
-	DefaultQPS   = 50
-	DefaultBurst = 100
-)
