@@ -188,3 +188,41 @@ func TestTenantEditRole(t *testing.T) {
 		t.Fatalf("bob creating a UDN outside his namespace: %v, want forbidden", err)
 	}
 }
+
+// TestNamespaceSelectedByCUDNDeleted: a namespace a live CUDN selects can be
+// deleted and really goes away; the CUDN keeps serving its other namespace.
+func TestNamespaceSelectedByCUDNDeleted(t *testing.T) {
+	ctx := context.Background()
+	sel := map[string]string{"cudn-leaving": "yes"}
+	for _, name := range []string{"cudn-stays", "cudn-goes"} {
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: sel}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cu := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "leaving"},
+		Spec: v1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: sel},
+			Template: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.77.0/24"}}}}
+	if err := admin.Create(ctx, cu); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.WaitNetworkCreated(t, admin, cu)
+	if err := admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cudn-goes"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if err := admin.Get(ctx, client.ObjectKey{Name: "cudn-goes"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace cudn-goes still exists (%v)", err)
+		}
+		cond, err := cmtest.NetworkCondition(ctx, admin, cu)
+		if err != nil {
+			return err
+		}
+		if cond.Status != metav1.ConditionTrue || !strings.Contains(cond.Message, "1 namespace(s)") {
+			return fmt.Errorf("CUDN condition %s %q, want True in 1 namespace", cond.Status, cond.Message)
+		}
+		return nil
+	})
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "cudn-stays", Name: "cluster.udn.leaving"}, &nadv1.NetworkAttachmentDefinition{}); err != nil {
+		t.Fatalf("the NAD of the namespace that stays: %v", err)
+	}
+}

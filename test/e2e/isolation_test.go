@@ -119,6 +119,19 @@ func TestTenantIsolation(t *testing.T) {
 		expect(t, own)
 	})
 
+	t.Run("invalid selections of its own network", func(t *testing.T) {
+		// Refused up front: nothing is plumbed, so nothing can leak.
+		badMAC := podOn("team-b", "bad-mac", "node1", map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","mac":"01:00:5e:00:00:01"}]`})
+		twice := podOn("team-b", "twice", "node2", map[string]string{netconf.NetworksAnnotation: "sec,sec"})
+		for _, p := range []*corev1.Pod{badMAC, twice} {
+			if err := admin.Create(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refusedPod(t, badMAC, "multicast")
+		refusedPod(t, twice, "more than once")
+	})
+
 	t.Run("NAD claiming the network's name", func(t *testing.T) {
 		evil := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "evil"},
 			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","name":"team-b.sec","type":"ovn-k8s-cni-overlay",
