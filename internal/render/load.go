@@ -138,6 +138,14 @@ func Check(docs []manifest.Document) (*Input, error) {
 			obj.SetDeletionGracePeriodSeconds(nil)
 		}
 		clean(obj)
+		if ns, ok := obj.(*corev1.Namespace); ok {
+			// The API server labels every namespace with its name (selectors,
+			// e.g. the seed's CUDN example, rely on it).
+			if ns.Labels == nil {
+				ns.Labels = map[string]string{}
+			}
+			ns.Labels[corev1.LabelMetadataName] = ns.Name
+		}
 		if !k.namespaced {
 			obj.SetNamespace("")
 		} else if obj.GetNamespace() == "" {

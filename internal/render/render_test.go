@@ -316,3 +316,37 @@ spec: {nodeName: n1, containers: [{name: c, image: busybox}]}
 		t.Errorf("no warning about the terminating pod: %v", res.Warnings)
 	}
 }
+
+// TestSeedCUDNExample: the seed's CUDN example selects namespaces by the
+// label the API server gives every namespace (kubernetes.io/metadata.name),
+// and excludes a range written with host bits: render selects the namespace
+// as the API server would and writes the masked exclusion.
+func TestSeedCUDNExample(t *testing.T) {
+	res := run(t, docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: mynamespace}
+---
+apiVersion: k8s.ovn.org/v1
+kind: ClusterUserDefinedNetwork
+metadata: {name: db-network}
+spec:
+  namespaceSelector:
+    matchExpressions:
+    - {key: kubernetes.io/metadata.name, operator: In, values: [mynamespace, theirnamespace]}
+  template:
+    topology: Layer2
+    role: Secondary
+    subnets: [10.0.0.0/24]
+    excludeSubnets: [10.0.0.100/26]
+`), render.Options{})
+	if res.Invalid() {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	if len(res.NetworkAttachmentDefinitions) != 1 {
+		t.Fatalf("%d NADs, want the one of mynamespace:\n%s", len(res.NetworkAttachmentDefinitions), output(t, res, "yaml"))
+	}
+	if out := output(t, res, "json"); !strings.Contains(out, `"excludeSubnets": "10.0.0.64/26"`) {
+		t.Errorf("the NAD's config lacks the masked exclusion:\n%s", out)
+	}
+}
