@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs the real components ovn-udn's tests and sandbox run against, idempotently:
 #   - host Debian packages (debootstrap) through apt;
-#   - kube-apiserver and etcd, built from the Go module proxy through the throwaway
-#     modules in hack/tools/{kube,etcd} (their go.sum pins every byte);
+#   - kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and
+#     CoreDNS, built from the Go module proxy through the throwaway modules in
+#     hack/tools/{kube,etcd,coredns} (their go.sum pins every byte);
 #   - a Debian sid root made with debootstrap holding OVN >= 25.09 and Open vSwitch,
 #     plus wrapper scripts that run its binaries on the host through the root's own
 #     dynamic loader (no chroot: host paths, network namespaces and /proc just work).
 #
 # Everything goes under one directory, $OVN_UDN_CACHE (default $HOME/.cache/ovn-udn):
-#   kube/bin/{kube-apiserver,etcd}   KUBEBUILDER_ASSETS for envtest
+#   kube/bin/{kube-apiserver,etcd}   KUBEBUILDER_ASSETS for envtest; beside them
+#                                    kube-controller-manager, kube-scheduler, kubectl, coredns
 #   ovn/root/                        the Debian sid root
 #   ovn/bin/                         wrappers: ovn-nbctl, ovsdb-server, ovn-trace, ping, ...
 #   stamps/                          what was installed, from which inputs
@@ -55,12 +57,13 @@ host_packages() {
 		fail "host packages" "apt-get install ${missing[*]} failed"
 }
 
-# go_tool NAME MODULE_DIR PACKAGE LDFLAGS: builds one binary from a throwaway module.
+# go_tool NAME MODULE_DIR PACKAGE LDFLAGS: builds one binary from a throwaway module
+# (redone when the Go version, the flags or any file of the module change).
 go_tool() {
 	local name=$1 dir=$2 pkg=$3 ldflags=$4
 	local out="$CACHE/kube/bin/$name"
 	local key
-	key="$(go env GOVERSION) $(hash_files "$dir/go.mod" "$dir/go.sum") $ldflags"
+	key="$(go env GOVERSION) $(hash_files "$dir"/*) $ldflags"
 	if [ -x "$out" ] && stamp_ok "$name" "$key"; then
 		return 0
 	fi
@@ -73,10 +76,13 @@ go_tool() {
 }
 
 kube_binaries() {
-	local v=${KUBE_VERSION#v}
-	go_tool kube-apiserver "$REPO/hack/tools/kube" k8s.io/kubernetes/cmd/kube-apiserver \
-		"-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=${v%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$v" | cut -d. -f2)"
+	local v=${KUBE_VERSION#v} c
+	local version="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=${v%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$v" | cut -d. -f2)"
+	for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+		go_tool "$c" "$REPO/hack/tools/kube" "k8s.io/kubernetes/cmd/$c" "$version"
+	done
 	go_tool etcd "$REPO/hack/tools/etcd" go.etcd.io/etcd/server/v3 "-s -w"
+	go_tool coredns "$REPO/hack/tools/coredns" . "-s -w"
 }
 
 # version_ge A B: A >= B for dotted numeric versions.
@@ -164,4 +170,6 @@ ovn_wrappers
 "$CACHE/ovn/bin/ovn-nbctl" --version | head -n1 | sed 's/^/    /'
 "$CACHE/kube/bin/kube-apiserver" --version | sed 's/^/    /'
 "$CACHE/kube/bin/etcd" --version | head -n1 | sed 's/^/    /'
+"$CACHE/kube/bin/kubectl" version --client 2>/dev/null | sed -n '1s/^/    kubectl /p'
+"$CACHE/kube/bin/coredns" -version | sed -n '1s/^/    /p'
 step "dependencies ready in $CACHE ($(($(date +%s) - start)) s)"

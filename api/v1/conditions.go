@@ -16,13 +16,19 @@ const ConditionNetworkCreated = "NetworkCreated"
 
 // ConditionNodeSubnetsAllocated is set on Layer3 networks by cluster-manager's
 // node allocator: False when some nodes got no subnet of the network
-// (ReasonSubnetsExhausted), True once every node has one.
+// (ReasonSubnetsExhausted), or none can (ReasonSubnetTooSmall), True once every
+// node has one.
 const ConditionNodeSubnetsAllocated = "NodeSubnetsAllocated"
 
 // Reasons of the NodeSubnetsAllocated condition.
 const (
 	ReasonSubnetsAllocated = "SubnetsAllocated"
 	ReasonSubnetsExhausted = "SubnetsExhausted"
+	// ReasonSubnetTooSmall: the network's node slices (its host prefix, or
+	// the default one for its subnet) cannot hold a gateway, a management port
+	// and a pod. The API rejects such networks since ovn-udn checks it; objects
+	// stored before still report it.
+	ReasonSubnetTooSmall = "SubnetTooSmall"
 )
 
 // Reasons of the NetworkCreated condition. They are stable API: tools match on

@@ -54,12 +54,25 @@ const IPAMLifecyclePersistent NetworkIPAMLifecycle = "Persistent"
 // +kubebuilder:validation:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="must be a network address: the bits after the prefix length must be zero"
 type CIDR string
 
+// ExcludeCIDR is a CIDR whose host bits may be set, as OVN-Kubernetes accepts
+// in excludeSubnets: 10.0.0.100/26 excludes 10.0.0.64/26, and the
+// NetworkAttachmentDefinition carries that masked network.
+// +kubebuilder:validation:MaxLength=43
+// +kubebuilder:validation:XValidation:rule="isCIDR(self)",message="must be a valid CIDR (e.g. 10.0.0.0/16 or fd00::/64)"
+type ExcludeCIDR string
+
 // NetworkSubnet is a CIDR, or for Layer3 networks optionally CIDR/hostPrefix
-// (e.g. 10.128.0.0/16/24: every node gets a /24).
+// (e.g. 10.128.0.0/16/24: every node gets a /24). A node's slice must hold its
+// gateway (offset 1), its management port (offset 2) and at least one pod,
+// without the network address and, for IPv4, the broadcast address: so the
+// host prefix is at most /29 for IPv4 and /126 for IPv6
+// (internal/allocator.MaxHostPrefix). The rules after the first one check
+// that the value has the shape CIDR/hostPrefix before taking it apart, so a
+// malformed value gets only the first rule's message.
 // +kubebuilder:validation:MaxLength=47
 // +kubebuilder:validation:XValidation:rule="isCIDR(self) || (size(self.split('/')) == 3 && isCIDR(self.substring(0, self.lastIndexOf('/'))))",message="must be a CIDR, or CIDR/hostPrefix for Layer3 (e.g. 10.128.0.0/16/24)"
-// +kubebuilder:validation:XValidation:rule="isCIDR(self) ? cidr(self) == cidr(self).masked() : (!isCIDR(self.substring(0, self.lastIndexOf('/'))) || cidr(self.substring(0, self.lastIndexOf('/'))) == cidr(self.substring(0, self.lastIndexOf('/'))).masked())",message="must be a network address: the bits after the prefix length must be zero"
-// +kubebuilder:validation:XValidation:rule="isCIDR(self) || !isCIDR(self.substring(0, self.lastIndexOf('/'))) || (self.substring(self.lastIndexOf('/') + 1).matches('^[0-9]{1,3}$') && int(self.substring(self.lastIndexOf('/') + 1)) > cidr(self.substring(0, self.lastIndexOf('/'))).prefixLength() && int(self.substring(self.lastIndexOf('/') + 1)) <= (ip(self.split('/')[0]).family() == 4 ? 32 : 128))",message="host prefix must be longer than the subnet's prefix length and at most 32 for IPv4 or 128 for IPv6"
+// +kubebuilder:validation:XValidation:rule="isCIDR(self) ? cidr(self) == cidr(self).masked() : (size(self.split('/')) != 3 || !isCIDR(self.substring(0, self.lastIndexOf('/'))) || cidr(self.substring(0, self.lastIndexOf('/'))) == cidr(self.substring(0, self.lastIndexOf('/'))).masked())",message="must be a network address: the bits after the prefix length must be zero"
+// +kubebuilder:validation:XValidation:rule="isCIDR(self) || size(self.split('/')) != 3 || !isCIDR(self.substring(0, self.lastIndexOf('/'))) || (self.substring(self.lastIndexOf('/') + 1).matches('^[0-9]{1,3}$') && int(self.substring(self.lastIndexOf('/') + 1)) > cidr(self.substring(0, self.lastIndexOf('/'))).prefixLength() && int(self.substring(self.lastIndexOf('/') + 1)) <= (ip(self.split('/')[0]).family() == 4 ? 29 : 126))",message="host prefix must be longer than the subnet's prefix length and at most 29 for IPv4 or 126 for IPv6 (each node's slice holds a gateway, a management port and pods)"
 type NetworkSubnet string
 
 // UserDefinedNetworkSpec is the network a tenant asks for. It is also the
@@ -72,8 +85,9 @@ type NetworkSubnet string
 // +kubebuilder:validation:XValidation:rule="!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || ((self.topology == 'Layer2' || self.topology == 'Localnet') && self.role == 'Secondary')",message="ipam.mode Disabled is supported only for Secondary Layer2 and Localnet networks"
 // +kubebuilder:validation:XValidation:rule="!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || !has(self.subnets)",message="subnets must be omitted when ipam.mode is Disabled"
 // +kubebuilder:validation:XValidation:rule="(has(self.ipam) && has(self.ipam.mode) && self.ipam.mode == 'Disabled') || (has(self.subnets) && size(self.subnets) > 0)",message="subnets is required when ipam.mode is Enabled (the default)"
-// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || self.topology == 'Layer3' || self.subnets.all(s, isCIDR(s))",message="a host prefix (CIDR/hostPrefix) is supported only for Layer3 subnets"
-// +kubebuilder:validation:XValidation:rule="!has(self.excludeSubnets) || (has(self.subnets) && self.excludeSubnets.all(e, self.subnets.exists(s, isCIDR(s.split('/')[0] + '/' + s.split('/')[1]) && isCIDR(e) && cidr(s.split('/')[0] + '/' + s.split('/')[1]).containsCIDR(e))))",message="every excludeSubnets entry must lie inside one of the subnets"
+// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || self.topology == 'Layer3' || self.subnets.all(s, size(s.split('/')) != 3 || !isCIDR(s.substring(0, s.lastIndexOf('/'))))",message="a host prefix (CIDR/hostPrefix) is supported only for Layer3 subnets"
+// +kubebuilder:validation:XValidation:rule="!has(self.excludeSubnets) || (has(self.subnets) && (self.subnets.exists(s, size(s.split('/')) < 2 || !isCIDR(s.split('/')[0] + '/' + s.split('/')[1])) || self.excludeSubnets.all(e, !isCIDR(e) || self.subnets.exists(s, cidr(s.split('/')[0] + '/' + s.split('/')[1]).containsCIDR(cidr(e).masked())))))",message="every excludeSubnets entry must lie inside one of the subnets"
+// +kubebuilder:validation:XValidation:rule="self.topology != 'Layer3' || !has(self.subnets) || self.subnets.all(s, !isCIDR(s) || cidr(s).prefixLength() <= (cidr(s).ip().family() == 4 ? 28 : 125))",message="a Layer3 subnet without a host prefix must be at most /28 for IPv4 or /125 for IPv6, so that node slices of /29 or /126 hold a gateway, a management port and pods"
 // +kubebuilder:validation:XValidation:rule="!has(self.joinSubnets) || self.role == 'Primary'",message="joinSubnets is supported only for Primary networks"
 // +kubebuilder:validation:XValidation:rule="!has(self.mtu) || self.mtu >= 1280 || !has(self.subnets) || self.subnets.all(s, !s.contains(':'))",message="mtu must be at least 1280 when the network has an IPv6 subnet"
 // +kubebuilder:validation:XValidation:rule="!has(self.localnet) || self.topology == 'Localnet'",message="localnet is supported only for Localnet topology"
@@ -104,10 +118,11 @@ type UserDefinedNetworkSpec struct {
 	Subnets []NetworkSubnet `json:"subnets,omitempty"`
 
 	// ExcludeSubnets are ranges inside Subnets that are never assigned to pods.
+	// Host bits may be set (10.0.0.100/26 excludes 10.0.0.64/26).
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=25
 	// +optional
-	ExcludeSubnets []CIDR `json:"excludeSubnets,omitempty"`
+	ExcludeSubnets []ExcludeCIDR `json:"excludeSubnets,omitempty"`
 
 	// JoinSubnets are used inside the network's OVN topology between the
 	// network's routers (Primary networks only): one, or two of different IP

@@ -2,15 +2,19 @@ package v1_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ovn-udn/ovn-udn/api/v1/v1test"
+	"github.com/ovn-udn/ovn-udn/internal/apivalidate"
 	"github.com/ovn-udn/ovn-udn/internal/kubetest"
 )
 
@@ -38,37 +42,92 @@ func object(t *testing.T, doc string) *unstructured.Unstructured {
 	return u
 }
 
+// serverMessages creates obj on the API server (dry run: nothing is stored)
+// and returns its rejection as one "field: detail" message per cause, like
+// field.Error.Error() offline; none when it is accepted.
+func serverMessages(t *testing.T, c client.Client, obj *unstructured.Unstructured) []string {
+	t.Helper()
+	err := c.Create(context.Background(), obj, client.DryRunAll)
+	if err == nil {
+		return nil
+	}
+	var status apierrors.APIStatus
+	if !apierrors.IsInvalid(err) || !errors.As(err, &status) || status.Status().Details == nil {
+		t.Fatalf("got %v, want an Invalid error", err)
+	}
+	var out []string
+	for _, cause := range status.Status().Details.Causes {
+		out = append(out, cause.Field+": "+cause.Message)
+	}
+	return out
+}
+
 // TestValidation applies valid and invalid networks to the real API server:
-// each CEL rule rejects its case with its own message.
+// each CEL rule rejects its case with its own message. Objects are decoded as
+// render reads manifest files, as internal/apivalidate's test does.
 func TestValidation(t *testing.T) {
 	c := newClient(t)
-	ctx := context.Background()
-	for _, tc := range v1test.ValidationCases {
-		tc := tc
-		t.Run(tc.Name, func(t *testing.T) {
-			obj := object(t, tc.Doc)
-			err := c.Create(ctx, obj)
-			if tc.WantErr == "" {
+	run := func(cases []v1test.Case, sole bool) {
+		for _, tc := range cases {
+			t.Run(tc.Name, func(t *testing.T) {
+				obj, err := v1test.Object(tc.Doc)
 				if err != nil {
-					t.Fatalf("valid object rejected: %v", err)
+					t.Fatal(err)
 				}
-				_ = c.Delete(ctx, obj)
-				return
+				msgs := serverMessages(t, c, obj)
+				if err := tc.Check(msgs, sole); err != nil {
+					t.Fatal(err)
+				}
+				if testing.Verbose() && len(msgs) > 0 {
+					t.Log(strings.Join(msgs, "\n"))
+				}
+			})
+		}
+	}
+	run(v1test.ValidationCases, false)
+	run(v1test.SoleErrorCases, true)
+}
+
+// TestJudgesAgree is a property test: for a few hundred random networks
+// (seeded; most valid, the rest at the edges of the rules) the offline
+// validator render uses and the real API server accept and reject the same
+// objects with the same messages.
+func TestJudgesAgree(t *testing.T) {
+	c := newClient(t)
+	v, err := apivalidate.Project()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seed, n = 20260522, 300
+	accepted, unchecked := 0, 0
+	for _, tc := range v1test.Random(seed, n) {
+		obj, err := v1test.Object(tc.Doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		server := serverMessages(t, c, obj.DeepCopy())
+		var offline []string
+		for _, e := range v.Validate(obj) {
+			offline = append(offline, e.Error())
+		}
+		if len(server) == 0 {
+			accepted++
+		}
+		if strings.Contains(strings.Join(server, "\n"), "some validation rules were not checked") {
+			unchecked++
+		}
+		if d := cmp.Diff(server, offline, cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("seed %d %s: judges differ (-server +offline):\n%s\n%s", seed, tc.Name, d, tc.Doc)
+		}
+		for _, m := range server {
+			if strings.Contains(m, v1test.CELRuntimeError) {
+				t.Errorf("seed %d %s: a CEL rule failed to evaluate: %s\n%s", seed, tc.Name, m, tc.Doc)
 			}
-			if err == nil {
-				_ = c.Delete(ctx, obj)
-				t.Fatalf("invalid object accepted; want error containing %q", tc.WantErr)
-			}
-			if !apierrors.IsInvalid(err) {
-				t.Fatalf("got %v, want an Invalid error", err)
-			}
-			if !strings.Contains(err.Error(), tc.WantErr) {
-				t.Fatalf("error does not contain %q:\n%v", tc.WantErr, err)
-			}
-			if testing.Verbose() {
-				t.Log(err)
-			}
-		})
+		}
+	}
+	t.Logf("%d of %d random networks accepted; %d rejected before the CEL rules", accepted, n, unchecked)
+	if accepted < n/4 || accepted > n*3/4 || unchecked == 0 {
+		t.Errorf("%d of %d accepted, %d before CEL: the generator should mix valid and invalid networks of both kinds", accepted, n, unchecked)
 	}
 }
 

@@ -211,7 +211,7 @@ func (in *UserDefinedNetworkSpec) DeepCopyInto(out *UserDefinedNetworkSpec) {
 	}
 	if in.ExcludeSubnets != nil {
 		in, out := &in.ExcludeSubnets, &out.ExcludeSubnets
-		*out = make([]CIDR, len(*in))
+		*out = make([]ExcludeCIDR, len(*in))
 		copy(*out, *in)
 	}
 	if in.JoinSubnets != nil {

@@ -27,11 +27,10 @@ type IDs struct {
 	next     int
 }
 
-// NewIDs returns an allocator of [min, max].
+// NewIDs returns an allocator of [min, max]. An empty range (max < min, from
+// a misconfiguration) holds nothing: Allocate reports ErrExhausted and Reserve
+// an ID outside the range, rather than the caller panicking.
 func NewIDs(min, max int) *IDs {
-	if max < min {
-		panic(fmt.Sprintf("allocator: empty range [%d, %d]", min, max))
-	}
 	return &IDs{min: min, max: max, byName: map[string]int{}, byID: map[int]string{}, next: min}
 }
 

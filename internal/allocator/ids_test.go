@@ -66,3 +66,14 @@ func TestTransitSwitchKey(t *testing.T) {
 		t.Errorf("TransitSwitchKey(4095) = %d, want %d: legacy and allocated ranges must touch, not overlap", got, FirstAllocatedKey-1)
 	}
 }
+
+// TestEmptyRange: an empty range is not a panic, it is exhausted.
+func TestEmptyRange(t *testing.T) {
+	ids := NewIDs(5, 4)
+	if _, err := ids.Allocate("a"); !errors.Is(err, ErrExhausted) {
+		t.Errorf("Allocate in an empty range: err = %v, want ErrExhausted", err)
+	}
+	if err := ids.Reserve("a", 5); err == nil {
+		t.Error("Reserve in an empty range succeeded")
+	}
+}

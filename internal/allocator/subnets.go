@@ -19,11 +19,15 @@ type SubnetPool struct {
 // 2^32 slices, far more than any cluster has nodes.
 const maxSlices = 1 << 30
 
-// NewSubnetPool returns a pool of cidr split into /hostPrefix slices.
+// NewSubnetPool returns a pool of cidr split into /hostPrefix slices. It
+// refuses slices too small for a node (see MaxHostPrefix).
 func NewSubnetPool(cidr netip.Prefix, hostPrefix int) (*SubnetPool, error) {
 	cidr = cidr.Masked()
 	if hostPrefix <= cidr.Bits() || hostPrefix > cidr.Addr().BitLen() {
 		return nil, fmt.Errorf("host prefix /%d does not split %s", hostPrefix, cidr)
+	}
+	if max := MaxHostPrefix(cidr.Addr()); hostPrefix > max {
+		return nil, fmt.Errorf("host prefix /%d of %s leaves no room in a node's slice for a gateway, a management port and a pod (at most /%d)", hostPrefix, cidr, max)
 	}
 	n := hostPrefix - cidr.Bits()
 	count := maxSlices
@@ -92,18 +96,43 @@ func (p *SubnetPool) index(s netip.Prefix) (int, bool) {
 // DefaultHostPrefix is the per-node slice size of a Layer3 subnet that does not
 // give one: /24 for IPv4 and /64 for IPv6 when the subnet is larger, otherwise
 // 4 bits (IPv4) or 8 bits (IPv6) longer than the subnet, so it still splits
-// into 16 or 256 node slices (capped at /30 and /126).
+// into 16 or 256 node slices (capped at MaxHostPrefix: /29 and /126). A subnet
+// of /29 (IPv4) or /126 (IPv6) or smaller cannot be split; the API rejects it
+// for Layer3.
 func DefaultHostPrefix(cidr netip.Prefix) int {
 	if cidr.Addr().Is4() {
 		if cidr.Bits() < 24 {
 			return 24
 		}
-		return min(cidr.Bits()+4, 30)
+		return min(cidr.Bits()+4, MaxHostPrefix(cidr.Addr()))
 	}
 	if cidr.Bits() < 64 {
 		return 64
 	}
-	return min(cidr.Bits()+8, 126)
+	return min(cidr.Bits()+8, MaxHostPrefix(cidr.Addr()))
+}
+
+// MaxHostPrefix is the longest prefix of a Layer3 node slice in a's family:
+// /29 for IPv4, /126 for IPv6. A slice gives offset 0 to nobody (the network
+// address), offset 1 to the node's router port (the pods' gateway), offset 2
+// to its management port, and, for IPv4, the last address to nobody (the
+// broadcast address); at least one address must be left for a pod. An IPv4
+// /30 (offsets 0-3) has none left, a /29 has four; an IPv6 /126 (offsets 0-3)
+// has one. The API's CEL rules on NetworkSubnet use the same bounds.
+func MaxHostPrefix(a netip.Addr) int {
+	if a.Is4() {
+		return 29
+	}
+	return 126
+}
+
+// CheckNodeSlice returns an error when a node's slice of a Layer3 network is
+// too small to hold its gateway, its management port and a pod.
+func CheckNodeSlice(s netip.Prefix) error {
+	if max := MaxHostPrefix(s.Addr()); s.Bits() > max {
+		return fmt.Errorf("node subnet %s leaves no room for a gateway, a management port and a pod (at most /%d)", s, max)
+	}
+	return nil
 }
 
 // u128 is an address as a 128-bit integer (IPv4 in the low 32 bits).

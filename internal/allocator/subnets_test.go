@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -72,11 +73,51 @@ func TestSubnetPoolReserve(t *testing.T) {
 
 func TestDefaultHostPrefix(t *testing.T) {
 	for cidr, want := range map[string]int{
-		"10.0.0.0/8": 24, "10.128.0.0/16": 24, "10.0.0.0/23": 24, "10.0.0.0/24": 28, "10.0.0.0/27": 30,
-		"fd00::/48": 64, "fd00::/63": 64, "fd00::/64": 72, "fd00::/120": 126,
+		"10.0.0.0/8": 24, "10.128.0.0/16": 24, "10.0.0.0/23": 24, "10.0.0.0/24": 28, "10.0.0.0/25": 29, "10.0.0.0/27": 29, "10.0.0.0/28": 29,
+		"fd00::/48": 64, "fd00::/63": 64, "fd00::/64": 72, "fd00::/120": 126, "fd00::/125": 126,
 	} {
 		if got := DefaultHostPrefix(netip.MustParsePrefix(cidr)); got != want {
 			t.Errorf("DefaultHostPrefix(%s) = %d, want %d", cidr, got, want)
+		}
+	}
+}
+
+// TestSubnetPoolRefusesSlicesWithoutRoom: a node's slice must hold a gateway,
+// a management port and a pod, so a pool of smaller slices (or of a subnet
+// that cannot be split into big enough ones) is refused rather than handing
+// out slices the zone controllers cannot use.
+func TestSubnetPoolRefusesSlicesWithoutRoom(t *testing.T) {
+	for _, tc := range []struct {
+		cidr    string
+		host    int
+		wantErr string
+	}{
+		{"10.128.0.0/16", 29, ""},
+		{"fd00::/64", 126, ""},
+		{"10.128.0.0/16", 30, "host prefix /30 of 10.128.0.0/16 leaves no room in a node's slice for a gateway, a management port and a pod (at most /29)"},
+		{"10.128.0.0/16", 31, "leaves no room"},
+		{"10.128.0.0/16", 32, "leaves no room"},
+		{"fd00::/64", 127, "host prefix /127 of fd00::/64 leaves no room in a node's slice for a gateway, a management port and a pod (at most /126)"},
+		{"10.0.0.0/30", DefaultHostPrefix(netip.MustParsePrefix("10.0.0.0/30")), "does not split"},
+	} {
+		t.Run(fmt.Sprintf("%s/%d", tc.cidr, tc.host), func(t *testing.T) {
+			_, err := NewSubnetPool(netip.MustParsePrefix(tc.cidr), tc.host)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if (tc.wantErr == "") != (got == "") || !strings.Contains(got, tc.wantErr) {
+				t.Fatalf("err = %q, want %q", got, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestCheckNodeSlice(t *testing.T) {
+	for s, ok := range map[string]bool{"10.0.0.0/24": true, "10.0.0.8/29": true, "10.0.0.4/30": false, "10.0.0.2/31": false,
+		"10.0.0.1/32": false, "fd00::/64": true, "fd00::4/126": true, "fd00::2/127": false, "fd00::1/128": false} {
+		if err := CheckNodeSlice(netip.MustParsePrefix(s)); (err == nil) != ok {
+			t.Errorf("CheckNodeSlice(%s) = %v, want ok=%v", s, err, ok)
 		}
 	}
 }

@@ -7,6 +7,7 @@ package apivalidate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
@@ -79,18 +81,63 @@ func (v *Validator) Knows(gvk schema.GroupVersionKind) bool {
 // Validate applies the schema's defaults to obj (in place, as the API server
 // stores it) and returns what the API server would reject it for at create.
 // Objects of kinds the validator does not know pass unchanged.
+//
+// obj is first brought into the form the API server decodes a request body
+// into (see AsServerDecodes), so numbers read from YAML or JSON files as
+// float64 reach the schema and the CEL rules as the int64 the server sees.
 func (v *Validator) Validate(obj *unstructured.Unstructured) field.ErrorList {
 	ver, ok := v.kinds[obj.GroupVersionKind()]
 	if !ok {
 		return nil
 	}
+	decoded, err := AsServerDecodes(obj.Object)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	obj.Object = decoded
 	structuraldefaulting.Default(obj.Object, ver.structural)
 	errs := validation.ValidateCustomResource(nil, obj.Object, ver.schema)
-	if len(errs) > 0 {
-		// The API server stops at schema errors too: CEL rules assume the
-		// schema holds.
-		return errs
+	if blocksCEL(errs) {
+		return append(errs, field.Invalid(nil, nil, skippedCEL))
 	}
 	celErrs, _ := ver.cel.Validate(context.Background(), nil, ver.structural, obj.Object, nil, celconfig.RuntimeCELCostBudget)
 	return append(errs, celErrs...)
+}
+
+// skippedCEL is the API server's message when schema errors keep it from
+// evaluating the CEL rules.
+const skippedCEL = "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
+
+// blocksCEL reports whether the schema errors keep the API server from
+// evaluating the CEL rules: a wrong type, a missing required field, an enum
+// violation, or a string or list over its maximum. Other schema errors (a
+// number out of range, a pattern mismatch) do not, so their CEL errors are
+// reported alongside (apiextensions-apiserver's customResourceStrategy).
+func blocksCEL(errs field.ErrorList) bool {
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return true
+		}
+	}
+	return false
+}
+
+// AsServerDecodes returns obj as the API server holds it after decoding a
+// request body: obj encoded as JSON (what kubectl sends) and decoded with
+// apimachinery's JSON decoding, which the server's serializer uses and which
+// turns every number without fraction or exponent into int64 and the rest
+// into float64. Decoders of manifest files (encoding/json, sigs.k8s.io/yaml)
+// yield float64 for every number instead, and CEL refuses a float64 where the
+// schema says integer ("invalid data, expected int, got float64").
+func AsServerDecodes(obj map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the object as JSON: %w", err)
+	}
+	out := map[string]any{}
+	if err := utiljson.Unmarshal(b, &out); err != nil {
+		return nil, fmt.Errorf("decoding the object as the API server does: %w", err)
+	}
+	return out, nil
 }

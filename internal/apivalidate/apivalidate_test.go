@@ -1,11 +1,10 @@
 package apivalidate_test
 
 import (
-	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/ovn-udn/ovn-udn/api/v1/v1test"
 	"github.com/ovn-udn/ovn-udn/internal/apivalidate"
@@ -13,31 +12,57 @@ import (
 
 // TestCases: the offline validator accepts and rejects exactly what the real
 // API server does (api/v1's TestValidation runs the same cases against it),
-// with the same messages.
+// with the same messages, whether the manifest is YAML or JSON.
 func TestCases(t *testing.T) {
 	v, err := apivalidate.Project()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range v1test.ValidationCases {
-		t.Run(tc.Name, func(t *testing.T) {
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(tc.Doc), &u.Object); err != nil {
-				t.Fatal(err)
-			}
-			if !v.Knows(u.GroupVersionKind()) {
-				t.Fatalf("validator does not know %s", u.GroupVersionKind())
-			}
-			errs := v.Validate(u)
-			switch {
-			case tc.WantErr == "" && len(errs) > 0:
-				t.Fatalf("valid object rejected: %v", errs.ToAggregate())
-			case tc.WantErr != "" && len(errs) == 0:
-				t.Fatalf("invalid object accepted; want an error containing %q", tc.WantErr)
-			case tc.WantErr != "" && !strings.Contains(errs.ToAggregate().Error(), tc.WantErr):
-				t.Fatalf("error does not contain %q:\n%v", tc.WantErr, errs.ToAggregate())
-			}
-		})
+	run := func(cases []v1test.Case, sole bool) {
+		for _, tc := range cases {
+			t.Run(tc.Name, func(t *testing.T) {
+				js, err := v1test.JSON(tc.Doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for form, doc := range map[string]string{"yaml": tc.Doc, "json": js} {
+					u, err := v1test.Object(doc)
+					if err != nil {
+						t.Fatalf("%s: %v", form, err)
+					}
+					if !v.Knows(u.GroupVersionKind()) {
+						t.Fatalf("validator does not know %s", u.GroupVersionKind())
+					}
+					if err := tc.Check(messages(v, u), sole); err != nil {
+						t.Errorf("%s: %v", form, err)
+					}
+				}
+			})
+		}
+	}
+	run(v1test.ValidationCases, false)
+	run(v1test.SoleErrorCases, true)
+}
+
+func messages(v *apivalidate.Validator, u *unstructured.Unstructured) []string {
+	var out []string
+	for _, e := range v.Validate(u) {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// TestIntegersAsTheServerDecodes: whole numbers read from a file as float64
+// become int64, as the API server decodes them; fractions stay float64.
+func TestIntegersAsTheServerDecodes(t *testing.T) {
+	got, err := apivalidate.AsServerDecodes(map[string]any{"spec": map[string]any{
+		"mtu": float64(9000), "ratio": 0.5, "list": []any{float64(1), "a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"spec": map[string]any{"mtu": int64(9000), "ratio": 0.5, "list": []any{int64(1), "a"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +73,55 @@ spec: {topology: Localnet, role: Primary, subnets: [10.2.0.0/24]}
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-o %s: output lacks %q:\n%.2000s", format, want, out.String())
 		}
+	}
+}
+
+// TestRenderDualStackMTU: a valid dual-stack network with an MTU renders (issue
+// 22: numbers read from YAML reached CEL as float64 and the MTU rule failed
+// to evaluate), and its NAD carries the MTU.
+func TestRenderDualStackMTU(t *testing.T) {
+	input := `apiVersion: v1
+kind: Namespace
+metadata: {name: v6, labels: {k8s.ovn.org/primary-user-defined-network: ""}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: net, namespace: v6}
+spec: {topology: Layer2, role: Primary, mtu: 9000, subnets: ["10.5.0.0/24", "fd00:5::/64"]}
+`
+	f := filepath.Join(t.TempDir(), "v6.yaml")
+	if err := os.WriteFile(f, []byte(input), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := NewRootCommand()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs([]string{"render", "-f", f, "-o", "json"})
+	if err := root.Execute(); err != nil {
+		code, _ := ExitCode(err)
+		t.Fatalf("exit status %d (%v); stderr:\n%s", code, err, errOut.String())
+	}
+	if errOut.Len() > 0 {
+		t.Errorf("stderr: %s", errOut.String())
+	}
+	var res struct {
+		NADs []struct {
+			Namespace, Name string
+			Config          json.RawMessage
+		} `json:"networkAttachmentDefinitions"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatalf("output is not JSON: %v\n%.2000s", err, out.String())
+	}
+	if len(res.NADs) != 1 || res.NADs[0].Namespace != "v6" || res.NADs[0].Name != "net" {
+		t.Fatalf("NADs %+v, want v6/net", res.NADs)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, res.NADs[0].Config); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(compact.String(), `"mtu":9000`) || !strings.Contains(compact.String(), `"subnets":"10.5.0.0/24,fd00:5::/64"`) {
+		t.Errorf("NAD config lacks the MTU or the subnets: %s", compact.String())
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 func newClusterManagerCommand() *cobra.Command {
 	opts := clustermanager.Options{Cluster: config.Default(), MetricsAddr: "0", HealthAddr: "0"}
-	var kubeconfig string
+	var kube kubeFlags
 	cmd := &cobra.Command{
 		Use:   "cluster-manager",
 		Short: "Run the cluster-wide controllers: network definitions and allocation",
@@ -22,7 +22,7 @@ subnets), keeping it in the Kubernetes API.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New())
-			cfg, err := restConfig(kubeconfig)
+			cfg, err := kube.config()
 			if err != nil {
 				return err
 			}
@@ -30,7 +30,7 @@ subnets), keeping it in the Kubernetes API.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster or $KUBECONFIG)")
+	kube.add(fs)
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one active cluster-manager among replicas")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "kube-system", "namespace of the leader-election Lease")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", opts.MetricsAddr, "metrics listen address (0 disables)")

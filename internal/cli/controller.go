@@ -13,7 +13,7 @@ import (
 
 func newControllerCommand() *cobra.Command {
 	opts := zone.Options{Cluster: config.Default()}
-	var kubeconfig string
+	var kube kubeFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the zone controller that renders networks into one node's OVN zone",
@@ -27,7 +27,7 @@ other nodes' chassis in the zone's Southbound.`,
 				return fmt.Errorf("--zone, --nb and --sb are required")
 			}
 			ctrl.SetLogger(zap.New())
-			cfg, err := restConfig(kubeconfig)
+			cfg, err := kube.config()
 			if err != nil {
 				return err
 			}
@@ -36,11 +36,12 @@ other nodes' chassis in the zone's Southbound.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster or $KUBECONFIG)")
+	kube.add(fs)
 	fs.StringVar(&opts.Zone, "zone", "", "the zone's name: the node's name")
 	fs.StringVar(&opts.NB, "nb", "", "the zone's Northbound database, e.g. tcp:127.0.0.1:6641")
 	fs.StringVar(&opts.SB, "sb", "", "the zone's Southbound database, e.g. tcp:127.0.0.1:6642")
 	fs.IntVar(&opts.Workers, "workers", 4, "networks reconciled at once")
+	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }

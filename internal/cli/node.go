@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
 	"path/filepath"
 
@@ -12,12 +13,15 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/workload"
 )
 
 func newNodeCommand() *cobra.Command {
 	opts := nodeagent.Options{Cluster: config.Default(), Host: cni.Host{Bridge: "br-int"}}
-	var kubeconfig, toolsDir, nodeIP, encapIP string
+	var kube kubeFlags
+	var toolsDir, nodeIP, encapIP string
 	var gw nodeagent.GatewayFlags
 	cmd := &cobra.Command{
 		Use:   "node",
@@ -46,8 +50,13 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 				return err
 			}
 			opts.Host.Command, opts.Host.Path = tools(toolsDir)
+			if opts.WorkloadDir != "" {
+				if opts.Workloads, err = workloadPrograms(toolsDir); err != nil {
+					return err
+				}
+			}
 			ctrl.SetLogger(zap.New())
-			cfg, err := restConfig(kubeconfig)
+			cfg, err := kube.config()
 			if err != nil {
 				return err
 			}
@@ -55,7 +64,7 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster or $KUBECONFIG)")
+	kube.add(fs)
 	fs.StringVar(&opts.Node, "node", "", "the Node's name")
 	fs.StringVar(&opts.Info.Zone, "zone", "", "the node's OVN interconnect zone (default: the node's name)")
 	fs.StringVar(&opts.Host.OVSDB, "ovsdb", "", "the node's Open vSwitch database, e.g. unix:/run/openvswitch/db.sock")
@@ -69,6 +78,10 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 	fs.StringVar(&gw.MAC, "gateway-mac", "", "the MAC address of gateway routers' external ports")
 	fs.StringVar(&toolsDir, "tools-dir", "", "directory holding ip, ethtool and ovs-vsctl (default: $PATH)")
 	fs.IntVar(&opts.Workers, "workers", 4, "pods plumbed at once")
+	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
+	fs.StringVar(&opts.WorkloadDir, "workload-dir", "", "run pods' containers whose program is known (agnhost images, CoreDNS, the tools of --tools-dir) as processes in the pods' network namespaces, logging here (no container runtime; empty: off)")
+	fs.StringVar(&opts.APIProxy, "api-proxy", "", "with --workload-dir: address (e.g. 127.0.0.1:6443) at which pods running a workload reach the API server inside their own network namespace (no services yet; empty: none)")
+	fs.BoolVar(&opts.ReportNodeStatus, "report-node-status", false, "report the Node's Ready condition, capacity and addresses, standing in for a kubelet (no kubelet runs)")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }
@@ -83,4 +96,28 @@ func tools(dir string) (func(string, ...string) *exec.Cmd, func(string) string) 
 		return filepath.Join(dir, p)
 	}
 	return func(p string, args ...string) *exec.Cmd { return exec.Command(path(p), args...) }, path
+}
+
+// workloadPrograms is what the node agent can run for containers: this
+// binary (agnhost images), CoreDNS as make deps installs it, and the
+// programs of toolsDir (nc, ping, ip, ...).
+func workloadPrograms(toolsDir string) (workload.Resolver, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return workload.Resolver{}, err
+	}
+	programs := map[string]string{"ovn-udn": self}
+	if _, err := os.Stat(deps.KubeBinary("coredns")); err == nil {
+		programs["coredns"] = deps.KubeBinary("coredns")
+	}
+	if toolsDir != "" {
+		entries, err := os.ReadDir(toolsDir)
+		if err != nil {
+			return workload.Resolver{}, fmt.Errorf("--tools-dir: %w", err)
+		}
+		for _, e := range entries {
+			programs[e.Name()] = filepath.Join(toolsDir, e.Name())
+		}
+	}
+	return workload.Resolver{Self: self, Programs: programs}, nil
 }

@@ -19,8 +19,10 @@ func newSandboxCommand() *cobra.Command {
 		Long: `Run a local cluster on this machine: a real kube-apiserver and etcd, and per node
 an OVN zone, Open vSwitch (userspace datapath) and ovn-controller in the node's
 own network namespace, the node agent and the zone controller; one
-cluster-manager. Pods are plain Pod objects with spec.nodeName set; the node
-agent plumbs them into network namespaces and reports them Ready.
+cluster-manager, kube-controller-manager and kube-scheduler. The node agents
+stand in for kubelets: nodes report Ready, the scheduler places pods (or
+spec.nodeName pins them), and the node agent plumbs them into network
+namespaces and reports them Ready.
 
 Needs root (network namespaces) and the components make deps installs.`,
 	}
@@ -117,8 +119,35 @@ Needs root (network namespaces) and the components make deps installs.`,
 		},
 	}
 	supervise.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of nodes")
+	kubectl := &cobra.Command{
+		Use:   "kubectl -- [ARG...]",
+		Short: "Run the real kubectl (installed by make deps) against the sandbox",
+		Long: `Run kubectl, as make deps installed it, with the sandbox administrator's
+kubeconfig: ovn-udn sandbox kubectl -- get pods -A -o wide (the -- keeps
+kubectl's flags from being read as this command's).`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			code, err := sandbox.Kubectl(dir, args, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if code != 0 {
+				return exitCode(code)
+			}
+			return nil
+		},
+	}
+	env := &cobra.Command{
+		Use:   "env",
+		Short: "Print shell exports that point kubectl (PATH) and KUBECONFIG at the sandbox",
+		Long:  `eval "$(ovn-udn sandbox env)" then use kubectl as usual.`,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return sandbox.Env(dir, cmd.OutOrStdout())
+		},
+	}
 	demo := sandboxDemoCommand(&dir)
-	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, supervise, demo, sandboxServeCommand(), sandboxProbeCommand())
+	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, kubectl, env, supervise, demo, sandboxServeCommand(), sandboxProbeCommand())
 	return cmd
 }
 

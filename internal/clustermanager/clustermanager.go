@@ -56,8 +56,8 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        "ovn-udn-cluster-manager",
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
-		Metrics:                 metricsserver.Options{BindAddress: orDisabled(opts.MetricsAddr)},
-		HealthProbeBindAddress:  orDisabled(opts.HealthAddr),
+		Metrics:                 metricsserver.Options{BindAddress: kubeobj.ListenAddr(opts.MetricsAddr)},
+		HealthProbeBindAddress:  kubeobj.ListenAddr(opts.HealthAddr),
 		// Tests and the sandbox run several managers in one process; controller
 		// names then repeat, which only matters for metric names.
 		Controller:                    ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
@@ -78,6 +78,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	if err := c.Pods.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up pod address allocation: %w", err)
+	}
+	if err := kubeobj.AddHealthChecks(mgr); err != nil {
+		return nil, err
 	}
 	return mgr, nil
 }
@@ -115,11 +118,4 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 		return err
 	}
 	return mgr.Start(ctx)
-}
-
-func orDisabled(addr string) string {
-	if addr == "" {
-		return "0"
-	}
-	return addr
 }

@@ -72,9 +72,20 @@ func OVNCommand(program string, args ...string) *exec.Cmd {
 // ovs-vsctl, ...).
 func OVNProgram(program string) string { return filepath.Join(OVNBinDir(), program) }
 
+// KubeBinary is the path of an installed Kubernetes program: kube-apiserver,
+// etcd, kube-controller-manager, kube-scheduler, kubectl or coredns.
+func KubeBinary(name string) string { return filepath.Join(KubeAssetsDir(), name) }
+
 // CheckKube reports whether kube-apiserver and etcd are installed.
 func CheckKube() error {
-	return checkFiles("run `make deps`", filepath.Join(KubeAssetsDir(), "kube-apiserver"), filepath.Join(KubeAssetsDir(), "etcd"))
+	return checkFiles("run `make deps`", KubeBinary("kube-apiserver"), KubeBinary("etcd"))
+}
+
+// CheckControlPlane reports whether the rest of a control plane is installed:
+// kube-controller-manager, kube-scheduler, kubectl and CoreDNS.
+func CheckControlPlane() error {
+	return checkFiles("run `make deps`", KubeBinary("kube-controller-manager"), KubeBinary("kube-scheduler"),
+		KubeBinary("kubectl"), KubeBinary("coredns"))
 }
 
 // CheckOVN reports whether the OVN root and its wrappers are installed.

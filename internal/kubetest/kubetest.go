@@ -6,8 +6,10 @@ package kubetest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
 
 // Options configures Start.
@@ -22,6 +25,18 @@ type Options struct {
 	// CRDDirs are directories of CRD manifests to install. Nil means the
 	// project's own CRDs (config/crd); pass an empty non-nil slice for none.
 	CRDDirs []string
+	// ControllerManager also runs kube-controller-manager with the
+	// controllers integration tests rely on (garbage collection, namespace
+	// deletion, EndpointSlices, Deployments, ReplicaSets, service accounts).
+	// Only for the tests that need them: it costs about a second at start.
+	ControllerManager bool
+}
+
+// ControllerManagerControllers are the controllers Options.ControllerManager
+// runs.
+var ControllerManagerControllers = []string{
+	"garbage-collector-controller", "namespace-controller", "endpointslice-controller",
+	"deployment-controller", "replicaset-controller", "serviceaccount-controller", "serviceaccount-token-controller",
 }
 
 // Env is a running API server.
@@ -29,6 +44,8 @@ type Env struct {
 	// Config authenticates as a cluster administrator.
 	Config *rest.Config
 	env    *envtest.Environment
+	kcm    *proc.Process
+	dir    string
 }
 
 // RepoRoot is the repository's top directory (located from this source file,
@@ -65,11 +82,58 @@ func Start(opts Options) (*Env, error) {
 	// Clients in tests create many objects quickly; the default 5 QPS would make
 	// tests measure client-side throttling.
 	cfg.QPS, cfg.Burst = 500, 1000
-	return &Env{Config: cfg, env: e}, nil
+	env := &Env{Config: cfg, env: e}
+	if opts.ControllerManager {
+		if err := env.startControllerManager(); err != nil {
+			_ = env.Stop()
+			return nil, err
+		}
+	}
+	return env, nil
 }
 
-// Stop stops the API server and etcd.
-func (e *Env) Stop() error { return e.env.Stop() }
+// startControllerManager runs kube-controller-manager as the user Kubernetes'
+// bootstrap RBAC binds its role to, each controller with its own service
+// account, serving nothing.
+func (e *Env) startControllerManager() error {
+	if err := deps.CheckControlPlane(); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kubetest-kcm-")
+	if err != nil {
+		return err
+	}
+	e.dir = dir
+	u, err := e.env.AddUser(envtest.User{Name: "system:kube-controller-manager"}, nil)
+	if err != nil {
+		return fmt.Errorf("adding the controller manager's user: %w", err)
+	}
+	kubeconfig, err := u.KubeConfig()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	cmd := exec.Command(deps.KubeBinary("kube-controller-manager"), "--kubeconfig="+path,
+		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=true",
+		"--service-account-private-key-file="+filepath.Join(e.env.ControlPlane.APIServer.CertDir, "sa-signer.key"),
+		"--controllers="+strings.Join(ControllerManagerControllers, ","))
+	e.kcm, err = proc.Start("kube-controller-manager", cmd, filepath.Join(dir, "kube-controller-manager.log"))
+	return err
+}
+
+// Stop stops kube-controller-manager (if running), the API server and etcd.
+func (e *Env) Stop() error {
+	if e.kcm != nil {
+		e.kcm.Stop(5 * time.Second)
+	}
+	if e.dir != "" {
+		_ = os.RemoveAll(e.dir)
+	}
+	return e.env.Stop()
+}
 
 // UserConfig returns a client config authenticated as the given user and
 // groups (for RBAC tests).

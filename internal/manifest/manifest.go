@@ -55,24 +55,38 @@ func Read(paths ...string) ([]Document, error) {
 		if err != nil {
 			return nil, err
 		}
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for i := 1; ; i++ {
-			var obj map[string]any
-			if err := dec.Decode(&obj); err != nil {
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				return nil, fmt.Errorf("%s: document %d: %w", f, i, err)
-			}
-			if len(obj) == 0 {
-				continue
-			}
-			u := &unstructured.Unstructured{Object: obj}
-			if u.GetKind() == "" || u.GetAPIVersion() == "" {
-				return nil, fmt.Errorf("%s: document %d has no kind or apiVersion", f, i)
-			}
-			docs = append(docs, Document{File: f, Index: i, Object: u})
+		d, err := Parse(f, b)
+		if err != nil {
+			return nil, err
 		}
+		docs = append(docs, d...)
+	}
+	return docs, nil
+}
+
+// Parse reads the objects of one YAML or JSON file's content; file names the
+// documents. Numbers come out as float64, as from any JSON decoding into
+// interface values (the API server holds whole numbers as int64; see
+// internal/apivalidate).
+func Parse(file string, data []byte) ([]Document, error) {
+	var docs []Document
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for i := 1; ; i++ {
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" {
+			return nil, fmt.Errorf("%s: document %d has no kind or apiVersion", file, i)
+		}
+		docs = append(docs, Document{File: file, Index: i, Object: u})
 	}
 	return docs, nil
 }

@@ -12,9 +12,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
@@ -42,7 +45,8 @@ func (r *NADController) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nad-allocation").
 		For(&nadv1.NetworkAttachmentDefinition{}, builder.WithPredicates(unmanaged)).
-		Complete(r)
+		WithOptions(controller.Options{NewQueue: fairqueue.NewQueue}).
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
 
 // Reconcile implements reconcile.Reconciler for one NAD.
@@ -68,6 +72,13 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if c == nil || nad.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
+	if why, err := r.refusal(ctx, nad); err != nil || why != nil {
+		if why != nil {
+			r.Recorder.Eventf(nad, corev1.EventTypeWarning, ReasonNetworkNameNotOwned, "not allocated, and no zone renders it: %v", why)
+			log.FromContext(ctx).Info("refused NAD", "nad", req.String(), "reason", why.Error())
+		}
+		return ctrl.Result{}, err
+	}
 	r.mu.Lock()
 	if r.network == nil {
 		r.network = map[types.NamespacedName]string{}
@@ -86,6 +97,33 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	log.FromContext(ctx).Info("allocated network", "nad", req.String(), "network", c.Name, "networkID", n.ID)
 	return ctrl.Result{}, nil
+}
+
+// ReasonNetworkNameNotOwned is the Event reason on a hand-made NAD that claims
+// a network name belonging to a UserDefinedNetwork or
+// ClusterUserDefinedNetwork (or the default network's).
+const ReasonNetworkNameNotOwned = "NetworkNameNotOwned"
+
+// refusal returns why nad may not define its network (netconf.Admit, judged
+// among the NADs of its namespace), or nil.
+func (r *NADController) refusal(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition) (error, error) {
+	var list nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &list, client.InNamespace(nad.Namespace)); err != nil {
+		return nil, err
+	}
+	all := []*nadv1.NetworkAttachmentDefinition{nad}
+	for i := range list.Items {
+		if list.Items[i].Name != nad.Name {
+			all = append(all, &list.Items[i])
+		}
+	}
+	_, refused := netconf.Admit(all)
+	for _, x := range refused {
+		if x.NAD == nad {
+			return x.Reason, nil
+		}
+	}
+	return nil, nil
 }
 
 // forget releases a deleted NAD's network if no other NAD carries it.

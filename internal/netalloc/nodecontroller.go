@@ -61,7 +61,7 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 				r.nadChanged(ctx, e.Object, true, q)
 			},
 		}).
-		Complete(r)
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
 
 // nadChanged updates the Layer3 network set and, when it changed, requeues
@@ -204,7 +204,11 @@ func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (bool, err
 		r.Recorder.Eventf(node, corev1.EventTypeWarning, "NodeIDExhausted", "node gets no ID: %v", a.IDErr)
 	}
 	for network, ferr := range a.Failed {
-		r.Recorder.Eventf(node, corev1.EventTypeWarning, "NodeSubnetExhausted", "no subnet of network %s for this node: %v", network, ferr)
+		reason := "NodeSubnetExhausted"
+		if r.Nodes.Unsplittable(network) != nil {
+			reason = "NodeSubnetTooSmall"
+		}
+		r.Recorder.Eventf(node, corev1.EventTypeWarning, reason, "no subnet of network %s for this node: %v", network, ferr)
 	}
 	wrote, err := kubeobj.PatchAnnotations(ctx, r.Client, node, want)
 	if err != nil {
@@ -215,7 +219,7 @@ func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (bool, err
 	}
 	if r.Reporter != nil {
 		for _, network := range r.tracker.networkNames() {
-			if err := r.Reporter.Report(ctx, network, r.Nodes.Lacking(network)); err != nil {
+			if err := r.Reporter.Report(ctx, network, r.Nodes.Lacking(network), r.Nodes.Unsplittable(network)); err != nil {
 				log.FromContext(ctx).Error(err, "reporting node subnets", "network", network)
 			}
 		}

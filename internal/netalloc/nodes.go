@@ -48,6 +48,9 @@ func WithDefaultHostPrefixes(name string, subnets []netconf.Subnet) Layer3Networ
 type pools struct {
 	key   string
 	pools []*allocator.SubnetPool
+	// err says why the network's subnets cannot be split into node slices
+	// (a host prefix leaving no room for pods); no node gets a slice then.
+	err error
 }
 
 // Nodes allocates node IDs and per-node subnets of Layer3 networks. It is safe
@@ -88,6 +91,7 @@ func (n *Nodes) SetNetworks(nets []Layer3Network) (changed []string, err error) 
 			sp, err := allocator.NewSubnetPool(s.CIDR, s.HostPrefix)
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("network %s: %v", net.Name, err))
+				p.err = err
 				continue
 			}
 			p.pools = append(p.pools, sp)
@@ -169,6 +173,11 @@ func (n *Nodes) Node(node string) Allocation {
 	a := Allocation{Subnets: nodeinfo.Subnets{}, Failed: map[string]error{}}
 	a.ID, a.IDErr = n.ids.Allocate(node)
 	for name, p := range n.networks {
+		if p.err != nil {
+			a.Failed[name] = p.err
+			n.markLacking(name, node, true)
+			continue
+		}
 		var got []netip.Prefix
 		var failed error
 		for _, sp := range p.pools {
@@ -203,6 +212,17 @@ func (n *Nodes) markLacking(network, node string, lacking bool) {
 		return
 	}
 	delete(n.lacking[network], node)
+}
+
+// Unsplittable returns why network's subnets cannot be split into node slices,
+// or nil when they can (or the network is unknown).
+func (n *Nodes) Unsplittable(network string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p, ok := n.networks[network]; ok {
+		return p.err
+	}
+	return nil
 }
 
 // Lacking returns the nodes that could not get a subnet of network, sorted.

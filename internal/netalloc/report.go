@@ -30,9 +30,14 @@ type SubnetReporter struct {
 	last map[string]string
 }
 
-// Report records that the given nodes lack a subnet of network.
-func (s *SubnetReporter) Report(ctx context.Context, network string, lacking []string) error {
+// Report records that the given nodes lack a subnet of network; unsplittable,
+// when not nil, says that no node can get one because the network's subnets
+// cannot be split into slices that hold pods (reason SubnetTooSmall).
+func (s *SubnetReporter) Report(ctx context.Context, network string, lacking []string, unsplittable error) error {
 	key := strings.Join(lacking, ",")
+	if unsplittable != nil {
+		key = "unsplittable:" + unsplittable.Error()
+	}
 	s.mu.Lock()
 	if s.last == nil {
 		s.last = map[string]string{}
@@ -52,6 +57,10 @@ func (s *SubnetReporter) Report(ctx context.Context, network string, lacking []s
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1.ReasonSubnetsExhausted
 		cond.Message = fmt.Sprintf("the network's subnets are exhausted: %d node(s) have no subnet: %s", len(lacking), strings.Join(lacking, ", "))
 	}
+	if unsplittable != nil {
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1.ReasonSubnetTooSmall
+		cond.Message = fmt.Sprintf("no node gets a subnet of the network: %v", unsplittable)
+	}
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
@@ -64,7 +73,7 @@ func (s *SubnetReporter) Report(ctx context.Context, network string, lacking []s
 			return err
 		}
 		eventType := corev1.EventTypeNormal
-		if len(lacking) > 0 {
+		if cond.Status == metav1.ConditionFalse {
 			eventType = corev1.EventTypeWarning
 		}
 		s.Recorder.Event(obj, eventType, cond.Reason, cond.Message)

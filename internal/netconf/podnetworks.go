@@ -3,6 +3,8 @@ package netconf
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/netip"
 	"strings"
 )
 
@@ -67,4 +69,66 @@ func ParseNetworkSelections(annotation, podNamespace string) ([]NetworkSelection
 		}
 	}
 	return out, nil
+}
+
+// maxInterfaceName is the longest Linux interface name (IFNAMSIZ - 1).
+const maxInterfaceName = 15
+
+// ValidateSelections checks a pod's network selections before anything is
+// allocated or plumbed for them: every selected network must be in the pod's
+// own namespace (a pod may not join another namespace's network), no network
+// is selected twice, requested interface names are valid and distinct, a
+// requested MAC is a unicast Ethernet address, and requested IPs are
+// addresses or CIDRs.
+func ValidateSelections(sels []NetworkSelection, podNamespace string) error {
+	seen := map[string]bool{}
+	ifaces := map[string]bool{}
+	for _, s := range sels {
+		if s.Namespace != podNamespace {
+			return fmt.Errorf("network %s is in namespace %s: a pod may attach only to networks available in its own namespace %s", s.Key(), s.Namespace, podNamespace)
+		}
+		if seen[s.Key()] {
+			return fmt.Errorf("network %s is selected more than once", s.Key())
+		}
+		seen[s.Key()] = true
+		if s.Interface != "" {
+			if err := validInterfaceName(s.Interface); err != nil {
+				return fmt.Errorf("network %s: %w", s.Key(), err)
+			}
+			if ifaces[s.Interface] {
+				return fmt.Errorf("network %s: interface name %q is requested more than once", s.Key(), s.Interface)
+			}
+			ifaces[s.Interface] = true
+		}
+		if s.MAC != "" {
+			hw, err := net.ParseMAC(s.MAC)
+			if err != nil || len(hw) != 6 {
+				return fmt.Errorf("network %s: mac %q is not an Ethernet (EUI-48) address", s.Key(), s.MAC)
+			}
+			if hw[0]&1 != 0 {
+				return fmt.Errorf("network %s: mac %q is a multicast address", s.Key(), s.MAC)
+			}
+		}
+		for _, ip := range s.IPs {
+			if _, err := netip.ParsePrefix(ip); err != nil {
+				if _, err := netip.ParseAddr(ip); err != nil {
+					return fmt.Errorf("network %s: ip %q is neither an address nor a CIDR", s.Key(), ip)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// validInterfaceName checks a requested interface name as Linux would.
+func validInterfaceName(name string) error {
+	switch {
+	case len(name) > maxInterfaceName:
+		return fmt.Errorf("interface name %q is longer than %d characters", name, maxInterfaceName)
+	case name == "." || name == "..":
+		return fmt.Errorf("interface name %q is not allowed", name)
+	case strings.ContainsAny(name, "/: \t\n"):
+		return fmt.Errorf("interface name %q holds '/', ':' or white space", name)
+	}
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"net/url"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -32,6 +34,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/workload"
 )
 
 // Options configures a node agent.
@@ -49,6 +52,22 @@ type Options struct {
 	Cluster config.Cluster
 	// Workers is how many pods are plumbed at once (default 4).
 	Workers int
+	// HealthAddr serves /healthz and /readyz (ready: caches synced); "" or
+	// "0" disables it.
+	HealthAddr string
+	// ReportNodeStatus makes the agent report the Node's Ready condition,
+	// capacity and addresses, standing in for a kubelet (the sandbox).
+	ReportNodeStatus bool
+	// WorkloadDir, when set, makes the agent run each pod's containers it can
+	// resolve (Workloads) as processes in the pod's network namespace,
+	// standing in for a container runtime (the sandbox); their logs and PID
+	// files go there.
+	WorkloadDir string
+	Workloads   workload.Resolver
+	// APIProxy, with WorkloadDir, is an address (e.g. 127.0.0.1:6443) at
+	// which pods running a workload reach the API server inside their own
+	// network namespace (see apiProxies); empty: none.
+	APIProxy string
 }
 
 // Scheme returns the scheme the agent needs.
@@ -83,7 +102,7 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+		HealthProbeBindAddress: kubeobj.ListenAddr(opts.HealthAddr),
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr(true)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.Node)},
@@ -93,10 +112,30 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
 	r := &PodReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
+	if opts.WorkloadDir != "" && opts.APIProxy != "" {
+		u, err := url.Parse(cfg.Host)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("node agent: API server address %q: %v", cfg.Host, err)
+		}
+		r.apiProxies = &apiProxies{listen: opts.APIProxy, upstream: u.Host}
+	}
+	if opts.WorkloadDir != "" {
+		r.workloads = &workload.Runner{Dir: opts.WorkloadDir, Exec: func(netns string, argv []string) *exec.Cmd {
+			return opts.Host.Command("ip", append([]string{"netns", "exec", netns}, argv...)...)
+		}}
+	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if err := mgr.Add(publisher{client: mgr.GetClient(), opts: opts}); err != nil {
+		return nil, err
+	}
+	if opts.ReportNodeStatus {
+		if err := mgr.Add(&statusReporter{client: mgr.GetClient(), opts: opts}); err != nil {
+			return nil, err
+		}
+	}
+	if err := kubeobj.AddHealthChecks(mgr); err != nil {
 		return nil, err
 	}
 	return mgr, nil

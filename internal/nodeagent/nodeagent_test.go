@@ -255,3 +255,49 @@ func TestAgent(t *testing.T) {
 		return nil
 	})
 }
+
+// TestFailedPlumbingLeavesNothing: a pod whose plumbing fails (an address
+// the kernel refuses) keeps no network namespace, gets a
+// NetworkPlumbingFailed Event, and its deletion completes.
+func TestFailedPlumbingLeavesNothing(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.start()
+	ns := cmtest.Namespace(t, h.admin, "badmac", nil)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
+		Spec: corev1.PodSpec{NodeName: h.node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if err := h.admin.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// A multicast MAC: `ip link set address` refuses it.
+	nets := podnet.Networks{podnet.DefaultKey: {IPs: []string{"10.244.1.9/24"}, MAC: "01:00:5e:00:00:01", Role: podnet.RolePrimary,
+		Gateways: []string{"10.244.1.1"}}}
+	cmtest.Eventually(t, 0, func() error {
+		if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		_, err := podnet.Patch(ctx, h.admin, pod, nets)
+		return err
+	})
+	cmtest.WaitEvent(t, h.admin, pod, "Pod", nodeagent.ReasonPlumbingFailed)
+	cmtest.Eventually(t, 0, func() error {
+		names, err := h.host.Namespaces(h.prefix)
+		if err != nil || len(names) != 0 {
+			return fmt.Errorf("namespaces left after failed plumbing: %v (%v)", names, err)
+		}
+		return nil
+	})
+	if err := h.admin.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, 0, func() error {
+		if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), pod); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod still exists (%v)", err)
+		}
+		names, err := h.host.Namespaces(h.prefix)
+		if err != nil || len(names) != 0 {
+			return fmt.Errorf("namespaces left: %v (%v)", names, err)
+		}
+		return nil
+	})
+}

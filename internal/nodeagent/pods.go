@@ -25,14 +25,17 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/cni"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/workload"
 )
 
 // Event reasons on pods.
 const (
 	ReasonPlumbingFailed = "NetworkPlumbingFailed"
 	ReasonPlumbed        = "NetworkPlumbed"
+	ReasonWorkloadFailed = "ContainerStartFailed"
 )
 
 // PodReconciler keeps each pod of the node plumbed as its annotation says, and
@@ -53,11 +56,21 @@ type PodReconciler struct {
 	// manager's, which ends those waits.
 	waiting map[string]bool
 	ctx     context.Context
+	// workloads runs pods' containers (Options.WorkloadDir); nil: none.
+	workloads *workload.Runner
+	// apiProxies serve the API server inside workload pods; nil: none.
+	apiProxies *apiProxies
 }
 
 // SetupWithManager registers the controller and the startup sweep.
 func (r *PodReconciler) SetupWithManager(mgr manager.Manager) error {
 	r.resync = make(chan event.GenericEvent, 1024)
+	if r.workloads != nil {
+		r.workloads.OnExit = func(key string) {
+			ns, name, _ := strings.Cut(key, "/")
+			r.resync <- event.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+		}
+	}
 	if err := mgr.Add(manager.RunnableFunc(r.sweep)); err != nil {
 		return err
 	}
@@ -66,7 +79,7 @@ func (r *PodReconciler) SetupWithManager(mgr manager.Manager) error {
 		For(&corev1.Pod{}).
 		WatchesRawSource(source.Channel(r.resync, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Opts.Workers}).
-		Complete(r)
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
 
 // sweep runs once the cache has synced: it queues every pod OVS has
@@ -165,6 +178,13 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		if err := r.unplumb(key, have); err != nil {
 			return reconcile.Result{}, err
 		}
+		if pod.Spec.NodeName == r.Opts.Node {
+			// A namespace may exist with nothing plugged in it (plumbing
+			// that failed half-way): it goes too.
+			if err := r.removeNetns(NetnsName(r.Opts.NetnsPrefix, pod.UID)); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
 		if pod.DeletionTimestamp != nil && pod.Spec.NodeName == r.Opts.Node {
 			// No kubelet confirms the containers are gone: the agent does,
 			// once the pod's network is.
@@ -203,6 +223,30 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 			return reconcile.Result{}, nil
 		}
 	}
+	var requeue time.Duration
+	if r.workloads != nil {
+		// The containers' programs, as a container runtime would run them.
+		procs := r.Opts.Workloads.Resolve(pod)
+		if len(procs) > 0 && r.apiProxies != nil {
+			// The proxy outlives this reconcile: it runs under the manager's context.
+			r.mu.Lock()
+			life := r.ctx
+			r.mu.Unlock()
+			if life == nil {
+				life = ctx
+			}
+			if err := r.apiProxies.ensure(life, key, netns); err != nil {
+				r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonWorkloadFailed, "%v", err)
+				return reconcile.Result{}, err
+			}
+		}
+		retry, err := r.workloads.Ensure(key, netns, procs)
+		if err != nil {
+			r.Recorder.Eventf(pod, corev1.EventTypeWarning, ReasonWorkloadFailed, "running the pod's containers: %v", err)
+			return reconcile.Result{}, err
+		}
+		requeue = retry
+	}
 	var ips []netip.Addr
 	for _, i := range ifaces {
 		if i.Name == cni.DefaultInterface {
@@ -218,7 +262,7 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	if !wasReady {
 		ctrl.LoggerFrom(ctx).Info("pod ready", "sinceCreated", time.Since(pod.CreationTimestamp.Time).String())
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
 // installTimeout bounds one wait for ovn-controller to install a pod's
@@ -393,12 +437,35 @@ func (r *PodReconciler) plumb(key, netns string, have []cni.Plugged, ifaces []cn
 	plugged, lerr := h.Ports()
 	if lerr == nil {
 		r.setPlugged(key, plugged[key])
+		if err != nil && len(plugged[key]) == 0 {
+			// Nothing of the pod is plugged: leave no namespace behind.
+			err = errors.Join(err, r.removeNetns(netns))
+		}
 	}
 	return len(add) + len(stale), errors.Join(err, lerr)
 }
 
-// unplumb removes a pod's interfaces and network namespace.
+// removeNetns deletes a pod network namespace if it exists.
+func (r *PodReconciler) removeNetns(name string) error {
+	if r.Opts.NetnsPrefix == "" {
+		return nil
+	}
+	have, err := r.Opts.Host.Namespaces(name)
+	if err != nil || !slices.Contains(have, name) {
+		return err
+	}
+	return r.Opts.Host.Del(name, nil)
+}
+
+// unplumb stops a pod's processes and removes its interfaces and network
+// namespace.
 func (r *PodReconciler) unplumb(key string, have []cni.Plugged) error {
+	if r.workloads != nil {
+		r.workloads.Stop(key)
+	}
+	if r.apiProxies != nil {
+		r.apiProxies.stop(key)
+	}
 	if len(have) == 0 {
 		return nil
 	}

@@ -24,13 +24,17 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -108,12 +112,13 @@ func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("pod-allocation").
 		For(&corev1.Pod{}, builder.WithPredicates(podChanges)).
-		Complete(reconcilerFunc(r.ReconcilePod)); err != nil {
+		WithOptions(controller.Options{NewQueue: fairqueue.NewQueue}).
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(reconcilerFunc(r.ReconcilePod)))); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).Named("ipamclaim-allocation").
 		For(&ipamclaims.IPAMClaim{}).
-		Complete(reconcilerFunc(r.reconcileClaim))
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(reconcilerFunc(r.reconcileClaim))))
 }
 
 type reconcilerFunc func(context.Context, ctrl.Request) (ctrl.Result, error)

@@ -146,18 +146,17 @@ const (
 	WaitBadSelection    = "InvalidNetworkSelection"
 )
 
-// Requests returns the attachments of pod, given its namespace, the NADs of
-// the pod's namespace and of the namespaces its selections name (by
-// "<ns>/<name>"), and whether those NADs are ready (have a network ID). A pod
-// whose namespace is labelled for a primary network that is not ready, or that
-// has two primary networks, or that selects an unusable network, gets a
+// Requests returns the attachments of pod, given its namespace and the NADs
+// of the pod's namespace (by "<ns>/<name>"; NADs of other namespaces are
+// ignored). A pod whose namespace is labelled for a primary network that is
+// not ready, or that has two primary networks, or whose selections are
+// invalid (another namespace's network, one network twice, a bad MAC, IP or
+// interface name, a NAD refused by netconf.Admit, a primary network), gets a
 // *Waiting.
 func Requests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string) ([]Request, error) {
+	nads, refused := usable(pod.Namespace, nads)
 	var primaries []Request
 	for key, nad := range nads {
-		if nad.Namespace != pod.Namespace {
-			continue
-		}
 		c, err := netconf.Parse(nad)
 		if err != nil || c == nil || !c.IsPrimary() {
 			continue
@@ -188,11 +187,17 @@ func Requests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1.Netw
 		out = append(out, p)
 	}
 	sels, err := netconf.ParseNetworkSelections(pod.Annotations[netconf.NetworksAnnotation], pod.Namespace)
+	if err == nil {
+		err = netconf.ValidateSelections(sels, pod.Namespace)
+	}
 	if err != nil {
 		return nil, &Waiting{WaitBadSelection, err.Error()}
 	}
 	for i := range sels {
 		s := sels[i]
+		if why, ok := refused[s.Key()]; ok {
+			return nil, &Waiting{WaitBadSelection, fmt.Sprintf("network %s cannot be attached: %v", s.Key(), why)}
+		}
 		nad, ok := nads[s.Key()]
 		if !ok {
 			return nil, &Waiting{WaitBadSelection, fmt.Sprintf("network %s does not exist", s.Key())}
@@ -219,13 +224,37 @@ func Requests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1.Netw
 	return out, nil
 }
 
+// usable returns the NADs of namespace ns that may be attached (by key) and,
+// by key, why the others of ns may not: a NAD that claims a network name
+// belonging to another network object is never attached (netconf.Admit).
+// NADs of other namespaces are never usable.
+func usable(ns string, nads map[string]*nadv1.NetworkAttachmentDefinition) (map[string]*nadv1.NetworkAttachmentDefinition, map[string]error) {
+	var local []*nadv1.NetworkAttachmentDefinition
+	for _, nad := range nads {
+		if nad.Namespace == ns {
+			local = append(local, nad)
+		}
+	}
+	admitted, refused := netconf.Admit(local)
+	out := make(map[string]*nadv1.NetworkAttachmentDefinition, len(admitted))
+	for _, nad := range admitted {
+		out[Key(nad.Namespace, nad.Name)] = nad
+	}
+	why := make(map[string]error, len(refused))
+	for _, r := range refused {
+		why[Key(r.NAD.Namespace, r.NAD.Name)] = r.Reason
+	}
+	return out, why
+}
+
 func ready(nad *nadv1.NetworkAttachmentDefinition) bool {
 	_, _, ok, err := netconf.ParseAllocation(nad.Annotations)
 	return ok && err == nil
 }
 
-// NADsFor returns the NADs a pod's attachments may involve, by key: its
-// namespace's, and those its selections name in other namespaces.
+// NADsFor returns the NADs a pod's attachments may involve, by key: those of
+// its namespace (a pod may attach only to networks available there: its
+// namespace's own NADs, and those a ClusterUserDefinedNetwork put there).
 func NADsFor(ctx context.Context, c client.Reader, pod *corev1.Pod) (map[string]*nadv1.NetworkAttachmentDefinition, error) {
 	var list nadv1.NetworkAttachmentDefinitionList
 	if err := c.List(ctx, &list, client.InNamespace(pod.Namespace)); err != nil {
@@ -235,16 +264,6 @@ func NADsFor(ctx context.Context, c client.Reader, pod *corev1.Pod) (map[string]
 	for i := range list.Items {
 		n := &list.Items[i]
 		out[Key(n.Namespace, n.Name)] = n
-	}
-	sels, _ := netconf.ParseNetworkSelections(pod.Annotations[netconf.NetworksAnnotation], pod.Namespace)
-	for _, s := range sels {
-		if _, ok := out[s.Key()]; ok {
-			continue
-		}
-		nad := &nadv1.NetworkAttachmentDefinition{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Name}, nad); err == nil {
-			out[s.Key()] = nad
-		}
 	}
 	return out, nil
 }

@@ -29,6 +29,9 @@ func TestRequests(t *testing.T) {
 	l3 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.l3","topology":"layer3","role":"primary","subnets":"10.128.0.0/16/24","joinSubnet":"100.65.0.0/16","netAttachDefName":"ns1/l3"}`
 	l3b := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.l3b","topology":"layer3","role":"primary","subnets":"10.129.0.0/16/24","netAttachDefName":"ns1/l3b"}`
 	sec := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"other.sec","topology":"layer2","role":"secondary","subnets":"192.168.0.0/24","persistentIPs":true,"netAttachDefName":"other/sec"}`
+	sec1 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.sec","topology":"layer2","role":"secondary","subnets":"192.168.0.0/24","persistentIPs":true,"netAttachDefName":"ns1/sec"}`
+	stolen := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"other.sec","topology":"layer2","role":"secondary","subnets":"192.168.0.0/24","netAttachDefName":"ns1/steal"}`
+	dflt := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"default","topology":"layer2","role":"secondary","subnets":"192.168.0.0/24","netAttachDefName":"ns1/dflt"}`
 	bridge := `{"cniVersion":"1.0.0","type":"bridge","name":"br"}`
 	pod := func(ann map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "p", Annotations: ann}}
@@ -57,9 +60,29 @@ func TestRequests(t *testing.T) {
 		{"primary not allocated", pod(nil), labelled, nads(nad("ns1", "l3", l3, false)), nil, WaitPrimaryNotReady},
 		{"two primaries", pod(nil), labelled, nads(nad("ns1", "l3", l3, true), nad("ns1", "l3b", l3b, true)), nil, WaitPrimaryConflict},
 		{"secondary with claim, other plugin ignored",
-			pod(map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","namespace":"other","ipam-claim-reference":"vm1"},{"name":"br"}]`}), plain,
-			nads(nad("other", "sec", sec, true), nad("ns1", "br", bridge, false)),
-			[]want{{"default", RolePrimary, ""}, {"other/sec", RoleSecondary, "vm1"}}, ""},
+			pod(map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","namespace":"ns1","ipam-claim-reference":"vm1"},{"name":"br"}]`}), plain,
+			nads(nad("ns1", "sec", sec1, true), nad("ns1", "br", bridge, false)),
+			[]want{{"default", RolePrimary, ""}, {"ns1/sec", RoleSecondary, "vm1"}}, ""},
+		{"another namespace's network, short form", pod(map[string]string{netconf.NetworksAnnotation: "other/sec"}), plain,
+			nads(nad("other", "sec", sec, true)), nil, WaitBadSelection},
+		{"another namespace's network, JSON form", pod(map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","namespace":"other"}]`}), plain,
+			nads(nad("other", "sec", sec, true)), nil, WaitBadSelection},
+		{"another namespace's NAD is not a primary network", pod(nil), labelled,
+			nads(nad("other", "l3", l3, true)), nil, WaitPrimaryNotReady},
+		{"same network twice", pod(map[string]string{netconf.NetworksAnnotation: "sec,sec"}), plain,
+			nads(nad("ns1", "sec", sec1, true)), nil, WaitBadSelection},
+		{"bad MAC", pod(map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","mac":"zz:00:00:00:00:01"}]`}), plain,
+			nads(nad("ns1", "sec", sec1, true)), nil, WaitBadSelection},
+		{"multicast MAC", pod(map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","mac":"01:00:5e:00:00:01"}]`}), plain,
+			nads(nad("ns1", "sec", sec1, true)), nil, WaitBadSelection},
+		{"bad IP", pod(map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","ips":["10.0.0.300/24"]}]`}), plain,
+			nads(nad("ns1", "sec", sec1, true)), nil, WaitBadSelection},
+		{"interface name too long", pod(map[string]string{netconf.NetworksAnnotation: "sec@a-very-long-interface"}), plain,
+			nads(nad("ns1", "sec", sec1, true)), nil, WaitBadSelection},
+		{"NAD claiming another namespace's network name", pod(map[string]string{netconf.NetworksAnnotation: "steal"}), plain,
+			nads(nad("ns1", "steal", stolen, true)), nil, WaitBadSelection},
+		{"hand-made NAD claiming the default network", pod(map[string]string{netconf.NetworksAnnotation: "dflt"}), plain,
+			nads(nad("ns1", "dflt", dflt, true)), nil, WaitBadSelection},
 		{"selecting a missing network", pod(map[string]string{netconf.NetworksAnnotation: "nope"}), plain, nil, nil, WaitBadSelection},
 		{"selecting a primary network", pod(map[string]string{netconf.NetworksAnnotation: "l3"}), labelled, nads(nad("ns1", "l3", l3, true)), nil, WaitBadSelection},
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -132,7 +133,49 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 		return nil, err
 	}
 	res.Events = e.events.list()
+	// Reported in a fixed order, whatever order the documents came in.
+	sortProblems(res.Problems)
+	sortProblems(res.Warnings)
 	return res, nil
+}
+
+// where is a document's position: its file and its number in the file.
+type where struct {
+	file string
+	doc  int
+}
+
+// splitWhere parses "file#n" (manifest.Document.Where).
+func splitWhere(s string) where {
+	i := strings.LastIndex(s, "#")
+	if i < 0 {
+		return where{file: s}
+	}
+	doc, err := strconv.Atoi(s[i+1:])
+	if err != nil {
+		return where{file: s}
+	}
+	return where{file: s[:i], doc: doc}
+}
+
+// sortProblems orders problems by file position, kind, object and reason.
+func sortProblems(ps []Problem) {
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		if fa, fb := splitWhere(a.Where), splitWhere(b.Where); fa != fb {
+			if fa.file != fb.file {
+				return fa.file < fb.file
+			}
+			return fa.doc < fb.doc
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if ka, kb := key(a.Namespace, a.Name), key(b.Namespace, b.Name); ka != kb {
+			return ka < kb
+		}
+		return a.Reason < b.Reason
+	})
 }
 
 // converge runs rounds until one changes nothing.

@@ -20,12 +20,18 @@ import (
 
 // kindOrder applies what others depend on first.
 var kindOrder = map[string]int{"Namespace": 0, "CustomResourceDefinition": 1, "ClusterUserDefinedNetwork": 2,
-	"UserDefinedNetwork": 2, "NetworkAttachmentDefinition": 2, "Pod": 4}
+	"UserDefinedNetwork": 2, "NetworkAttachmentDefinition": 2, "Pod": 4, "Deployment": 4, "ReplicaSet": 4,
+	"StatefulSet": 4, "DaemonSet": 4, "Job": 4}
+
+// makesPods are the kinds that create pods: they go in once the networks
+// are decided.
+func makesPods(kind string) bool { return kindOrder[kind] == 4 }
 
 // Apply creates or updates every object of the manifests (server-side
-// apply), namespaces and networks before pods. A pod must name one of the
-// sandbox's nodes (there is no scheduler). Each object that fails is reported
-// with its file; the others are still applied.
+// apply), namespaces and networks before what makes pods. A pod's
+// spec.nodeName, if set, must name a sandbox node; without it the scheduler
+// places the pod. Each object that fails is reported with its file; the
+// others are still applied.
 func Apply(ctx context.Context, dir string, out io.Writer, paths ...string) error {
 	st, c, err := openSandbox(dir)
 	if err != nil {
@@ -47,7 +53,7 @@ func Apply(ctx context.Context, dir string, out io.Writer, paths ...string) erro
 	waited := false
 	for _, d := range docs {
 		o := d.Object
-		if o.GetKind() == "Pod" && !waited {
+		if makesPods(o.GetKind()) && !waited {
 			// A primary network refuses a namespace that already has pods:
 			// pods go in once the networks have been decided.
 			waited = true
@@ -61,8 +67,8 @@ func Apply(ctx context.Context, dir string, out io.Writer, paths ...string) erro
 		}
 		if o.GetKind() == "Pod" {
 			node, _, _ := unstructured.NestedString(o.Object, "spec", "nodeName")
-			if !slices.Contains(nodes, node) {
-				errs = append(errs, fmt.Errorf("%s: %s: spec.nodeName %q is not a sandbox node (%s); the sandbox has no scheduler",
+			if node != "" && !slices.Contains(nodes, node) {
+				errs = append(errs, fmt.Errorf("%s: %s: spec.nodeName %q is not a sandbox node (%s); leave it out to let the scheduler choose",
 					d.File, ref, node, strings.Join(nodes, ", ")))
 				continue
 			}

@@ -99,6 +99,12 @@ func cleanup(l Layout) error {
 			errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", n, err, bytes.TrimSpace(out)))
 		}
 	}
+	// Pods' resolv.conf files (writeResolvConf).
+	if etc, err := filepath.Glob(filepath.Join("/etc/netns", l.NetnsPrefix()+"*")); err == nil {
+		for _, d := range etc {
+			errs = append(errs, os.RemoveAll(d))
+		}
+	}
 	return errors.Join(errs...)
 }
 

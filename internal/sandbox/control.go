@@ -181,5 +181,25 @@ func Status(dir string, out io.Writer) error {
 		}
 		fmt.Fprintf(w, "%s\t%d\t%s\t%d\t%s\n", p.Name, p.PID, state, p.Restarts, p.Log)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, warn := range NorthdWarnings(st.Processes) {
+		fmt.Fprintln(out, warn)
+	}
+	return nil
+}
+
+// NorthdWarnings are loud lines for every ovn-northd that restarted: the
+// supervisor brings it back within seconds, which would hide a crash (an
+// assertion in northd is a bug to report, see internal/northdgate).
+func NorthdWarnings(ps []Process) []string {
+	var out []string
+	for _, p := range ps {
+		if strings.HasPrefix(p.Name, "ovn-northd/") && p.Restarts > 0 {
+			out = append(out, fmt.Sprintf("WARNING: %s restarted %d time(s): it crashed or was killed; look for \"assertion\" or \"EMER\" in %s",
+				p.Name, p.Restarts, p.Log))
+		}
+	}
+	return out
 }

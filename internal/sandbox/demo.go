@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/manifest"
@@ -59,12 +60,17 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	var pods []string
+	var pods, appNamespaces []string
 	for _, d := range docs {
-		if d.Object.GetKind() == "Pod" {
+		switch d.Object.GetKind() {
+		case "Pod":
 			pods = append(pods, d.Object.GetNamespace()+"/"+d.Object.GetName())
+		case "Deployment":
+			appNamespaces = append(appNamespaces, d.Object.GetNamespace())
 		}
 	}
+	slices.Sort(appNamespaces)
+	appNamespaces = slices.Compact(appNamespaces)
 	t := time.Now()
 	if err := WaitPodsReady(ctx, opts.Dir, c, pods, 3*time.Minute); err != nil {
 		return err
@@ -82,6 +88,17 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 	}
 	fmt.Fprintf(out, "\nConnectivity of %d pods on %d nodes (ping and TCP from inside each source pod):\n\n", len(pods), opts.Nodes)
 	merr := PrintMatrix(out, results)
+	if len(appNamespaces) > 0 {
+		if err := WaitDeployments(ctx, c, appNamespaces, 2*time.Minute); err != nil {
+			return errors.Join(merr, err)
+		}
+		apps, err := AppChecks(ctx, opts.Dir, opts.Binary, c, DemoAppClient, appNamespaces)
+		if err != nil {
+			return errors.Join(merr, err)
+		}
+		fmt.Fprintf(out, "\nKubernetes apps (Deployments placed by kube-scheduler, EndpointSlices, CoreDNS; asked from inside %s):\n\n", DemoAppClient)
+		merr = errors.Join(merr, PrintAppChecks(out, apps))
+	}
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",
 		upTook.Round(100*time.Millisecond), len(pods), readyTook.Round(100*time.Millisecond),
 		time.Since(t).Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))

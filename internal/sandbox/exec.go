@@ -98,6 +98,10 @@ func Exec(ctx context.Context, dir, ref string, argv []string, stdin io.Reader, 
 	if err != nil {
 		return 0, err
 	}
+	ns, _, _ := strings.Cut(ref, "/")
+	if err := writeResolvConf(ctx, c, netns, ns); err != nil {
+		return 0, fmt.Errorf("pod %s's resolv.conf: %w", ref, err)
+	}
 	cmd := Command(ctx, netns, argv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	err = cmd.Run()

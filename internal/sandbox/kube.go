@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,7 @@ import (
 
 	manifests "github.com/ovn-udn/ovn-udn/config"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
+	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 )
 
@@ -33,6 +35,11 @@ var roles = []struct{ manifest, role string }{
 	{"node.yaml", "ovn-udn-node"},
 }
 
+// Kubernetes' own components run as the users Kubernetes' bootstrap RBAC
+// binds their roles to (system:kube-controller-manager, whose controllers
+// then each use their own service account, and system:kube-scheduler).
+var controlPlaneUsers = []string{"system:kube-controller-manager", "system:kube-scheduler"}
+
 // kube is the sandbox's API server and etcd.
 type kube struct {
 	env   *envtest.Environment
@@ -43,7 +50,7 @@ type kube struct {
 // the state directory, installs the CRDs, and writes the administrator's and
 // each component's kubeconfig.
 func startKube(l Layout) (*kube, error) {
-	if err := deps.CheckKube(); err != nil {
+	if err := errors.Join(deps.CheckKube(), deps.CheckControlPlane()); err != nil {
 		return nil, err
 	}
 	crds, err := manifests.ParseCRDs()
@@ -72,6 +79,12 @@ func startKube(l Layout) (*kube, error) {
 	}
 	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: filepath.Join(dir, "etcd"), Out: etcdLog, Err: etcdLog}
 	env.ControlPlane.APIServer = &envtest.APIServer{CertDir: filepath.Join(dir, "certs"), Out: apiLog, Err: apiLog}
+	// Services get ClusterIPs from the ranges every ovn-udn component assumes.
+	var ranges []string
+	for _, p := range config.Default().ServiceCIDRs {
+		ranges = append(ranges, p.String())
+	}
+	env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", strings.Join(ranges, ","))
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w (logs in %s)", err, dir)
@@ -85,6 +98,20 @@ func startKube(l Layout) (*kube, error) {
 		return k, err
 	}
 	if err := writeKubeconfig(admin, l.Kubeconfig()); err != nil {
+		return k, err
+	}
+	for _, name := range controlPlaneUsers {
+		u, err := env.AddUser(envtest.User{Name: name}, nil)
+		if err != nil {
+			return k, err
+		}
+		if err := writeKubeconfig(u, componentKubeconfig(l, name)); err != nil {
+			return k, err
+		}
+	}
+	// Tenants' rights on UserDefinedNetworks, aggregated into the built-in
+	// admin, edit and view roles by kube-controller-manager.
+	if err := k.applyClusterRoles("tenant.yaml"); err != nil {
 		return k, err
 	}
 	for _, r := range roles {
@@ -103,8 +130,13 @@ func startKube(l Layout) (*kube, error) {
 }
 
 func componentKubeconfig(l Layout, role string) string {
-	return filepath.Join(l.KubeDir(), role+".kubeconfig")
+	return filepath.Join(l.KubeDir(), strings.ReplaceAll(role, ":", "-")+".kubeconfig")
 }
+
+// serviceAccountKey is the key the API server signs service account tokens
+// with (envtest writes it); kube-controller-manager's token controller signs
+// with it too.
+func serviceAccountKey(l Layout) string { return filepath.Join(l.KubeDir(), "certs", "sa-signer.key") }
 
 func writeKubeconfig(u *envtest.AuthenticatedUser, path string) error {
 	b, err := u.KubeConfig()
@@ -117,6 +149,22 @@ func writeKubeconfig(u *envtest.AuthenticatedUser, path string) error {
 // bindRole creates a manifest's ClusterRoles and binds role to a user of
 // the same name.
 func (k *kube) bindRole(manifest, role string) error {
+	if err := k.applyClusterRoles(manifest); err != nil {
+		return err
+	}
+	err := k.admin.Create(context.Background(), &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-" + role},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: role}},
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// applyClusterRoles creates the ClusterRoles of a manifest of config/rbac.
+func (k *kube) applyClusterRoles(manifest string) error {
 	ctx := context.Background()
 	b, err := manifests.RBAC.ReadFile("rbac/" + manifest)
 	if err != nil {
@@ -137,14 +185,6 @@ func (k *kube) bindRole(manifest, role string) error {
 		if err := k.admin.Create(ctx, &r); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-	}
-	err = k.admin.Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "sandbox-" + role},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: role}},
-	})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
 	}
 	return nil
 }

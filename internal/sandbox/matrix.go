@@ -73,6 +73,10 @@ func (r Result) Pass() bool {
 }
 
 // DemoChecks is the matrix `make demo` measures over examples/.
+// DemoAppClient is the pod the demo asks apps from (a default-network pod of
+// examples/): names resolve through the cluster DNS, servers answer.
+const DemoAppClient = "plain/a"
+
 var DemoChecks = []Check{
 	{Name: "default network, across nodes", From: "plain/a", To: []string{"plain/b"}, On: OnPrimary, Family: 4, Reachable: true},
 	{Name: "default network, across nodes, IPv6", From: "plain/a", To: []string{"plain/b"}, On: OnPrimary, Family: 6, Reachable: true},

@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/ovn-udn/ovn-udn/internal/agnhost"
 )
 
 // ProbePort is where Serve listens in every demo pod.
@@ -16,25 +18,7 @@ const ProbePort = 8080
 // until ctx ends. It runs inside a pod's network namespace, so a probe's
 // answer names the pod that was really reached.
 func Serve(ctx context.Context, listen, reply string) error {
-	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", listen)
-	if err != nil {
-		return err
-	}
-	go func() { <-ctx.Done(); l.Close() }()
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		go func() {
-			defer c.Close()
-			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			fmt.Fprintln(c, reply)
-		}()
-	}
+	return agnhost.ServeTCP(ctx, listen, func(c net.Conn) { fmt.Fprintln(c, reply) })
 }
 
 // Probe connects to addr over TCP and returns the line the server answers.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovnrun"
@@ -65,9 +67,11 @@ type supervisor struct {
 	state    State
 }
 
-// component is an ovn-udn process the supervisor restarts when it exits.
+// component is a process the supervisor restarts when it exits: an ovn-udn
+// component, or one of Kubernetes' (path set).
 type component struct {
 	name     string
+	path     string // the program; the ovn-udn binary when empty
 	args     []string
 	log      string
 	p        *proc.Process
@@ -123,6 +127,7 @@ func (s *supervisor) start(ctx context.Context) error {
 	if s.kube, err = startKube(s.l); err != nil {
 		return err
 	}
+	s.startControlPlane()
 	ul := s.l.UnderlayNetns()
 	if err := ipCmds(
 		[]string{"netns", "add", ul},
@@ -142,7 +147,28 @@ func (s *supervisor) start(ctx context.Context) error {
 	}
 	s.addComponent(&component{name: "cluster-manager", args: []string{"cluster-manager",
 		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-cluster-manager"), "--leader-elect=false"}})
-	return s.waitReady(ctx)
+	if err := s.waitReady(ctx); err != nil {
+		return err
+	}
+	return s.startDNS(ctx)
+}
+
+// startControlPlane starts kube-controller-manager (garbage collection,
+// namespace deletion, EndpointSlices, Deployments and ReplicaSets, service
+// accounts, node lifecycle, ...: its default controllers, each with its own
+// service account) and kube-scheduler, each under its own identity, serving
+// nothing (no ports to collide with).
+func (s *supervisor) startControlPlane() {
+	s.addComponent(&component{name: "kube-controller-manager", path: deps.KubeBinary("kube-controller-manager"), args: []string{
+		"--kubeconfig=" + componentKubeconfig(s.l, "system:kube-controller-manager"),
+		"--leader-elect=false", "--secure-port=0",
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + serviceAccountKey(s.l),
+		"--controllers=*",
+		"--cluster-name=ovn-udn-sandbox"}})
+	s.addComponent(&component{name: "kube-scheduler", path: deps.KubeBinary("kube-scheduler"), args: []string{
+		"--kubeconfig=" + componentKubeconfig(s.l, "system:kube-scheduler"),
+		"--leader-elect=false", "--secure-port=0"}})
 }
 
 // startNode brings up one node: its Node object, zone, namespace on the
@@ -205,7 +231,7 @@ func (s *supervisor) startNode(i int) error {
 		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-node"), "--node=" + name, "--ovsdb=" + n.DB,
 		"--netns=" + ns, "--netns-prefix=" + s.l.PodNetnsPrefix(name), "--node-ip=" + NodeIP(i),
 		"--gateway-ip=" + GatewayIP(i), "--gateway-next-hop=" + GatewayNextHop, "--gateway-mac=" + GatewayMAC(i),
-		"--tools-dir=" + deps.OVNBinDir()}})
+		"--tools-dir=" + deps.OVNBinDir(), "--report-node-status", "--workload-dir=" + filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy=" + APIProxyAddr}})
 	s.addComponent(&component{name: "zone-controller/" + name, args: []string{"controller",
 		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-zone-controller"), "--zone=" + name, "--nb=" + z.NB, "--sb=" + z.SB}})
 	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB})
@@ -221,7 +247,11 @@ func (s *supervisor) addComponent(c *component) {
 }
 
 func (s *supervisor) startComponent(c *component) error {
-	cmd := exec.Command(s.opts.Binary, c.args...)
+	path := c.path
+	if path == "" {
+		path = s.opts.Binary
+	}
+	cmd := exec.Command(path, c.args...)
 	p, err := proc.Start(c.name, cmd, c.log)
 	if err != nil {
 		return err
@@ -250,6 +280,9 @@ func (s *supervisor) waitReady(ctx context.Context) error {
 			}
 			if _, err := nodeinfo.Parse(n.Name, node.Annotations); err != nil {
 				return false, fmt.Errorf("node %s: %w", n.Name, err)
+			}
+			if !nodeReady(node) {
+				return false, fmt.Errorf("node %s does not report Ready yet", n.Name)
 			}
 			out, err := s.zones[n.Name].SBCtl("--bare", "--columns=name", "find", "Chassis", "name="+n.Name)
 			if err != nil || strings.TrimSpace(out) == "" {
@@ -413,4 +446,14 @@ func ipCmds(cmds ...[]string) error {
 		}
 	}
 	return nil
+}
+
+// nodeReady reports whether a Node has the Ready condition.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

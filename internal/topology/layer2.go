@@ -77,7 +77,11 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	}
 	var gws, mgmt []netip.Prefix
 	for _, s := range n.Subnets {
-		gws, mgmt = append(gws, nth(s.CIDR, 1)), append(mgmt, nth(s.CIDR, 2))
+		gw, m, err := gatewayAndManagement(s.CIDR)
+		if err != nil {
+			return fmt.Errorf("network %s: subnet %s: %w", n.Name, s.CIDR, err)
+		}
+		gws, mgmt = append(gws, gw), append(mgmt, m)
 	}
 	tr := n.TransitRouter()
 	trtos, stotr := "trtos-"+sw, "stotr-"+sw
@@ -232,9 +236,9 @@ func (b *builder) managementPortWith(name, node string, addrs []netip.Prefix, op
 // ones bound to the local chassis, and on a Layer2 network's distributed
 // switch a remote port for every workload on another ready node. It returns
 // the ports left out and why.
-func (b *builder) ports(ports []Port, local nodeinfo.Info, remotes []nodeinfo.Info) []Problem {
+func (b *builder) ports(ports []Port, local nodeinfo.Info, remotes []nodeinfo.Info) ([]Problem, error) {
 	if b.podSwitch == nil {
-		return nil
+		return nil, nil
 	}
 	remote := map[string]nodeinfo.Info{}
 	for _, r := range remotes {
@@ -280,9 +284,11 @@ func (b *builder) ports(ports []Port, local nodeinfo.Info, remotes []nodeinfo.In
 		}
 	}
 	if b.n.IsDefault() {
-		b.isolatePods(isolated, local)
+		if err := b.isolatePods(isolated, local); err != nil {
+			return nil, err
+		}
 	}
-	return skipped
+	return skipped, nil
 }
 
 // IsolatedPortGroup holds the default-network ports of pods whose namespace
@@ -292,7 +298,7 @@ const IsolatedPortGroup = "udn_isolated_pods"
 // isolatePods renders the port group of the local isolated ports and its
 // ACLs: their IP traffic is dropped, except with the node's management port
 // (kubelet probes and their replies).
-func (b *builder) isolatePods(ports []string, local nodeinfo.Info) {
+func (b *builder) isolatePods(ports []string, local nodeinfo.Info) error {
 	var acls []string
 	acl := func(direction string, priority int, match, action string) {
 		id := fmt.Sprintf("acl:%s:%s:%d:%s", IsolatedPortGroup, direction, priority, match)
@@ -300,7 +306,11 @@ func (b *builder) isolatePods(ports []string, local nodeinfo.Info) {
 		acls = append(acls, id)
 	}
 	for _, s := range local.Subnets[b.n.Name] {
-		mgmt := nth(s, 2).Addr()
+		_, m, err := nodeSliceAddresses(s)
+		if err != nil {
+			return fmt.Errorf("network %s: node %s: %w", b.n.Name, local.Name, err)
+		}
+		mgmt := m.Addr()
 		ip := ipMatch(s)
 		acl(nbdb.ACLDirectionFromLport, IsolationAllowPriority, fmt.Sprintf("inport == @%s && %s.dst == %s", IsolatedPortGroup, ip, mgmt), nbdb.ACLActionAllowRelated)
 		acl(nbdb.ACLDirectionToLport, IsolationAllowPriority, fmt.Sprintf("outport == @%s && %s.src == %s", IsolatedPortGroup, ip, mgmt), nbdb.ACLActionAllowRelated)
@@ -308,6 +318,7 @@ func (b *builder) isolatePods(ports []string, local nodeinfo.Info) {
 	acl(nbdb.ACLDirectionFromLport, IsolationDropPriority, fmt.Sprintf("inport == @%s && ip", IsolatedPortGroup), nbdb.ACLActionDrop)
 	acl(nbdb.ACLDirectionToLport, IsolationDropPriority, fmt.Sprintf("outport == @%s && ip", IsolatedPortGroup), nbdb.ACLActionDrop)
 	b.add(&nbdb.PortGroup{UUID: "pg:" + IsolatedPortGroup, Name: IsolatedPortGroup, Ports: ports, ACLs: acls, ExternalIDs: b.ext(local.Name)})
+	return nil
 }
 
 // ACL priorities of the isolation of pods with a primary user-defined network

@@ -49,7 +49,9 @@ func Render(in Input) (Result, error) {
 	b := &builder{n: n}
 	switch n.Topology {
 	case netconf.TopologyLayer3:
-		layer3(b, local, remotes, in.Cluster)
+		if err := layer3(b, local, remotes, in.Cluster); err != nil {
+			return Result{}, err
+		}
 	case netconf.TopologyLayer2:
 		if err := layer2(b, local, remotes, in.Cluster); err != nil {
 			return Result{}, err
@@ -59,7 +61,11 @@ func Render(in Input) (Result, error) {
 	default:
 		return Result{}, fmt.Errorf("network %s: unknown topology %q", n.Name, n.Topology)
 	}
-	skipped = append(skipped, b.ports(in.Ports, local, remotes)...)
+	portsSkipped, err := b.ports(in.Ports, local, remotes)
+	if err != nil {
+		return Result{}, err
+	}
+	skipped = append(skipped, portsSkipped...)
 	sortRows(b.rows)
 	return Result{Rows: b.rows, Skipped: skipped}, nil
 }
@@ -120,8 +126,9 @@ func familyOf(list []netip.Prefix, a netip.Addr) (netip.Prefix, bool) {
 // layer3 renders a Layer3 network: the cluster router, the local node's
 // switch, the transit switch with a remote port per remote node and routes to
 // their subnets, and for primary networks the join switch, the gateway router
-// and its external switch.
-func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config.Cluster) {
+// and its external switch. It fails when a node subnet of the local node is
+// too small for its gateway, management port and pods.
+func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config.Cluster) error {
 	n := b.n
 	cr := n.ClusterRouter()
 	var crPorts, crRoutes, crPolicies []string
@@ -132,7 +139,11 @@ func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	sw := n.NodeSwitch(local.Name)
 	var gws, mgmt []netip.Prefix
 	for _, s := range nodeSubnets {
-		gws, mgmt = append(gws, nth(s, 1)), append(mgmt, nth(s, 2))
+		gw, m, err := nodeSliceAddresses(s)
+		if err != nil {
+			return fmt.Errorf("network %s: node %s: %w", n.Name, local.Name, err)
+		}
+		gws, mgmt = append(gws, gw), append(mgmt, m)
 	}
 	crPorts = append(crPorts, b.routerPort(routerToSwitch(sw), local.Name, gws, nil))
 	swPorts := []string{b.routerTypePort(switchToRouter(sw), routerToSwitch(sw), local.Name, nil)}
@@ -193,6 +204,17 @@ func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	}
 	b.add(&nbdb.LogicalRouter{UUID: lrID(cr), Name: cr, Ports: crPorts, StaticRoutes: crRoutes, Policies: crPolicies,
 		ExternalIDs: b.ext("")})
+	return nil
+}
+
+// nodeSliceAddresses returns the gateway and management-port addresses of a
+// node's slice of a Layer3 network, or an error when the slice cannot also
+// hold a pod (allocator.CheckNodeSlice).
+func nodeSliceAddresses(s netip.Prefix) (gw, mgmt netip.Prefix, err error) {
+	if err := allocator.CheckNodeSlice(s); err != nil {
+		return netip.Prefix{}, netip.Prefix{}, err
+	}
+	return gatewayAndManagement(s)
 }
 
 // managementPort adds the node's port on the network, at the given addresses.
@@ -275,9 +297,9 @@ func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (
 		lspID(ln), b.routerTypePort(externalToRouter(gr), rtoe, local.Name, nil),
 	}})
 	for _, hop := range g.NextHops {
-		def := netip.MustParsePrefix("0.0.0.0/0")
+		def := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
 		if hop.Is6() {
-			def = netip.MustParsePrefix("::/0")
+			def = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
 		}
 		routes = append(routes, b.route(gr, "", def, hop.String(), rtoe, local.Name))
 	}

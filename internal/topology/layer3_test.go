@@ -253,3 +253,59 @@ func TestDefaultNetworkIsolation(t *testing.T) {
 		t.Errorf("isolated port group:\n%s", Describe(res.Rows))
 	}
 }
+
+// TestSliceTooSmall: a node slice without room for the gateway, the
+// management port and a pod is an error from Render, never a panic (the zone
+// controller reports errors; a panic was caught by the framework and retried
+// for ever). The API rejects such host prefixes; hand-written NADs and node
+// annotations can still carry them.
+func TestSliceTooSmall(t *testing.T) {
+	cfg := config.Default()
+	for _, tc := range []struct {
+		name    string
+		net     Network
+		slices  nodeinfo.Subnets
+		wantErr string
+	}{
+		{"ipv4 /32", blue(), nodeinfo.Subnets{"ns1.blue": pfx("10.128.0.1/32")},
+			"network ns1.blue: node node1: node subnet 10.128.0.1/32 leaves no room for a gateway, a management port and a pod (at most /29)"},
+		{"ipv4 /31", blue(), nodeinfo.Subnets{"ns1.blue": pfx("10.128.0.2/31")}, "node subnet 10.128.0.2/31 leaves no room"},
+		{"ipv4 /30", blue(), nodeinfo.Subnets{"ns1.blue": pfx("10.128.0.4/30")}, "node subnet 10.128.0.4/30 leaves no room"},
+		{"ipv6 /127", Network{Name: "ns1.v6", ID: 4, Topology: netconf.TopologyLayer3, Role: netconf.RoleSecondary,
+			Subnets: subnets("fd00::/64/127"), Transit: pfx("fd97::/64")}, nodeinfo.Subnets{"ns1.v6": pfx("fd00::2/127")},
+			"node subnet fd00::2/127 leaves no room for a gateway, a management port and a pod (at most /126)"},
+		{"default network /31 (isolation ACLs)", DefaultNetwork(cfg), nodeinfo.Subnets{"default": pfx("10.244.0.2/31", "fd00:10:244:1::/64")},
+			"network default: node node1: node subnet 10.244.0.2/31 leaves no room"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			local := withGateway(node("node1", 2, tc.slices), "02:42:ac:12:00:02", pfx("172.18.0.2/16"), "172.18.0.1")
+			var res Result
+			var err error
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("Render panicked: %v", p)
+					}
+				}()
+				res, err = Render(Input{Network: tc.net, Nodes: []nodeinfo.Info{local}, Zone: "node1", Cluster: cfg})
+			}()
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			if len(res.Rows) != 0 {
+				t.Errorf("rows rendered beside the error: %d", len(res.Rows))
+			}
+		})
+	}
+}
+
+// TestLayer2SubnetTooSmall: a Layer2 primary network whose subnet has no
+// room for the gateway and the management port is an error, not a panic.
+func TestLayer2SubnetTooSmall(t *testing.T) {
+	n := seedNetwork()
+	n.Subnets = subnets("10.100.200.1/32")
+	_, err := Render(Input{Network: n, Nodes: seedNodes(), Zone: "node1", Cluster: config.Default()})
+	if err == nil || !strings.Contains(err.Error(), "no gateway address") {
+		t.Fatalf("err = %v, want an error about the gateway address", err)
+	}
+}

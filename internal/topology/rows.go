@@ -141,13 +141,27 @@ func prefixStrings(ps []netip.Prefix) []string {
 // hostPrefix returns addr as a full-length prefix (/32 or /128).
 func hostPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
 
-// nth returns address n of prefix p with p's length (n=1: the gateway).
-func nth(p netip.Prefix, n uint64) netip.Prefix {
+// nth returns address n of prefix p with p's length (n=1: the gateway), or
+// an error when p is too small to have it.
+func nth(p netip.Prefix, n uint64) (netip.Prefix, error) {
 	a, err := allocator.NthAddress(p, n)
 	if err != nil {
-		panic(fmt.Sprintf("topology: %v", err)) // subnets are validated long before
+		return netip.Prefix{}, err
 	}
-	return netip.PrefixFrom(a, p.Bits())
+	return netip.PrefixFrom(a, p.Bits()), nil
+}
+
+// gatewayAndManagement returns the addresses of a subnet's gateway (offset 1)
+// and management port (offset 2), or an error when the subnet is too small
+// to have them.
+func gatewayAndManagement(s netip.Prefix) (gw, mgmt netip.Prefix, err error) {
+	if gw, err = nth(s, 1); err != nil {
+		return netip.Prefix{}, netip.Prefix{}, fmt.Errorf("no gateway address: %w", err)
+	}
+	if mgmt, err = nth(s, 2); err != nil {
+		return netip.Prefix{}, netip.Prefix{}, fmt.Errorf("no management port address: %w", err)
+	}
+	return gw, mgmt, nil
 }
 
 // ipMatch is "ip4" or "ip6" for a prefix.

@@ -99,7 +99,7 @@ func Config(req Request, cfg config.Cluster) (*netconf.NetConf, error) {
 	if c.MTU == 0 {
 		c.MTU = cfg.MTU
 	}
-	c.ExcludeSubnets = joinStrings(s.ExcludeSubnets)
+	c.ExcludeSubnets = excludeList(s.ExcludeSubnets)
 	if s.IPAM != nil && s.IPAM.Lifecycle == v1.IPAMLifecyclePersistent {
 		c.PersistentIPs = true
 	}
@@ -352,6 +352,20 @@ func overlapsAny(p netip.Prefix, list []netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// excludeList renders excludeSubnets for the config: each entry as its masked
+// network (the API accepts host bits there, 10.0.0.100/26 meaning
+// 10.0.0.64/26, and the config's readers want network addresses).
+func excludeList(items []v1.ExcludeCIDR) string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = string(it)
+		if p, err := netip.ParsePrefix(string(it)); err == nil {
+			out[i] = p.Masked().String()
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 func joinStrings[T ~string](items []T) string {

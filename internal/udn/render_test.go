@@ -38,10 +38,19 @@ func TestConfig(t *testing.T) {
 			name: "seed db-network: layer2, mtu, exclusions, persistent ips",
 			req: Request{NetworkName: "demo.db-network", Namespace: "demo", Name: "db-network", Spec: v1.UserDefinedNetworkSpec{
 				Topology: v1.Layer2, Role: v1.Primary, MTU: 9000, Subnets: []v1.NetworkSubnet{"10.0.0.0/24"},
-				ExcludeSubnets: []v1.CIDR{"10.0.0.0/26"}, IPAM: &v1.IPAMSpec{Lifecycle: v1.IPAMLifecyclePersistent}}},
+				ExcludeSubnets: []v1.ExcludeCIDR{"10.0.0.0/26"}, IPAM: &v1.IPAMSpec{Lifecycle: v1.IPAMLifecyclePersistent}}},
 			want: &netconf.NetConf{CNIVersion: "1.0.0", Name: "demo.db-network", Type: netconf.CNIType, Topology: "layer2", Role: "primary",
 				Subnets: "10.0.0.0/24", ExcludeSubnets: "10.0.0.0/26", JoinSubnet: "100.65.0.0/16", MTU: 9000,
 				NADName: "demo/db-network", PersistentIPs: true},
+		},
+		{
+			name: "seed CUDN example: an exclusion with host bits is written as its network",
+			req: Request{NetworkName: "cluster.udn.db-network", Namespace: "a", Name: "cluster.udn.db-network", VRF: "db-network", Spec: v1.UserDefinedNetworkSpec{
+				Topology: v1.Layer2, Role: v1.Primary, MTU: 9000, Subnets: []v1.NetworkSubnet{"10.0.0.0/24", "fd00:1::/64"},
+				ExcludeSubnets: []v1.ExcludeCIDR{"10.0.0.100/26", "fd00:1::5/120"}}},
+			want: &netconf.NetConf{CNIVersion: "1.0.0", Name: "cluster.udn.db-network", Type: netconf.CNIType, Topology: "layer2", Role: "primary",
+				Subnets: "10.0.0.0/24,fd00:1::/64", ExcludeSubnets: "10.0.0.64/26,fd00:1::/120", JoinSubnet: "100.65.0.0/16,fd99::/64", MTU: 9000,
+				NADName: "a/cluster.udn.db-network", VRF: "db-network"},
 		},
 		{
 			name: "secondary layer2 without ipam has no subnets and no join",

@@ -115,6 +115,13 @@ func (r *Controller) primaryConflict(ctx context.Context, ns *corev1.Namespace, 
 			nadOf[ref.UID] = n
 			continue
 		}
+		if ownedBy(n, owner) && n.Name == ownerNADName(owner) {
+			nadOf[owner.UID] = n // its owner reference is about to be put back
+			continue
+		}
+		if netconf.Managed(n) {
+			continue // another network's NAD whose owner reference is being put back
+		}
 		foreign = append(foreign, n.Name)
 	}
 	if len(foreign) > 0 {
@@ -248,15 +255,31 @@ func (r *Controller) getNAD(ctx context.Context, ns, name string) (*nadv1.Networ
 	return nad, nil
 }
 
-// ownedBy reports whether nad's controller reference is the network object uid.
-func ownedBy(nad *nadv1.NetworkAttachmentDefinition, uid types.UID) bool {
-	ref := metav1.GetControllerOf(nad)
-	return ref != nil && ref.UID == uid
+// ownedBy reports whether nad belongs to the network object owner: its
+// controller reference names owner, or it has none and still carries the
+// marks only cluster-manager puts on the NADs it renders for owner (the
+// managed label with owner's kind, or the protection finalizer) — an owner
+// reference removed by hand is put back, not taken as a foreign NAD.
+func ownedBy(nad *nadv1.NetworkAttachmentDefinition, owner udn.Owner) bool {
+	if ref := metav1.GetControllerOf(nad); ref != nil {
+		return ref.UID == owner.UID
+	}
+	marked := (netconf.Managed(nad) && nad.Labels[netconf.OwnerKindLabel] == owner.Kind) ||
+		controllerutil.ContainsFinalizer(nad, v1.NetworkProtectionFinalizer)
+	return marked && nad.DeletionTimestamp == nil
+}
+
+// ownerNADName is the name of the NADs a network object renders.
+func ownerNADName(owner udn.Owner) string {
+	if owner.Kind == netconf.KindCUDN {
+		return netconf.CUDNNetworkName(owner.Name)
+	}
+	return owner.Name
 }
 
 // foreign returns a failure when existing is a NAD not owned by owner.
 func foreign(existing *nadv1.NetworkAttachmentDefinition, owner udn.Owner) *failure {
-	if existing == nil || ownedBy(existing, owner.UID) {
+	if existing == nil || ownedBy(existing, owner) {
 		return nil
 	}
 	return fail(existing.Namespace, v1.ReasonForeignNAD,
@@ -357,7 +380,11 @@ func (r *Controller) allocate(req udn.Request) (netalloc.Network, *failure) {
 // setCondition sets the NetworkCreated condition on conds and reports whether
 // anything changed, emitting an Event when the condition changes.
 func (r *Controller) setCondition(obj client.Object, conds *[]metav1.Condition, status metav1.ConditionStatus, reason, message string) bool {
-	prev := meta.FindStatusCondition(*conds, v1.ConditionNetworkCreated)
+	// A copy: SetStatusCondition updates the existing element in place.
+	var prev *metav1.Condition
+	if p := meta.FindStatusCondition(*conds, v1.ConditionNetworkCreated); p != nil {
+		prev = p.DeepCopy()
+	}
 	changed := meta.SetStatusCondition(conds, metav1.Condition{
 		Type: v1.ConditionNetworkCreated, Status: status, Reason: reason, Message: message,
 		ObservedGeneration: obj.GetGeneration(),

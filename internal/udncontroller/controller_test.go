@@ -3,8 +3,12 @@ package udncontroller_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/google/go-cmp/cmp"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -50,7 +54,7 @@ func TestUDNRendersNAD(t *testing.T) {
 	u := udnObj(ns, "blue", v1.UserDefinedNetworkSpec{
 		Topology: v1.Layer3, Role: v1.Primary, MTU: 1300,
 		Subnets:        []v1.NetworkSubnet{"10.128.0.0/16/24", "2001:db8::/60/64"},
-		ExcludeSubnets: []v1.CIDR{"10.128.0.0/28"},
+		ExcludeSubnets: []v1.ExcludeCIDR{"10.128.0.0/28"},
 	})
 	if err := c.Create(ctx, u); err != nil {
 		t.Fatal(err)
@@ -425,6 +429,9 @@ func TestDeletionBlockedByPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitCondition(t, c, u, metav1.ConditionFalse, v1.ReasonNetworkInUse, "1 pod(s): user")
+	if msg := cmtest.WaitEvent(t, c, u, "UserDefinedNetwork", v1.ReasonNetworkInUse); !strings.Contains(msg, "user") {
+		t.Errorf("NetworkInUse Event %q does not name the pod", msg)
+	}
 	if getNAD(t, c, ns, "sec") == nil {
 		t.Fatal("NAD deleted while a pod uses it")
 	}
@@ -583,4 +590,120 @@ func TestTenantRBAC(t *testing.T) {
 		}
 	}
 	_ = c.Delete(ctx, udnObj(mine, "ok", sec))
+}
+
+// TestOwnerReferenceRemovedIsPutBack: a managed NAD whose owner reference is
+// removed by hand is not taken for a foreign NAD: the reference is put back
+// and the network stays created.
+func TestOwnerReferenceRemovedIsPutBack(t *testing.T) {
+	c := admin(t)
+	startManager(t, config.Default())
+	ctx := context.Background()
+	ns := namespace(t, c, "orphan", primaryLabel)
+	u := udnObj(ns, "net", l2Primary("10.100.0.0/24"))
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cleanupDelete(t, c, u)
+	nad := waitNAD(t, c, ns, "net")
+	waitCondition(t, c, u, metav1.ConditionTrue, v1.ReasonNADCreated)
+	nad.OwnerReferences = nil
+	if err := c.Update(ctx, nad); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if got := getNAD(t, c, ns, "net"); !ownedByUID(got, u.UID) {
+			return errorf("owner reference not put back: %+v", got.OwnerReferences)
+		}
+		return nil
+	})
+	waitCondition(t, c, u, metav1.ConditionTrue, v1.ReasonNADCreated)
+}
+
+// TestTerminatingNamespaceReleasesCUDN: a namespace a live CUDN selects can
+// finish deleting: the CUDN keeps its NAD there while a pod uses it (and
+// says so), and releases it once the pod is gone.
+func TestTerminatingNamespaceReleasesCUDN(t *testing.T) {
+	c := admin(t)
+	startManager(t, config.Default())
+	ctx := context.Background()
+	sel := map[string]string{"tenant": cmtest.UniqueName("leaving")}
+	keep, leave := namespace(t, c, "stays", sel), namespace(t, c, "leaves", sel)
+	cu := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: cmtest.UniqueName("leaving")},
+		Spec: v1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: sel},
+			Template: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.40.0/24"}}}}
+	if err := c.Create(ctx, cu); err != nil {
+		t.Fatal(err)
+	}
+	cleanupDelete(t, c, cu)
+	waitCondition(t, c, cu, metav1.ConditionTrue, v1.ReasonNADCreated, "2 namespace(s)")
+	name := netconf.CUDNNetworkName(cu.Name)
+	user := pod(leave, "user", map[string]string{netconf.NetworksAnnotation: name})
+	if err := c.Create(ctx, user); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leave}}); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, cu, metav1.ConditionFalse, v1.ReasonNamespaceTerminating, leave, "user")
+	if getNAD(t, c, leave, name) == nil {
+		t.Fatal("NAD deleted while a pod of the terminating namespace uses it")
+	}
+	if err := c.Delete(ctx, user, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if getNAD(t, c, leave, name) != nil {
+			return errorf("NAD in the terminating namespace %s still exists", leave)
+		}
+		return nil
+	})
+	if getNAD(t, c, keep, name) == nil {
+		t.Fatal("NAD of the namespace that stays was deleted")
+	}
+	waitCondition(t, c, cu, metav1.ConditionTrue, v1.ReasonNADCreated, "1 namespace(s)")
+}
+
+// TestTenantBurstDoesNotDelayOthers: with 100 networks of one tenant queued
+// before one network of another (the controller starts after all exist, so
+// its queue holds them all at once), the other tenant's network is created
+// after a handful of the burst, not after all of it.
+func TestTenantBurstDoesNotDelayOthers(t *testing.T) {
+	c := admin(t)
+	ctx := context.Background()
+	const burst = 100
+	busy, quiet := namespace(t, c, "burst", nil), namespace(t, c, "quiet", nil)
+	spec := v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.60.0/24"}}
+	var all []*v1.UserDefinedNetwork
+	for i := 0; i < burst; i++ {
+		all = append(all, udnObj(busy, fmt.Sprintf("n%03d", i), spec))
+	}
+	mine := udnObj(quiet, "net", spec)
+	all = append(all, mine)
+	for _, u := range all {
+		if err := c.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startManager(t, config.Default())
+	for _, u := range all {
+		cleanupDelete(t, c, u)
+	}
+	waitCondition(t, c, mine, metav1.ConditionTrue, v1.ReasonNADCreated)
+	var list v1.UserDefinedNetworkList
+	if err := c.List(ctx, &list, client.InNamespace(busy)); err != nil {
+		t.Fatal(err)
+	}
+	done := 0
+	for _, u := range list.Items {
+		if meta.IsStatusConditionTrue(u.Status.Conditions, v1.ConditionNetworkCreated) {
+			done++
+		}
+	}
+	// Round-robin: the quiet tenant's network is about the second reconciled;
+	// allow for requeues of the burst's first networks.
+	if done > burst/5 {
+		t.Fatalf("the other tenant's network waited for %d of the %d networks of the burst", done, burst)
+	}
+	t.Logf("created after %d of the burst's %d networks", done, burst)
 }

@@ -155,6 +155,16 @@ func (r *CUDNReconciler) sync(ctx context.Context, c *v1.ClusterUserDefinedNetwo
 			return whole(v1.ReasonVRFConflict, "VRF %s is already used by ClusterUserDefinedNetwork %s", vrf, holder)
 		}
 		for _, ns := range sortedKeys(selected) {
+			if selected[ns].DeletionTimestamp != nil {
+				f, err := r.leaveTerminating(ctx, c, selected[ns], owned[ns])
+				if err != nil {
+					return res, err
+				}
+				if f != nil {
+					res.failures = append(res.failures, f)
+				}
+				continue
+			}
 			req := udn.ForCUDN(c, ns, vrf)
 			req.NetworkID, req.TunnelKeys = n.ID, n.TunnelKeys
 			f, err := r.syncNamespace(ctx, selected[ns], req, owned[ns])
@@ -198,6 +208,28 @@ func (r *CUDNReconciler) sync(ctx context.Context, c *v1.ClusterUserDefinedNetwo
 		r.Networks.Release(name)
 	}
 	return res, nil
+}
+
+// leaveTerminating withdraws the network from a namespace being deleted: its
+// NAD (mine, nil if none) goes as soon as no pod there uses the network, so
+// the namespace's deletion can finish; until then the namespace is reported.
+func (r *CUDNReconciler) leaveTerminating(ctx context.Context, c *v1.ClusterUserDefinedNetwork, ns *corev1.Namespace, mine *nadv1.NetworkAttachmentDefinition) (*failure, error) {
+	if mine == nil {
+		return nil, nil
+	}
+	pods, err := r.podsUsing(ctx, ns.Name, mine.Name, c.Spec.Template.Role == v1.Primary)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) > 0 {
+		return fail(ns.Name, v1.ReasonNamespaceTerminating, "namespace %s is being deleted; its NetworkAttachmentDefinition is kept while %d pod(s) use it (%s)",
+			ns.Name, len(pods), summarize(pods)), nil
+	}
+	if err := r.deleteNAD(ctx, mine); err != nil {
+		return nil, err
+	}
+	log.FromContext(ctx).Info("deleted NAD of a namespace being deleted", "nad", ns.Name+"/"+mine.Name)
+	return nil, nil
 }
 
 // syncNamespace provides the network to one namespace.
@@ -270,7 +302,7 @@ func (r *CUDNReconciler) ownedNADs(ctx context.Context, c *v1.ClusterUserDefined
 	out := map[string]*nadv1.NetworkAttachmentDefinition{}
 	for i := range list.Items {
 		n := &list.Items[i]
-		if n.Name == netconf.CUDNNetworkName(c.Name) && ownedBy(n, c.UID) {
+		if n.Name == netconf.CUDNNetworkName(c.Name) && ownedBy(n, udn.ForCUDN(c, "", "").Owner) {
 			out[n.Namespace] = n
 		}
 	}

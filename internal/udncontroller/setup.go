@@ -10,12 +10,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
 
@@ -28,11 +31,13 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("userdefinednetwork").
 		For(&v1.UserDefinedNetwork{}).
+		// One tenant's burst of networks must not hold back another's.
+		WithOptions(controller.Options{NewQueue: fairqueue.NewQueue}).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(c.udnsForNAD)).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(c.udnsInNamespace)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.udnsForPod), builder.WithPredicates(podChanges)).
 		Watches(&v1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.failingUDNs)).
-		Complete(&UDNReconciler{c}); err != nil {
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(&UDNReconciler{c}))); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -43,7 +48,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.cudnsForNamespaceOf), builder.WithPredicates(podChanges)).
 		Watches(&v1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.failingCUDNs)).
 		Watches(&v1.UserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.cudnsForNamespaceOf)).
-		Complete(&CUDNReconciler{c})
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(&CUDNReconciler{c})))
 }
 
 // podChanges passes pod events that can change whether a network is in use:

@@ -121,7 +121,7 @@ func (r *UDNReconciler) finalize(ctx context.Context, u *v1.UserDefinedNetwork) 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if nad != nil && ownedBy(nad, u.UID) {
+	if nad != nil && ownedBy(nad, udn.ForUDN(u).Owner) {
 		pods, err := r.podsUsing(ctx, u.Namespace, u.Name, u.Spec.Role == v1.Primary)
 		if err != nil {
 			return ctrl.Result{}, err

@@ -31,6 +31,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -69,6 +70,8 @@ type Reconciler struct {
 	NB, SB   libovsdb.Client
 	nbWriter libovsdb.Client
 	Syncer   *ovsdbsync.Syncer
+	// gate orders writes that create or delete datapaths (nil: none).
+	gate     *northdgate.Gate
 	Recorder record.EventRecorder
 	// ReconcileTimeout bounds one reconcile (an unreachable database fails it,
 	// and the key is retried with backoff).
@@ -139,7 +142,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.Syncer.Sync(ctx, NetworkKey(name), rows)
+	p, err := r.write(ctx, NetworkKey(name), rows)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
 	}
@@ -147,6 +150,35 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
 	}
 	return ctrl.Result{}, nil
+}
+
+// write makes owner's rows equal to rows in one transaction, in its turn
+// through the northd gate (see internal/northdgate). A plan that would both
+// delete and create datapaths (a network whose topology changed under the
+// same name) becomes two: all of the owner's rows go, then the new ones come.
+func (r *Reconciler) write(ctx context.Context, owner string, rows []model.Model) (*ovsdbsync.Plan, error) {
+	p, err := r.Syncer.Plan(owner, rows)
+	if err != nil || p.Empty() {
+		return p, err
+	}
+	if r.gate == nil {
+		return p, r.Syncer.Apply(ctx, p)
+	}
+	change := northdgate.Classify(p.Ops)
+	if change.Creates && change.Deletes {
+		gone, err := r.Syncer.Plan(owner, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.gate.Do(ctx, northdgate.Classify(gone.Ops), func() error { return r.Syncer.Apply(ctx, gone) }); err != nil {
+			return nil, err
+		}
+		if p, err = r.Syncer.Plan(owner, rows); err != nil {
+			return nil, err
+		}
+		change = northdgate.Classify(p.Ops)
+	}
+	return p, r.gate.Do(ctx, change, func() error { return r.Syncer.Apply(ctx, p) })
 }
 
 // NotRendered is why a network cannot be rendered now (malformed, not yet
@@ -172,8 +204,10 @@ func (r *Reconciler) Desired(ctx context.Context, name string) ([]model.Model, e
 	if err != nil {
 		return nil, err
 	}
+	left := map[string]bool{}
 	for node, why := range bad {
 		r.note(ctx, name, node, why.Error())
+		left[node] = true
 	}
 	keys, err := r.networkKeys(ctx, name)
 	if err != nil {
@@ -196,7 +230,9 @@ func (r *Reconciler) Desired(ctx context.Context, name string) ([]model.Model, e
 	}
 	for _, p := range res.Skipped {
 		r.note(ctx, name, p.Node, p.Reason)
+		left[p.Node] = true
 	}
+	r.resolved(ctx, name, left)
 	return res.Rows, nil
 }
 
@@ -226,14 +262,23 @@ func (r *Reconciler) network(ctx context.Context, name string) (topology.Network
 	if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: name}); err != nil {
 		return topology.Network{}, false, err
 	}
-	if len(nads.Items) == 0 {
+	all := make([]*nadv1.NetworkAttachmentDefinition, 0, len(nads.Items))
+	for i := range nads.Items {
+		all = append(all, &nads.Items[i])
+	}
+	// NADs that claim a name belonging to another network object are never
+	// part of the network (cluster-manager reports them on the NAD).
+	admitted, refused := netconf.Admit(all)
+	for _, x := range refused {
+		log.FromContext(ctx).V(1).Info("NAD left out of its network", "nad", x.NAD.Namespace+"/"+x.NAD.Name, "reason", x.Reason.Error())
+	}
+	if len(admitted) == 0 {
 		return topology.Network{}, false, nil
 	}
 	var first *netconf.NetConf
 	var id int
 	var keys []int
-	for i := range nads.Items {
-		nad := &nads.Items[i]
+	for _, nad := range admitted {
 		c, err := netconf.Parse(nad)
 		if err != nil || c == nil {
 			r.Recorder.Eventf(nad, corev1.EventTypeWarning, "InvalidConfig", "zone %s cannot render the network: %v", r.Zone, err)
@@ -259,6 +304,12 @@ func (r *Reconciler) network(ctx context.Context, name string) (topology.Network
 	return n, true, err
 }
 
+// Event reasons on nodes a zone leaves out of a network, and takes back.
+const (
+	ReasonNodeLeftOut     = "NodeLeftOutOfNetwork"
+	ReasonNodeTakenBackIn = "NodeAddedToNetwork"
+)
+
 // note emits an Event on a node about a network once per distinct reason.
 func (r *Reconciler) note(ctx context.Context, network, node, reason string) {
 	key := network + "/" + node
@@ -273,8 +324,30 @@ func (r *Reconciler) note(ctx context.Context, network, node, reason string) {
 		return
 	}
 	log.FromContext(ctx).Info("node left out of network", "network", network, "node", node, "reason", reason)
-	r.Recorder.Eventf(&corev1.Node{ObjectMeta: objectMeta(node)}, corev1.EventTypeWarning, "NodeNotReady",
+	r.Recorder.Eventf(&corev1.Node{ObjectMeta: objectMeta(node)}, corev1.EventTypeWarning, ReasonNodeLeftOut,
 		"zone %s leaves the node out of network %s: %s", r.Zone, network, reason)
+}
+
+// resolved records, with a Normal Event, that nodes once left out of a
+// network (note) are in it again: every noted node of the network not in
+// left.
+func (r *Reconciler) resolved(ctx context.Context, network string, left map[string]bool) {
+	prefix := network + "/"
+	var back []string
+	r.mu.Lock()
+	for key := range r.noted {
+		node, ok := strings.CutPrefix(key, prefix)
+		if ok && !strings.Contains(node, "/") && !left[node] {
+			back = append(back, node)
+			delete(r.noted, key)
+		}
+	}
+	r.mu.Unlock()
+	for _, node := range back {
+		log.FromContext(ctx).Info("node added to network", "network", network, "node", node)
+		r.Recorder.Eventf(&corev1.Node{ObjectMeta: objectMeta(node)}, corev1.EventTypeNormal, ReasonNodeTakenBackIn,
+			"zone %s adds the node to network %s", r.Zone, network)
+	}
 }
 
 // Keys returns every reconcile key the zone has now: the chassis, the default

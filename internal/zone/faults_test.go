@@ -16,6 +16,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 
 func hasEvent(t *testing.T, c client.Client, object, reason, fragment string) error {
@@ -46,7 +47,9 @@ func TestNodeMissingAnnotations(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Admin.Delete(ctx, late) })
 	c.WaitNB("node-a", "Logical_Router:GR_node-a")
-	cmtest.Eventually(t, 0, func() error { return hasEvent(t, c.Admin, "node-late", "NodeNotReady", nodeinfo.ChassisIDAnnotation) })
+	cmtest.Eventually(t, 0, func() error {
+		return hasEvent(t, c.Admin, "node-late", zone.ReasonNodeLeftOut, nodeinfo.ChassisIDAnnotation)
+	})
 	if out := c.Zones["node-a"].MustNBCtl("--bare", "--columns=_uuid", "find", "Logical_Switch_Port", "name=tstor-node-late"); out != "" {
 		t.Fatal("a node without a chassis got a remote port")
 	}
@@ -58,6 +61,7 @@ func TestNodeMissingAnnotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WaitNB("node-a", "Logical_Switch_Port:tstor-node-late")
+	cmtest.Eventually(t, 0, func() error { return hasEvent(t, c.Admin, "node-late", zone.ReasonNodeTakenBackIn, "zone node-a adds") })
 }
 
 // TestMalformedNAD: a network whose NAD turns malformed keeps its rows as they

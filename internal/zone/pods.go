@@ -58,6 +58,9 @@ func (m *podIPAM) poolsFor(network string, slices []netip.Prefix, exclude []neti
 	}
 	np := &nodePools{key: key}
 	for _, s := range slices {
+		if err := allocator.CheckNodeSlice(s); err != nil {
+			return nil, fmt.Errorf("network %s: %w", network, err)
+		}
 		gw, _ := allocator.NthAddress(s, 1)
 		mgmt, _ := allocator.NthAddress(s, 2)
 		pool, err := allocator.NewIPPool(s, exclude, gw, mgmt)

@@ -32,6 +32,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
@@ -51,6 +52,9 @@ type Options struct {
 	Workers int
 	// Logger for libovsdb; discarded when unset.
 	OVSDBLogger logr.Logger
+	// HealthAddr serves /healthz and /readyz (ready: caches synced, NB and
+	// SB connected); "" or "0" disables it.
+	HealthAddr string
 }
 
 // Scheme returns the scheme a zone controller needs.
@@ -102,6 +106,7 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	}
 	s.WithWriter(nbWriter)
 	r.Zone, r.Cluster, r.Client, r.NB, r.nbWriter, r.SB, r.Syncer = opts.Zone, opts.Cluster, mgr.GetClient(), nb, nbWriter, sb, s
+	r.gate = &northdgate.Gate{NB: nbWriter}
 	r.Recorder = mgr.GetEventRecorderFor("ovn-udn-zone-" + opts.Zone)
 	return nil
 }
@@ -284,7 +289,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			q.Add(request(NetworkKey(nodeinfo.DefaultNetwork)))
 			return nil
 		})).
-		Complete(r)
+		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
 
 // Close closes the reconciler's database connections.
@@ -325,7 +330,7 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
+		HealthProbeBindAddress: kubeobj.ListenAddr(opts.HealthAddr),
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
@@ -344,9 +349,22 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 	if err == nil {
 		err = r.SetupWithManager(ctx, mgr, opts.Workers)
 	}
+	if err == nil {
+		err = kubeobj.AddHealthChecks(mgr, connected("northbound", nb), connected("southbound", sb))
+	}
 	if err != nil {
 		r.Close()
 		return nil, nil, fmt.Errorf("zone %s: %w", opts.Zone, err)
 	}
 	return r, mgr, nil
+}
+
+// connected is a readiness check that a database client is connected.
+func connected(name string, c libovsdb.Client) kubeobj.HealthCheck {
+	return kubeobj.HealthCheck{Name: name, Check: func() error {
+		if !c.Connected() {
+			return fmt.Errorf("%s database not connected", name)
+		}
+		return nil
+	}}
 }

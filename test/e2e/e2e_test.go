@@ -39,7 +39,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	for _, check := range []func() error{deps.CheckKube, deps.CheckOVN} {
+	for _, check := range []func() error{deps.CheckKube, deps.CheckControlPlane, deps.CheckOVN} {
 		if err := check(); err != nil {
 			if os.Getenv(deps.SkipEnv) == "1" {
 				fmt.Fprintf(os.Stderr, "skipping: %v (%s=1)\n", err, deps.SkipEnv)
@@ -289,7 +289,7 @@ func TestNetworkDeletion(t *testing.T) {
 // each fault is reachable.
 func TestFaults(t *testing.T) {
 	ctx := context.Background()
-	for i, victim := range []string{"zone-controller/node2", "ovn-nb/node2", "ovn-controller/node2"} {
+	for i, victim := range []string{"zone-controller/node2", "ovn-nb/node2", "ovn-controller/node2", "ovn-northd/node2"} {
 		before := process(t, victim)
 		if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
@@ -307,6 +307,9 @@ func TestFaults(t *testing.T) {
 		}
 		if !strings.Contains(status.String(), victim) {
 			t.Fatalf("status does not list %s:\n%s", victim, status.String())
+		}
+		if strings.HasPrefix(victim, "ovn-northd/") && !strings.Contains(status.String(), "WARNING: "+victim+" restarted") {
+			t.Fatalf("status does not warn that %s restarted:\n%s", victim, status.String())
 		}
 		name := fmt.Sprintf("after-fault-%d", i)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "l2-blue", Name: name},

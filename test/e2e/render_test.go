@@ -125,9 +125,6 @@ func snapshot(ctx context.Context) ([]manifest.Document, map[string]map[string]s
 		}
 		for _, it := range items {
 			o := it.(client.Object)
-			if strings.HasPrefix(o.GetNamespace(), "kube-") {
-				continue
-			}
 			gvks, _, err := admin.Scheme().ObjectKinds(o)
 			if err != nil {
 				return nil, nil, err

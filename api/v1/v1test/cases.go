@@ -5,6 +5,11 @@ package v1test
 import (
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ovn-udn/ovn-udn/internal/manifest"
 )
 
 // Case is one object and what validation must say about it.
@@ -31,7 +36,55 @@ var ValidationCases = []Case{
 	{"layer2 dual stack with join", UDN("l2ds", "topology: Layer2\nrole: Primary\nsubnets: [10.0.0.0/24, fd00:10::/64]\njoinSubnets: [100.66.0.0/16, fd9a::/64]"), ""},
 	{"layer2 secondary ipam disabled", UDN("l2noipam", "topology: Layer2\nrole: Secondary\nipam: {mode: Disabled}"), ""},
 	{"localnet secondary with vlan", UDN("ln", "topology: Localnet\nrole: Secondary\nsubnets: [192.168.50.0/24]\nlocalnet: {physicalNetworkName: physnet1, vlanID: 100}"), ""},
-	{"cudn seed example", CUDN("db-network", sel+"vrf: db-network\ntemplate: {topology: Layer2, role: Primary, mtu: 9000, subnets: [10.0.0.0/24], excludeSubnets: [10.0.0.0/26]}"), ""},
+	{"cudn seed example", CUDN("db-network", sel+"vrf: db-network\ntemplate: {topology: Layer2, role: Primary, mtu: 9000, subnets: [10.0.0.0/24], excludeSubnets: [10.0.0.100/26]}"), ""},
+	{"cudn seed example, exclusion without host bits", CUDN("db-network-2", sel+"vrf: db-network-2\ntemplate: {topology: Layer2, role: Primary, mtu: 9000, subnets: [10.0.0.0/24], excludeSubnets: [10.0.0.0/26]}"), ""},
+	{"seed udn after creation: exclusion with host bits", UDN("db-network-hb", "topology: Layer2\nrole: Primary\nmtu: 9000\nsubnets: [10.0.0.0/24]\nexcludeSubnets: [10.0.0.100/26]\nipam: {lifecycle: Persistent}"), ""},
+	{"ipv6 exclusion with host bits", UDN("ex6", "topology: Layer2\nrole: Secondary\nsubnets: [fd00:7::/64]\nexcludeSubnets: [\"fd00:7::5/120\"]"), ""},
+
+	// Integer fields with every rule that reads them. Documents are decoded
+	// as render reads manifests (numbers as float64), so these cases catch an
+	// offline judge that hands CEL a float64 where the schema says integer.
+	{"mtu 9000 dual stack layer2", UDN("mtu-ds", "topology: Layer2\nrole: Primary\nmtu: 9000\nsubnets: [10.5.0.0/24, \"fd00:5::/64\"]"), ""},
+	{"mtu 1500 dual stack layer3 host prefixes", UDN("mtu-ds3", "topology: Layer3\nrole: Primary\nmtu: 1500\nsubnets: [10.128.0.0/16/24, \"fd00:10::/60/64\"]"), ""},
+	{"mtu 1280 ipv6 only", UDN("mtu-1280", "topology: Layer2\nrole: Primary\nmtu: 1280\nsubnets: [\"fd00::/64\"]"), ""},
+	{"mtu 576 ipv4 only", UDN("mtu-576", "topology: Layer2\nrole: Primary\nmtu: 576\nsubnets: [10.0.0.0/24]"), ""},
+	{"mtu 65536 dual stack", UDN("mtu-max", "topology: Layer2\nrole: Secondary\nmtu: 65536\nsubnets: [10.0.0.0/24, \"fd00::/64\"]"), ""},
+	{"mtu without subnets", UDN("mtu-noipam", "topology: Layer2\nrole: Secondary\nmtu: 1000\nipam: {mode: Disabled}"), ""},
+	{"cudn mtu 9000 dual stack", CUDN("mtu-ds", sel+"template: {topology: Layer2, role: Primary, mtu: 9000, subnets: [10.0.0.0/24, \"fd00::/64\"]}"), ""},
+	{"mtu 1279 dual stack", UDN("mtu-x1", "topology: Layer2\nrole: Primary\nmtu: 1279\nsubnets: [10.0.0.0/24, \"fd00::/64\"]"), "mtu must be at least 1280 when the network has an IPv6 subnet"},
+	{"mtu 1279 ipv6 host prefix", UDN("mtu-x2", "topology: Layer3\nrole: Primary\nmtu: 1279\nsubnets: [\"fd00::/60/64\"]"), "mtu must be at least 1280 when the network has an IPv6 subnet"},
+	{"cudn mtu 1000 ipv6", CUDN("mtu-x3", sel+"template: {topology: Layer2, role: Primary, mtu: 1000, subnets: [\"fd00::/64\"]}"), "mtu must be at least 1280 when the network has an IPv6 subnet"},
+	{"mtu 575", UDN("mtu-x4", "topology: Layer2\nrole: Primary\nmtu: 575\nsubnets: [10.0.0.0/24]"), "should be greater than or equal to 576"},
+	{"mtu 65537", UDN("mtu-x5", "topology: Layer2\nrole: Primary\nmtu: 65537\nsubnets: [10.0.0.0/24]"), "should be less than or equal to 65536"},
+	{"mtu 100 with ipv6: both rules", UDN("mtu-x6", "topology: Layer2\nrole: Primary\nmtu: 100\nsubnets: [\"fd00::/64\"]"), "mtu must be at least 1280 when the network has an IPv6 subnet"},
+	{"vlan 1", UDN("vlan-1", "topology: Localnet\nrole: Secondary\nsubnets: [192.168.50.0/24]\nlocalnet: {vlanID: 1}"), ""},
+	{"vlan 4094 dual stack with mtu", UDN("vlan-max", "topology: Localnet\nrole: Secondary\nmtu: 1500\nsubnets: [192.168.50.0/24, \"fd00:50::/64\"]\nlocalnet: {physicalNetworkName: physnet1, vlanID: 4094}"), ""},
+	{"cudn localnet vlan", CUDN("vlan", sel+"template: {topology: Localnet, role: Secondary, mtu: 1280, subnets: [\"fd00:50::/64\"], localnet: {vlanID: 42}}"), ""},
+	{"vlan 0", UDN("vlan-x1", "topology: Localnet\nrole: Secondary\nsubnets: [10.0.0.0/24]\nlocalnet: {vlanID: 0}"), "should be greater than or equal to 1"},
+	{"vlan 4095", UDN("vlan-x2", "topology: Localnet\nrole: Secondary\nsubnets: [10.0.0.0/24]\nlocalnet: {vlanID: 4095}"), "should be less than or equal to 4094"},
+	{"cudn vlan 5000", CUDN("vlan-x3", sel+"template: {topology: Localnet, role: Secondary, subnets: [10.0.0.0/24], localnet: {vlanID: 5000}}"), "should be less than or equal to 4094"},
+	{"vlan on layer2 with mtu", UDN("vlan-x4", "topology: Layer2\nrole: Secondary\nmtu: 1500\nsubnets: [10.0.0.0/24]\nlocalnet: {vlanID: 7}"), "localnet is supported only for Localnet topology"},
+
+	// Host prefixes: a node's slice holds the gateway, the management port and
+	// at least one pod (/29 for IPv4, /126 for IPv6 at the smallest).
+	{"host prefix /29", UDN("hp29", "topology: Layer3\nrole: Primary\nsubnets: [10.128.0.0/16/29]"), ""},
+	{"host prefix /126", UDN("hp126", "topology: Layer3\nrole: Primary\nsubnets: [\"fd00::/64/126\"]"), ""},
+	{"layer3 /28 without host prefix", UDN("l3-28", "topology: Layer3\nrole: Secondary\nsubnets: [10.0.0.0/28]"), ""},
+	{"layer3 /125 without host prefix", UDN("l3-125", "topology: Layer3\nrole: Secondary\nsubnets: [\"fd00::/125\"]"), ""},
+	{"layer2 /30 is not sliced", UDN("l2-30", "topology: Layer2\nrole: Secondary\nsubnets: [10.0.0.0/30]"), ""},
+	{"host prefix /30", UDN("hp-x1", "topology: Layer3\nrole: Primary\nsubnets: [10.128.0.0/16/30]"), "at most 29 for IPv4 or 126 for IPv6"},
+	{"host prefix /31", UDN("hp-x2", "topology: Layer3\nrole: Primary\nsubnets: [10.128.0.0/16/31]"), "at most 29 for IPv4 or 126 for IPv6"},
+	{"host prefix /32", UDN("hp-x3", "topology: Layer3\nrole: Primary\nsubnets: [10.128.0.0/16/32]"), "at most 29 for IPv4 or 126 for IPv6"},
+	{"host prefix /127", UDN("hp-x4", "topology: Layer3\nrole: Primary\nsubnets: [10.128.0.0/16/24, \"fd00::/64/127\"]"), "at most 29 for IPv4 or 126 for IPv6"},
+	{"host prefix /128", UDN("hp-x5", "topology: Layer3\nrole: Primary\nsubnets: [\"fd00::/64/128\"]"), "at most 29 for IPv4 or 126 for IPv6"},
+	{"cudn host prefix /31", CUDN("hp-x6", sel+"template: {topology: Layer3, role: Primary, subnets: [10.128.0.0/16/31]}"), "at most 29 for IPv4 or 126 for IPv6"},
+	{"layer3 /29 without host prefix", UDN("l3-x1", "topology: Layer3\nrole: Primary\nsubnets: [10.0.0.0/29]"), "a Layer3 subnet without a host prefix must be at most /28 for IPv4 or /125 for IPv6"},
+	{"layer3 /30 without host prefix", UDN("l3-x2", "topology: Layer3\nrole: Primary\nsubnets: [10.0.0.0/30]"), "a Layer3 subnet without a host prefix must be at most /28 for IPv4 or /125 for IPv6"},
+	{"layer3 /32 without host prefix", UDN("l3-x3", "topology: Layer3\nrole: Secondary\nsubnets: [10.0.0.1/32]"), "a Layer3 subnet without a host prefix must be at most /28 for IPv4 or /125 for IPv6"},
+	{"layer3 /126 without host prefix", UDN("l3-x4", "topology: Layer3\nrole: Primary\nsubnets: [10.0.0.0/16, \"fd00::/126\"]"), "a Layer3 subnet without a host prefix must be at most /28 for IPv4 or /125 for IPv6"},
+	{"layer3 /29 with host prefix /29", UDN("l3-x5", "topology: Layer3\nrole: Primary\nsubnets: [10.0.0.0/29/29]"), "host prefix must be longer than the subnet's prefix length"},
+
+	{"exclusion with host bits outside the subnets", UDN("np-x7", "topology: Layer2\nrole: Primary\nsubnets: [10.0.0.0/24]\nexcludeSubnets: [10.0.1.100/26]"), "every excludeSubnets entry must lie inside one of the subnets"},
 
 	// Rejected, one rule each.
 	{"layer3 without subnets", UDN("x1", "topology: Layer3\nrole: Primary"), "subnets is required for Layer3 topology"},
@@ -67,6 +120,74 @@ var ValidationCases = []Case{
 	{"vrf too long", CUDN("y1", sel+"vrf: a-very-long-vrf-name\ntemplate: {topology: Layer2, role: Primary, subnets: [10.0.0.0/24]}"), "may not be more than 15 bytes"},
 	{"cudn template rules apply", CUDN("y2", sel+"template: {topology: Layer3, role: Primary}"), "subnets is required for Layer3 topology"},
 	{"cudn without selector", CUDN("y3", "template: {topology: Layer2, role: Primary, subnets: [10.0.0.0/24]}"), "spec.namespaceSelector: Required value"},
+}
+
+// SoleErrorCases are malformed values that must get their own message and no
+// other: every error of the rejection contains WantErr. Rules that take a
+// value apart (at "/") must not fail on it, nor report it in their terms.
+var SoleErrorCases = []Case{
+	{"subnet without prefix length", UDN("np-x1", "topology: Layer2\nrole: Primary\nsubnets: [10.0.0.0]"), "must be a CIDR, or CIDR/hostPrefix for Layer3"},
+	{"layer3 subnet without prefix length", UDN("np-x2", "topology: Layer3\nrole: Primary\nsubnets: [10.0.0.0]\nexcludeSubnets: [10.0.0.0/26]"), "must be a CIDR, or CIDR/hostPrefix for Layer3"},
+	{"cudn ipv6 subnet without prefix length", CUDN("np-x3", sel+"template: {topology: Layer2, role: Primary, subnets: [10.0.0.0/24, \"fd00::\"]}"), "must be a CIDR, or CIDR/hostPrefix for Layer3"},
+	{"host prefix without digits", UDN("np-x4", "topology: Layer3\nrole: Primary\nsubnets: [10.0.0.0/16/]"), "host prefix must be longer than the subnet's prefix length"},
+	{"exclusion without prefix length", UDN("np-x5", "topology: Layer2\nrole: Primary\nsubnets: [10.0.0.0/24]\nexcludeSubnets: [10.0.0.5]"), "must be a valid CIDR"},
+	{"join subnet without prefix length", UDN("np-x6", "topology: Layer2\nrole: Primary\nsubnets: [10.0.0.0/24]\njoinSubnets: [100.66.0.0]"), "must be a valid CIDR"},
+}
+
+// Check compares what a judge (the API server, or the offline validator) said
+// about tc's object, one message per error ("field: detail"), with what the
+// case wants. sole makes every message have to contain WantErr
+// (SoleErrorCases).
+func (tc Case) Check(msgs []string, sole bool) error {
+	all := strings.Join(msgs, "\n")
+	switch {
+	case tc.WantErr == "" && len(msgs) > 0:
+		return fmt.Errorf("valid object rejected:\n%s", all)
+	case tc.WantErr != "" && len(msgs) == 0:
+		return fmt.Errorf("invalid object accepted; want an error containing %q", tc.WantErr)
+	case strings.Contains(all, CELRuntimeError):
+		return fmt.Errorf("a CEL rule failed to evaluate (%q):\n%s", CELRuntimeError, all)
+	case !strings.Contains(all, tc.WantErr):
+		return fmt.Errorf("no error contains %q:\n%s", tc.WantErr, all)
+	}
+	if sole {
+		for _, m := range msgs {
+			if !strings.Contains(m, tc.WantErr) {
+				return fmt.Errorf("error beside %q: %s", tc.WantErr, m)
+			}
+		}
+	}
+	return nil
+}
+
+// CELRuntimeError is in a rejection when a CEL rule failed to evaluate (for
+// example "invalid data, expected int, got float64 evaluating rule: ..." or
+// "invalid substring range ... evaluating rule: ..."). No case may produce
+// one: rules must guard what they take apart, and objects must reach CEL
+// typed as the schema says.
+const CELRuntimeError = "evaluating rule"
+
+// Object decodes a case's document the way ovn-udn render reads manifest
+// files (internal/manifest), so numbers are float64 as in any file read.
+func Object(doc string) (*unstructured.Unstructured, error) {
+	docs, err := manifest.Parse("case.yaml", []byte(doc))
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) != 1 {
+		return nil, fmt.Errorf("case has %d documents, want 1", len(docs))
+	}
+	return docs[0].Object, nil
+}
+
+// JSON returns a case's YAML document as JSON text, for checking the JSON
+// reading path too.
+func JSON(doc string) (string, error) {
+	b, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
 }
 
 // UDN is a UserDefinedNetwork named name in "default" with the given spec.

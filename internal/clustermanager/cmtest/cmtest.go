@@ -231,3 +231,34 @@ func WaitNetworkCreated(t testing.TB, c client.Client, obj client.Object) {
 		return nil
 	})
 }
+
+// WaitEvent waits until an Event with this reason names obj (by kind, name
+// and namespace) and returns its message; it fails the test after a minute.
+func WaitEvent(t testing.TB, c client.Client, obj client.Object, kind, reason string) string {
+	t.Helper()
+	var msg string
+	Eventually(t, time.Minute, func() error {
+		var events corev1.EventList
+		if err := c.List(context.Background(), &events, client.InNamespace(eventNamespace(obj))); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			o := e.InvolvedObject
+			if o.Kind == kind && o.Name == obj.GetName() && o.Namespace == obj.GetNamespace() && e.Reason == reason {
+				msg = e.Message
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s Event on %s %s/%s", reason, kind, obj.GetNamespace(), obj.GetName())
+	})
+	return msg
+}
+
+// eventNamespace is where Events about obj are kept: its namespace, or
+// "default" for cluster-scoped objects.
+func eventNamespace(obj client.Object) string {
+	if obj.GetNamespace() == "" {
+		return metav1.NamespaceDefault
+	}
+	return obj.GetNamespace()
+}
