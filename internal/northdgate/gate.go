@@ -3,7 +3,8 @@
 // ods_assign_array_index) when one of its runs sees a datapath deleted and
 // another one created — a Logical_Switch, or a Logical_Router created without
 // ports — whether in one Northbound transaction or in two that northd reads
-// together because it was busy. A zone controller writes networks in
+// together (because it was busy, or simply because the second came within a
+// millisecond or so of the first). A zone controller writes networks in
 // parallel, so deleting one network while another is created can hit it.
 // Fixed upstream by "northd: recompute on datapath index reuse" (in 26.03.2);
 // the gate can go once that is the oldest OVN supported.
