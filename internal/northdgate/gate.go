@@ -3,7 +3,8 @@
 // ods_assign_array_index) when one of its runs sees a datapath deleted and
 // another one created — a Logical_Switch, or a Logical_Router created without
 // ports — whether in one Northbound transaction or in two that northd reads
-// together because it was busy. A zone controller writes networks in
+// together (because it was busy, or simply because the second came within a
+// millisecond or so of the first). A zone controller writes networks in
 // parallel, so deleting one network while another is created can hit it.
 // Fixed upstream by "northd: recompute on datapath index reuse" (in 26.03.2);
 // the gate can go once that is the oldest OVN supported.
@@ -22,12 +23,15 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 )
 
 // Datapath tables: rows northd turns into datapaths.
@@ -66,15 +70,31 @@ type Gate struct {
 	NB client.Client
 	// Timeout bounds one wait for northd (default 30 s).
 	Timeout time.Duration
-	// Interval is how often NB_Global.sb_cfg is read while waiting
-	// (default 10 ms).
+	// Interval is the longest pause between two reads of NB_Global.sb_cfg
+	// while waiting (default 20 ms). The first read comes 1 ms after the
+	// bump and the pauses double up to Interval: an idle northd answers in
+	// a few milliseconds, a busy one is not polled 1,000 times a second.
 	Interval time.Duration
 
+	// mu: datapath creations hold it shared, a deletion exclusively.
 	mu sync.RWMutex
+	// createsSynced: no creation committed through the gate since the last
+	// barrier (cleared under mu shared, read and set under mu exclusive).
+	// deletesSynced: likewise for deletions (written under mu exclusive).
+	// Both start false: a previous controller may have written just before
+	// it stopped.
+	createsSynced, deletesSynced atomic.Bool
 }
 
 // Do runs write, a transaction making change, in its turn (see the package
 // comment). It returns write's error, or why the turn could not be had.
+//
+// A deletion waits for northd first only when something may have been
+// committed since the last barrier, so a run of deletions pays one barrier
+// each, not two. A write that failed counts as committed (it may have been,
+// all the same), and a creation following a deletion whose second barrier
+// failed waits for northd first: no error path lets a creation reach northd
+// together with a deletion.
 func (g *Gate) Do(ctx context.Context, change Change, write func() error) error {
 	switch {
 	case change.Creates && change.Deletes:
@@ -82,21 +102,82 @@ func (g *Gate) Do(ctx context.Context, change Change, write func() error) error 
 	case change.Deletes:
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		if err := g.Barrier(ctx); err != nil {
+		if err := g.sync(ctx); err != nil {
 			return fmt.Errorf("before deleting datapaths: %w", err)
 		}
-		if err := write(); err != nil {
-			return err
+		g.deletesSynced.Store(false)
+		werr := write()
+		if err := g.sync(ctx); err != nil {
+			return errors.Join(werr, fmt.Errorf("after deleting datapaths: %w", err))
 		}
-		if err := g.Barrier(ctx); err != nil {
-			return fmt.Errorf("after deleting datapaths: %w", err)
-		}
-		return nil
+		return werr
 	case change.Creates:
 		g.mu.RLock()
-		defer g.mu.RUnlock()
+		if g.deletesSynced.Load() {
+			defer g.mu.RUnlock()
+		} else {
+			// A deletion may be unprocessed (its second barrier failed,
+			// or the controller just started): wait for northd alone.
+			g.mu.RUnlock()
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if err := g.sync(ctx); err != nil {
+				return fmt.Errorf("before creating datapaths: %w", err)
+			}
+		}
+		g.createsSynced.Store(false)
 	}
 	return write()
+}
+
+// sync runs a barrier unless northd is known to have processed everything
+// written through the gate. mu must be held exclusively.
+func (g *Gate) sync(ctx context.Context) error {
+	if g.createsSynced.Load() && g.deletesSynced.Load() {
+		return nil
+	}
+	if err := g.Barrier(ctx); err != nil {
+		return err
+	}
+	g.createsSynced.Store(true)
+	g.deletesSynced.Store(true)
+	return nil
+}
+
+// Sync is s.Sync(ctx, owner, rows) in its turn: it makes owner's rows equal
+// to rows in one transaction passed through Do. A plan that would both delete
+// and create datapaths becomes two transactions: first all of the owner's
+// rows go (a deletion, between barriers), then the new ones are planned again
+// from the cache and come. Deleting everything rather than only the datapaths
+// that go keeps this simple and correct (nothing half-built is ever
+// committed); it costs little because such a plan is rare: network specs are
+// immutable, so only a zone whose node changed name replaces datapaths (the
+// node switch, gateway router and external switch carry the node's name),
+// and then the network's local part is rebuilt anyway. A nil Gate syncs
+// directly.
+func (g *Gate) Sync(ctx context.Context, s *ovsdbsync.Syncer, owner string, rows []model.Model) (*ovsdbsync.Plan, error) {
+	p, err := s.Plan(owner, rows)
+	if err != nil || p.Empty() {
+		return p, err
+	}
+	if g == nil {
+		return p, s.Apply(ctx, p)
+	}
+	change := Classify(p.Ops)
+	if change.Creates && change.Deletes {
+		gone, err := s.Plan(owner, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := g.Do(ctx, Classify(gone.Ops), func() error { return s.Apply(ctx, gone) }); err != nil {
+			return nil, err
+		}
+		if p, err = s.Plan(owner, rows); err != nil {
+			return nil, err
+		}
+		change = Classify(p.Ops)
+	}
+	return p, g.Do(ctx, change, func() error { return s.Apply(ctx, p) })
 }
 
 // Barrier returns once ovn-northd has processed every Northbound change
@@ -107,8 +188,9 @@ func (g *Gate) Barrier(ctx context.Context) error {
 		timeout = 30 * time.Second
 	}
 	if interval == 0 {
-		interval = 10 * time.Millisecond
+		interval = 20 * time.Millisecond
 	}
+	pause := min(time.Millisecond, interval)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// One transaction bumps nb_cfg and reads the value it now has.
@@ -144,8 +226,9 @@ func (g *Gate) Barrier(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("northd barrier: ovn-northd has not processed nb_cfg %d (at %d): %w", target, cur, ctx.Err())
-		case <-time.After(interval):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, interval)
 	}
 }
 

@@ -2,6 +2,7 @@ package northdgate_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,25 +13,29 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/ovn-org/libovsdb/ovsdb"
+	"github.com/ovn-org/libovsdb/model"
+	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
 
 func TestClassify(t *testing.T) {
-	op := func(kind, table string) ovsdb.Operation { return ovsdb.Operation{Op: kind, Table: table} }
+	op := func(kind, table string) libovsdb.Operation { return libovsdb.Operation{Op: kind, Table: table} }
 	tests := []struct {
 		name string
-		ops  []ovsdb.Operation
+		ops  []libovsdb.Operation
 		want northdgate.Change
 	}{
-		{"ports and ACLs only", []ovsdb.Operation{op("insert", "Logical_Switch_Port"), op("delete", "ACL"), op("mutate", "Logical_Switch")}, northdgate.Change{}},
-		{"a switch created", []ovsdb.Operation{op("insert", "Logical_Switch_Port"), op("insert", "Logical_Switch")}, northdgate.Change{Creates: true}},
-		{"a router deleted", []ovsdb.Operation{op("delete", "Logical_Router"), op("update", "Logical_Switch")}, northdgate.Change{Deletes: true}},
-		{"both", []ovsdb.Operation{op("delete", "Logical_Switch"), op("insert", "Logical_Router")}, northdgate.Change{Creates: true, Deletes: true}},
+		{"ports and ACLs only", []libovsdb.Operation{op("insert", "Logical_Switch_Port"), op("delete", "ACL"), op("mutate", "Logical_Switch")}, northdgate.Change{}},
+		{"a switch created", []libovsdb.Operation{op("insert", "Logical_Switch_Port"), op("insert", "Logical_Switch")}, northdgate.Change{Creates: true}},
+		{"a router deleted", []libovsdb.Operation{op("delete", "Logical_Router"), op("update", "Logical_Switch")}, northdgate.Change{Deletes: true}},
+		{"both", []libovsdb.Operation{op("delete", "Logical_Switch"), op("insert", "Logical_Router")}, northdgate.Change{Creates: true, Deletes: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,102 +50,207 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-// TestGateKeepsNorthdAlive: while northd is busy (stopped here, as during a
-// long run), one network's datapaths are deleted and another's created, at
-// the same time. Written directly, ovn-northd 26.03.0/26.03.1 aborts
-// (ods_assign_array_index); through the gate, northd sees them in separate
-// runs, stays up and renders the new datapaths.
-func TestGateKeepsNorthdAlive(t *testing.T) {
+// network is a network's rows as the zone writes them: a switch with a port
+// and a router with a port (a datapath of each kind), named after name.
+func network(name string) []model.Model {
+	// IDs are names, as in internal/topology: another name is another row.
+	return []model.Model{
+		&nbdb.LogicalSwitchPort{UUID: "lsp:p-" + name, Name: "p-" + name},
+		&nbdb.LogicalSwitch{UUID: "ls:sw-" + name, Name: "sw-" + name, Ports: []string{"lsp:p-" + name}},
+		&nbdb.LogicalRouterPort{UUID: "lrp:rp-" + name, Name: "rp-" + name, MAC: "0a:58:0a:01:00:01", Networks: []string{"10.1.0.1/24"}},
+		&nbdb.LogicalRouter{UUID: "lr:lr-" + name, Name: "lr-" + name, Ports: []string{"lrp:rp-" + name}},
+	}
+}
+
+var tables = []model.Model{&nbdb.LogicalSwitchPort{}, &nbdb.LogicalSwitch{}, &nbdb.LogicalRouterPort{}, &nbdb.LogicalRouter{}}
+
+// syncer is a Syncer for the zone's NB, as the zone controller's.
+func syncer(t testing.TB, z *ovntest.Zone) *ovsdbsync.Syncer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(
+		nbdb.LogicalSwitchPortTable, nbdb.LogicalSwitchTable, nbdb.LogicalRouterPortTable, nbdb.LogicalRouterTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	s, err := ovsdbsync.New(c, tables...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// northdAffected reports whether the installed ovn-northd has the
+// ods_assign_array_index abort (26.03.0 and 26.03.1).
+func northdAffected(t *testing.T) (bool, string) {
 	deps.Require(t, deps.CheckOVN)
 	out, err := deps.OVNCommand("ovn-northd", "--version").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	version := strings.Fields(strings.SplitN(string(out), "\n", 2)[0])
-	affected := len(version) == 2 && (version[1] == "26.03.0" || version[1] == "26.03.1")
-	// A network: a switch with a port and a router with a port.
-	add := func(n string) []string {
-		return []string{"--", "ls-add", "sw-" + n, "--", "lsp-add", "sw-" + n, "p-" + n,
-			"--", "lr-add", "lr-" + n, "--", "lrp-add", "lr-" + n, "rp-" + n, "00:00:00:00:01:01", "10.1.0.1/24"}
-	}
-	del := func(n string) []string { return []string{"--", "ls-del", "sw-" + n, "--", "lr-del", "lr-" + n} }
+	return len(version) == 2 && (version[1] == "26.03.0" || version[1] == "26.03.1"), strings.Join(version, " ")
+}
 
-	for _, gated := range []bool{false, true} {
-		name := map[bool]string{false: "written directly", true: "through the gate"}[gated]
-		t.Run(name, func(t *testing.T) {
-			if !gated && !affected {
-				t.Skipf("%s is not affected", strings.Join(version, " "))
-			}
-			z := ovntest.StartZone(t, "zone")
-			northd := z.Processes()["northd"]
-			z.MustNBCtl(append(add("base"), add("a")...)...)
-			z.MustSync()
-			nbCfg := func(col string) int {
-				v, _ := strconv.Atoi(strings.TrimSpace(z.MustNBCtl("get", "NB_Global", ".", col)))
-				return v
-			}
-			before := nbCfg("nb_cfg")
-			if err := syscall.Kill(northd.PID(), syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
-			resumed := false
-			resume := func() {
-				if !resumed {
-					resumed = true
-					_ = syscall.Kill(northd.PID(), syscall.SIGCONT)
+// TestGateKeepsNorthdAlive writes through our own path (ovsdbsync.Syncer, one
+// transaction per owner) the two patterns that abort ovn-northd
+// 26.03.0/26.03.1 (ods_assign_array_index) while northd is busy — stopped
+// here, standing in for a long run:
+//
+//   - two networks: network a is deleted and network b created, by two
+//     writers at the same time (the zone's parallel workers);
+//   - one network whose datapaths are replaced (a plan deleting and creating
+//     datapaths in one transaction).
+//
+// Written directly, northd aborts. Through the gate, northd sees deletions and
+// creations in separate runs: it stays up and renders the new datapaths. In
+// the gated cases the gate itself holds the writes back: the test lets northd
+// run again only once a barrier has bumped nb_cfg, i.e. once the gate waits
+// for northd.
+func TestGateKeepsNorthdAlive(t *testing.T) {
+	affected, version := northdAffected(t)
+	scenarios := []struct {
+		name string
+		// write makes the change with sync (the Syncer's or the gate's).
+		write  func(sync func(owner string, rows []model.Model) error) error
+		gone   string // a switch that must be gone afterwards
+		wanted string // a switch that must have a datapath afterwards
+	}{
+		{"two networks", func(sync func(string, []model.Model) error) error {
+			errs := make(chan error, 2)
+			go func() { errs <- sync("a", nil) }()
+			go func() { errs <- sync("b", network("b")) }()
+			return errors.Join(<-errs, <-errs)
+		}, "sw-a", "sw-b"},
+		{"one network replaced", func(sync func(string, []model.Model) error) error {
+			return sync("a", network("a2"))
+		}, "sw-a", "sw-a2"},
+	}
+	for _, sc := range scenarios {
+		for _, gated := range []bool{false, true} {
+			name := sc.name + map[bool]string{false: ", written directly", true: ", through the gate"}[gated]
+			t.Run(name, func(t *testing.T) {
+				if !gated && !affected {
+					t.Skipf("%s is not affected", version)
 				}
-			}
-			defer resume()
-			if !gated {
-				z.MustNBCtl(del("a")...)
-				z.MustNBCtl(add("b")...)
-				resume()
-			} else {
-				g := &northdgate.Gate{NB: z.NBClient(), Timeout: 20 * time.Second}
-				ctx := context.Background()
-				var wg sync.WaitGroup
-				errs := make([]error, 2)
-				wg.Add(2)
-				go func() {
-					defer wg.Done()
-					errs[0] = g.Do(ctx, northdgate.Change{Deletes: true}, func() error { z.MustNBCtl(del("a")...); return nil })
-				}()
-				go func() {
-					defer wg.Done()
-					errs[1] = g.Do(ctx, northdgate.Change{Creates: true}, func() error { z.MustNBCtl(add("b")...); return nil })
-				}()
-				// Whichever went first, the gate now waits for northd (a
-				// barrier bumped nb_cfg): let it run again.
-				if err := proc.WaitFor(10*time.Second, 5*time.Millisecond, func() (bool, error) { return nbCfg("nb_cfg") > before, nil }); err != nil {
-					t.Fatalf("the gate did not wait for northd: %v", err)
+				z := ovntest.StartZone(t, "zone")
+				northd := z.Processes()["northd"]
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+				defer cancel()
+				s := syncer(t, z)
+				var g *northdgate.Gate // nil: Sync writes directly
+				if gated {
+					g = &northdgate.Gate{NB: z.NBClient(), Timeout: 10 * time.Second}
 				}
-				resume()
-				wg.Wait()
-				for _, err := range errs {
-					if err != nil {
+				write := func(owner string, rows []model.Model) error { _, err := g.Sync(ctx, s, owner, rows); return err }
+				// The networks in place, as a running controller leaves them.
+				for _, n := range []string{"base", "a"} {
+					if err := write(n, network(n)); err != nil {
 						t.Fatal(err)
 					}
 				}
-			}
-			var syncErr error
-			select {
-			case <-northd.Done():
-			case <-time.After(time.Second):
-				syncErr = z.Sync(10 * time.Second)
-			}
-			logs, _ := os.ReadFile(filepath.Join(z.Dir, "northd.log"))
-			asserted := strings.Contains(string(logs), "ods_assign_array_index")
-			if gated {
-				if northd.Exited() || asserted || syncErr != nil {
-					t.Fatalf("northd exited %v, asserted %v, sync %v", northd.Exited(), asserted, syncErr)
+				z.MustSync()
+				nbCfg := func() int { // 0 on error (the waiter below runs outside the test's goroutine)
+					out, _ := z.NBCtl("get", "NB_Global", ".", "nb_cfg")
+					v, _ := strconv.Atoi(strings.TrimSpace(out))
+					return v
 				}
-				if out := z.MustSBCtl("--bare", "--columns=_uuid", "find", "Datapath_Binding", "external_ids:name=sw-b"); strings.TrimSpace(out) == "" {
-					t.Fatal("no datapath for the new switch")
+				before := nbCfg()
+				if err := syscall.Kill(northd.PID(), syscall.SIGSTOP); err != nil {
+					t.Fatal(err)
 				}
-				return
-			}
-			if !northd.Exited() || !asserted {
-				t.Fatalf("written directly, northd survived (exited %v, asserted %v): the reproduction no longer holds", northd.Exited(), asserted)
+				var resumeOnce sync.Once
+				resume := func() { resumeOnce.Do(func() { _ = syscall.Kill(northd.PID(), syscall.SIGCONT) }) }
+				defer resume()
+				if gated {
+					// The gate waits for northd around a deletion: once a
+					// barrier has bumped nb_cfg, let northd run again.
+					stop, waiter := make(chan struct{}), make(chan struct{})
+					go func() {
+						defer close(waiter)
+						_ = proc.WaitFor(10*time.Second, 5*time.Millisecond, func() (bool, error) {
+							select {
+							case <-stop:
+								return true, nil
+							default:
+							}
+							return nbCfg() > before, nil
+						})
+						resume()
+					}()
+					defer func() { close(stop); <-waiter }()
+				}
+				if err := sc.write(write); err != nil {
+					t.Fatal(err)
+				}
+				if gated && nbCfg() == before {
+					t.Fatal("the gate did not wait for northd")
+				}
+				resume()
+
+				logs := func() string {
+					b, _ := os.ReadFile(filepath.Join(z.Dir, "northd.log"))
+					return string(b)
+				}
+				if !gated {
+					select {
+					case <-northd.Done():
+					case <-time.After(10 * time.Second):
+					}
+					if !northd.Exited() || !strings.Contains(logs(), "ods_assign_array_index") {
+						t.Fatalf("written directly, northd survived (exited %v): the reproduction no longer holds", northd.Exited())
+					}
+					return
+				}
+				// The gate's last barrier saw northd process the deletion; one
+				// more barrier covers a creation committed after it.
+				if err := z.Sync(10 * time.Second); err != nil || northd.Exited() || strings.Contains(logs(), "ods_assign_array_index") {
+					t.Fatalf("northd exited %v, sync %v", northd.Exited(), err)
+				}
+				datapath := func(sw string) string {
+					return z.MustSBCtl("--bare", "--columns=_uuid", "find", "Datapath_Binding", "external_ids:name="+sw)
+				}
+				if datapath(sc.wanted) == "" || datapath(sc.gone) != "" {
+					t.Fatalf("datapaths: %s %q, %s %q", sc.wanted, datapath(sc.wanted), sc.gone, datapath(sc.gone))
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkDelete is the cost of the gate: the time to delete a network
+// (a switch and a router) with an idle northd, directly and through the gate
+// (two northd round trips). Each deletion starts and ends with northd idle
+// (outside the timing): a creation right after a direct deletion can abort
+// northd 26.03.1.
+func BenchmarkDelete(b *testing.B) {
+	z := ovntest.StartZone(b, "bench")
+	s := syncer(b, z)
+	ctx := context.Background()
+	if _, err := s.Sync(ctx, "base", network("base")); err != nil {
+		b.Fatal(err)
+	}
+	for _, gated := range []bool{false, true} {
+		var g *northdgate.Gate
+		if gated {
+			g = &northdgate.Gate{NB: z.NBClient()}
+		}
+		b.Run(map[bool]string{false: "direct", true: "gate"}[gated], func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				if _, err := g.Sync(ctx, s, "a", network("a")); err != nil {
+					b.Fatal(err)
+				}
+				z.MustSync()
+				b.StartTimer()
+				if _, err := g.Sync(ctx, s, "a", nil); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				// Directly, creating right after deleting can abort northd.
+				z.MustSync()
 			}
 		})
 	}

@@ -70,7 +70,8 @@ type Reconciler struct {
 	NB, SB   libovsdb.Client
 	nbWriter libovsdb.Client
 	Syncer   *ovsdbsync.Syncer
-	// gate orders writes that create or delete datapaths (nil: none).
+	// gate orders writes that create or delete datapaths (nil: no
+	// ordering, as in tests without northd).
 	gate     *northdgate.Gate
 	Recorder record.EventRecorder
 	// ReconcileTimeout bounds one reconcile (an unreachable database fails it,
@@ -142,7 +143,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.write(ctx, NetworkKey(name), rows)
+	p, err := r.gate.Sync(ctx, r.Syncer, NetworkKey(name), rows)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
 	}
@@ -150,35 +151,6 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
 	}
 	return ctrl.Result{}, nil
-}
-
-// write makes owner's rows equal to rows in one transaction, in its turn
-// through the northd gate (see internal/northdgate). A plan that would both
-// delete and create datapaths (a network whose topology changed under the
-// same name) becomes two: all of the owner's rows go, then the new ones come.
-func (r *Reconciler) write(ctx context.Context, owner string, rows []model.Model) (*ovsdbsync.Plan, error) {
-	p, err := r.Syncer.Plan(owner, rows)
-	if err != nil || p.Empty() {
-		return p, err
-	}
-	if r.gate == nil {
-		return p, r.Syncer.Apply(ctx, p)
-	}
-	change := northdgate.Classify(p.Ops)
-	if change.Creates && change.Deletes {
-		gone, err := r.Syncer.Plan(owner, nil)
-		if err != nil {
-			return nil, err
-		}
-		if err := r.gate.Do(ctx, northdgate.Classify(gone.Ops), func() error { return r.Syncer.Apply(ctx, gone) }); err != nil {
-			return nil, err
-		}
-		if p, err = r.Syncer.Plan(owner, rows); err != nil {
-			return nil, err
-		}
-		change = northdgate.Classify(p.Ops)
-	}
-	return p, r.gate.Do(ctx, change, func() error { return r.Syncer.Apply(ctx, p) })
 }
 
 // NotRendered is why a network cannot be rendered now (malformed, not yet
