@@ -99,25 +99,29 @@ func tools(dir string) (func(string, ...string) *exec.Cmd, func(string) string) 
 }
 
 // workloadPrograms is what the node agent can run for containers: this
-// binary (agnhost images), CoreDNS as make deps installs it, and the
-// programs of toolsDir (nc, ping, ip, ...).
+// binary's agnhost servers (agnhost images), CoreDNS as make deps installs
+// it, and a few harmless tools of toolsDir. Nothing that manages the node
+// (ip, ovs-vsctl, ...): pods' programs run as root on the node.
 func workloadPrograms(toolsDir string) (workload.Resolver, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return workload.Resolver{}, err
 	}
-	programs := map[string]string{"ovn-udn": self}
+	programs := map[string]string{}
 	if _, err := os.Stat(deps.KubeBinary("coredns")); err == nil {
 		programs["coredns"] = deps.KubeBinary("coredns")
 	}
 	if toolsDir != "" {
-		entries, err := os.ReadDir(toolsDir)
-		if err != nil {
-			return workload.Resolver{}, fmt.Errorf("--tools-dir: %w", err)
-		}
-		for _, e := range entries {
-			programs[e.Name()] = filepath.Join(toolsDir, e.Name())
+		for _, name := range workloadTools {
+			if p := filepath.Join(toolsDir, name); fileExists(p) {
+				programs[name] = p
+			}
 		}
 	}
 	return workload.Resolver{Self: self, Programs: programs}, nil
 }
+
+// workloadTools are the programs of --tools-dir pods may run.
+var workloadTools = []string{"nc", "ping"}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -45,6 +46,10 @@ func (r *NADController) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nad-allocation").
 		For(&nadv1.NetworkAttachmentDefinition{}, builder.WithPredicates(unmanaged)).
+		// A managed NAD appearing or going may refuse or admit the hand-made
+		// NADs of its namespace (netconf.Admit): judge them again.
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(r.handMadeBeside),
+			builder.WithPredicates(predicate.Not(unmanaged))).
 		WithOptions(controller.Options{NewQueue: fairqueue.NewQueue}).
 		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
@@ -97,6 +102,21 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	log.FromContext(ctx).Info("allocated network", "nad", req.String(), "network", c.Name, "networkID", n.ID)
 	return ctrl.Result{}, nil
+}
+
+// handMadeBeside returns the hand-made NADs in a managed NAD's namespace.
+func (r *NADController) handMadeBeside(ctx context.Context, o client.Object) []reconcile.Request {
+	var list nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if !netconf.Managed(&list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: list.Items[i].Name}})
+		}
+	}
+	return out
 }
 
 // ReasonNetworkNameNotOwned is the Event reason on a hand-made NAD that claims

@@ -60,11 +60,11 @@ func OwnerOfName(network string) NameOwner {
 
 // CheckOwnership says whether nad may define the network its config c names,
 // from the NAD alone: the name "default" is never allowed; a name reserved
-// for a ClusterUserDefinedNetwork needs a managed NAD of that CUDN; a name
-// reserved for a UserDefinedNetwork needs a NAD in that namespace, and a
-// managed one must belong to that UDN. A managed NAD whose owner reference
-// was removed by hand still passes (cluster-manager puts the reference back);
-// one whose controller reference names another object does not.
+// for a ClusterUserDefinedNetwork needs a managed NAD whose controller
+// reference is that CUDN; a name reserved for a UserDefinedNetwork needs a
+// NAD in that namespace, and a managed one must belong to that UDN (one whose
+// owner reference was removed by hand still passes there: cluster-manager
+// puts it back, and the namespace already binds it to its UDN).
 func CheckOwnership(nad *nadv1.NetworkAttachmentDefinition, c *NetConf) error {
 	if c.Name == DefaultNetworkName {
 		return fmt.Errorf("network name %q is reserved for the cluster default network", c.Name)
@@ -72,7 +72,9 @@ func CheckOwnership(nad *nadv1.NetworkAttachmentDefinition, c *NetConf) error {
 	owner := OwnerOfName(c.Name)
 	switch owner.Kind {
 	case KindCUDN:
-		if !Managed(nad) || !controlledBy(nad, owner) {
+		// A CUDN's NADs live in any namespace: only its controller
+		// reference ties one to it (a label alone can be forged).
+		if !Managed(nad) || metav1.GetControllerOf(nad) == nil || !controlledBy(nad, owner) {
 			return fmt.Errorf("network name %q belongs to %s; only its own NetworkAttachmentDefinitions may use it", c.Name, owner)
 		}
 	case KindUDN:

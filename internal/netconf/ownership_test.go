@@ -59,6 +59,8 @@ func TestAdmit(t *testing.T) {
 			out{Refused: map[string]string{"x/c": "belongs to ClusterUserDefinedNetwork x"}}},
 		{"managed NAD whose owner reference was removed", []*nadv1.NetworkAttachmentDefinition{nad("a", "net", "a.net", true, nil)},
 			out{Admitted: []string{"a/net"}}},
+		{"a CUDN's name with a forged label and no owner reference", []*nadv1.NetworkAttachmentDefinition{nad("evil", "c", "cluster.udn.victim", true, nil)},
+			out{Refused: map[string]string{"evil/c": "belongs to ClusterUserDefinedNetwork victim"}}},
 		{"the default network's name", []*nadv1.NetworkAttachmentDefinition{nad("a", "d", "default", false, nil)},
 			out{Refused: map[string]string{"a/d": "reserved for the cluster default network"}}},
 		{"another plugin's config is not judged", []*nadv1.NetworkAttachmentDefinition{{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "br"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -129,6 +130,23 @@ func validInterfaceName(name string) error {
 		return fmt.Errorf("interface name %q is not allowed", name)
 	case strings.ContainsAny(name, "/: \t\n"):
 		return fmt.Errorf("interface name %q holds '/', ':' or white space", name)
+	case reservedInterface(name):
+		return fmt.Errorf("interface name %q is reserved (lo, eth0, ovn-udn1 and net<N> are given by ovn-udn)", name)
 	}
 	return nil
+}
+
+// reservedInterface reports names ovn-udn gives interfaces itself: the
+// default network's eth0, the primary network's ovn-udn1, and net<N> for
+// selections without a name.
+func reservedInterface(name string) bool {
+	switch name {
+	case "lo", "eth0", "ovn-udn1":
+		return true
+	}
+	if n, ok := strings.CutPrefix(name, "net"); ok && n != "" {
+		_, err := strconv.Atoi(n)
+		return err == nil
+	}
+	return false
 }

@@ -90,8 +90,23 @@ func (p *apiProxies) serve(ctx context.Context, l net.Listener) {
 
 // listenInNetns opens a TCP listener inside the named network namespace: the
 // socket belongs to the namespace it was created in, whatever thread later
-// accepts on it.
+// accepts on it. The namespace switch happens on a goroutine of its own, so
+// a thread that could not switch back dies with it.
 func listenInNetns(netns, addr string) (net.Listener, error) {
+	type result struct {
+		l   net.Listener
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		l, err := listenInNetnsLocked(netns, addr)
+		ch <- result{l, err}
+	}()
+	r := <-ch
+	return r.l, r.err
+}
+
+func listenInNetnsLocked(netns, addr string) (net.Listener, error) {
 	target, err := os.Open("/run/netns/" + netns)
 	if err != nil {
 		return nil, err

@@ -68,7 +68,16 @@ func (r *PodReconciler) SetupWithManager(mgr manager.Manager) error {
 	if r.workloads != nil {
 		r.workloads.OnExit = func(key string) {
 			ns, name, _ := strings.Cut(key, "/")
-			r.resync <- event.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}
+			r.mu.Lock()
+			ctx := r.ctx
+			r.mu.Unlock()
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			select {
+			case r.resync <- event.GenericEvent{Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}}:
+			case <-ctx.Done():
+			}
 		}
 	}
 	if err := mgr.Add(manager.RunnableFunc(r.sweep)); err != nil {
@@ -128,6 +137,11 @@ func (r *PodReconciler) sweep(ctx context.Context) error {
 		}
 	}
 	<-ctx.Done()
+	// The agent stops: so do the pods' processes (a new agent starts them
+	// again), as they would die with it anyway.
+	if r.workloads != nil {
+		r.workloads.StopAll()
+	}
 	return nil
 }
 
@@ -438,11 +452,23 @@ func (r *PodReconciler) plumb(key, netns string, have []cni.Plugged, ifaces []cn
 	if lerr == nil {
 		r.setPlugged(key, plugged[key])
 		if err != nil && len(plugged[key]) == 0 {
-			// Nothing of the pod is plugged: leave no namespace behind.
+			// Nothing of the pod is plugged: leave no namespace behind, nor
+			// anything running in it (plumbing it again starts afresh).
+			r.stopWorkload(key)
 			err = errors.Join(err, r.removeNetns(netns))
 		}
 	}
 	return len(add) + len(stale), errors.Join(err, lerr)
+}
+
+// stopWorkload stops a pod's processes and API server proxy, if any.
+func (r *PodReconciler) stopWorkload(key string) {
+	if r.workloads != nil {
+		r.workloads.Stop(key)
+	}
+	if r.apiProxies != nil {
+		r.apiProxies.stop(key)
+	}
 }
 
 // removeNetns deletes a pod network namespace if it exists.
@@ -460,12 +486,7 @@ func (r *PodReconciler) removeNetns(name string) error {
 // unplumb stops a pod's processes and removes its interfaces and network
 // namespace.
 func (r *PodReconciler) unplumb(key string, have []cni.Plugged) error {
-	if r.workloads != nil {
-		r.workloads.Stop(key)
-	}
-	if r.apiProxies != nil {
-		r.apiProxies.stop(key)
-	}
+	r.stopWorkload(key)
 	if len(have) == 0 {
 		return nil
 	}

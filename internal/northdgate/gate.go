@@ -68,7 +68,8 @@ var ErrMixed = errors.New("a transaction both creates and deletes datapaths; ovn
 type Gate struct {
 	// NB is a connection to the Northbound database (no monitor needed).
 	NB client.Client
-	// Timeout bounds one wait for northd (default 30 s).
+	// Timeout bounds one wait for northd (default 20 s, within a zone
+	// reconcile's 30 s).
 	Timeout time.Duration
 	// Interval is the longest pause between two reads of NB_Global.sb_cfg
 	// while waiting (default 20 ms). The first read comes 1 ms after the
@@ -102,6 +103,9 @@ func (g *Gate) Do(ctx context.Context, change Change, write func() error) error 
 	case change.Deletes:
 		g.mu.Lock()
 		defer g.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return err // waited for the turn past the caller's deadline
+		}
 		if err := g.sync(ctx); err != nil {
 			return fmt.Errorf("before deleting datapaths: %w", err)
 		}
@@ -124,6 +128,9 @@ func (g *Gate) Do(ctx context.Context, change Change, write func() error) error 
 			if err := g.sync(ctx); err != nil {
 				return fmt.Errorf("before creating datapaths: %w", err)
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		g.createsSynced.Store(false)
 	}
@@ -185,7 +192,7 @@ func (g *Gate) Sync(ctx context.Context, s *ovsdbsync.Syncer, owner string, rows
 func (g *Gate) Barrier(ctx context.Context) error {
 	timeout, interval := g.Timeout, g.Interval
 	if timeout == 0 {
-		timeout = 30 * time.Second
+		timeout = 20 * time.Second
 	}
 	if interval == 0 {
 		interval = 20 * time.Millisecond

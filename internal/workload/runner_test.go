@@ -35,8 +35,8 @@ func TestRunner(t *testing.T) {
 		t.Fatalf("running %v", got)
 	}
 	// Ensuring the same again starts nothing new.
-	pid := r.pods["ns/p1"]["c"].proc.PID()
-	if _, err := r.Ensure("ns/p1", "n1", []Process{sleep}); err != nil || r.pods["ns/p1"]["c"].proc.PID() != pid {
+	pid := r.pods["ns/p1"].procs["c"].proc.PID()
+	if _, err := r.Ensure("ns/p1", "n1", []Process{sleep}); err != nil || r.pods["ns/p1"].procs["c"].proc.PID() != pid {
 		t.Fatalf("restarted an unchanged process (%v)", err)
 	}
 	// A process that exits is restarted after its backoff.
@@ -56,11 +56,26 @@ func TestRunner(t *testing.T) {
 	if err != nil || retry <= 0 || retry > minBackoff {
 		t.Fatalf("retry %v (%v), want a backoff up to %v", retry, err, minBackoff)
 	}
+	// Once the backoff is over it runs again, and the next backoff is longer.
+	restarted := false
+	if err := proc.WaitFor(5*time.Second, 50*time.Millisecond, func() (bool, error) {
+		if _, err := r.Ensure("ns/p1", "n1", []Process{quick}); err != nil {
+			return false, err
+		}
+		restarted = r.pods["ns/p1"].procs["c"].restarts == 1
+		return restarted, nil
+	}); err != nil {
+		t.Fatalf("not restarted after its backoff: %v", err)
+	}
+	<-exits
+	if retry, _ = r.Ensure("ns/p1", "n1", []Process{quick}); retry <= minBackoff {
+		t.Fatalf("second backoff %v, want more than %v", retry, minBackoff)
+	}
 	// Stop ends everything.
 	if _, err := r.Ensure("ns/p1", "n1", []Process{sleep}); err != nil {
 		t.Fatal(err)
 	}
-	pid = r.pods["ns/p1"]["c"].proc.PID()
+	pid = r.pods["ns/p1"].procs["c"].proc.PID()
 	r.Stop("ns/p1")
 	if len(r.Running("ns/p1")) != 0 {
 		t.Fatal("still running after Stop")

@@ -20,6 +20,7 @@ import (
 	libovsdb "github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -245,6 +246,13 @@ func (r *Reconciler) network(ctx context.Context, name string) (topology.Network
 		log.FromContext(ctx).V(1).Info("NAD left out of its network", "nad", x.NAD.Namespace+"/"+x.NAD.Name, "reason", x.Reason.Error())
 	}
 	if len(admitted) == 0 {
+		for _, x := range refused {
+			if netconf.Managed(x.NAD) && metav1.GetControllerOf(x.NAD) == nil {
+				// cluster-manager is putting its owner reference back: the
+				// network's rows stay as they are meanwhile.
+				return topology.Network{}, false, fmt.Errorf("NAD %s/%s: %v", x.NAD.Namespace, x.NAD.Name, x.Reason)
+			}
+		}
 		return topology.Network{}, false, nil
 	}
 	var first *netconf.NetConf
