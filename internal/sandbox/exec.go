@@ -102,9 +102,14 @@ func Exec(ctx context.Context, dir, ref string, argv []string, stdin io.Reader, 
 	if err := writeResolvConf(ctx, c, netns, ns); err != nil {
 		return 0, fmt.Errorf("pod %s's resolv.conf: %w", ref, err)
 	}
-	cmd := Command(ctx, netns, argv)
+	return runStreams(Command(ctx, netns, argv), stdin, stdout, stderr)
+}
+
+// runStreams runs cmd with the given standard streams and returns its exit
+// code; an error only when it could not run.
+func runStreams(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode(), nil

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,13 +25,7 @@ func Kubectl(dir string, args []string, stdin io.Reader, stdout, stderr io.Write
 	}
 	cmd := exec.Command(deps.KubeBinary("kubectl"), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+l.Kubeconfig())
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	err = cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return exit.ExitCode(), nil
-	}
-	return 0, err
+	return runStreams(cmd, stdin, stdout, stderr)
 }
 
 // Env prints shell exports that put the installed kubectl first on PATH and
