@@ -98,14 +98,7 @@ Needs root (network namespaces) and the components make deps installs.`,
 		Short: "Run a command in a pod's network namespace",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			code, err := sandbox.Exec(cmd.Context(), dir, args[0], args[1:], os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return exitCode(code)
-			}
-			return nil
+			return exited(sandbox.Exec(cmd.Context(), dir, args[0], args[1:], os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
 	supervise := &cobra.Command{
@@ -127,14 +120,7 @@ kubeconfig: ovn-udn sandbox kubectl -- get pods -A -o wide (the -- keeps
 kubectl's flags from being read as this command's).`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			code, err := sandbox.Kubectl(dir, args, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if code != 0 {
-				return exitCode(code)
-			}
-			return nil
+			return exited(sandbox.Kubectl(dir, args, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
 	env := &cobra.Command{
@@ -207,6 +193,18 @@ func sandboxProbeCommand() *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "connect and read timeout")
 	return cmd
+}
+
+// exited turns a command's exit code into ovn-udn's: nil for 0, exitCode
+// otherwise; err when the command could not run.
+func exited(code int, err error) error {
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return exitCode(code)
+	}
+	return nil
 }
 
 // exitCode is an error that makes ovn-udn exit with a command's exit code.

@@ -241,12 +241,8 @@ func TestAgent(t *testing.T) {
 	}
 	h.start()
 	cmtest.Eventually(t, 0, func() error {
-		if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), pod); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("pod still exists (%v)", err)
-		}
-		names, err := h.host.Namespaces(h.prefix)
-		if err != nil || len(names) != 0 {
-			return fmt.Errorf("namespaces left: %v (%v)", names, err)
+		if err := h.podGone(ctx, pod); err != nil {
+			return err
 		}
 		plugged, err := h.host.Ports()
 		if err != nil || len(plugged) != 0 {
@@ -291,13 +287,22 @@ func TestFailedPlumbingLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmtest.Eventually(t, 0, func() error {
-		if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), pod); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("pod still exists (%v)", err)
-		}
-		names, err := h.host.Namespaces(h.prefix)
-		if err != nil || len(names) != 0 {
-			return fmt.Errorf("namespaces left: %v (%v)", names, err)
+		if err := h.podGone(ctx, pod); err != nil {
+			return err
 		}
 		return nil
 	})
+}
+
+// podGone reports why a deleted pod is not completely gone yet: the Pod
+// object, or one of the agent's network namespaces.
+func (h *agentHarness) podGone(ctx context.Context, pod *corev1.Pod) error {
+	if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		return fmt.Errorf("pod still exists (%v)", err)
+	}
+	names, err := h.host.Namespaces(h.prefix)
+	if err != nil || len(names) != 0 {
+		return fmt.Errorf("namespaces left: %v (%v)", names, err)
+	}
+	return nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -471,14 +474,15 @@ func (r *PodReconciler) stopWorkload(key string) {
 	}
 }
 
-// removeNetns deletes a pod network namespace if it exists.
+// removeNetns deletes a pod network namespace if it exists (a look at
+// /run/netns, where `ip netns` keeps them: no process for the common case of
+// a pod that has none).
 func (r *PodReconciler) removeNetns(name string) error {
 	if r.Opts.NetnsPrefix == "" {
 		return nil
 	}
-	have, err := r.Opts.Host.Namespaces(name)
-	if err != nil || !slices.Contains(have, name) {
-		return err
+	if _, err := os.Stat(filepath.Join("/run/netns", name)); errors.Is(err, fs.ErrNotExist) {
+		return nil
 	}
 	return r.Opts.Host.Del(name, nil)
 }

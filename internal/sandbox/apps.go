@@ -13,7 +13,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -132,19 +131,10 @@ func endpointsCheck(ctx context.Context, c client.Client, s *corev1.Service, pod
 	// The EndpointSlice controller follows pods' readiness shortly after.
 	// A mismatch after the deadline shows as a failed check.
 	_ = proc.WaitFor(10*time.Second, 100*time.Millisecond, func() (bool, error) {
-		var slices discoveryv1.EndpointSliceList
-		if err := c.List(ctx, &slices, client.InNamespace(s.Namespace), client.MatchingLabels{discoveryv1.LabelServiceName: s.Name}); err != nil {
+		got, err := readyEndpoints(ctx, c, s.Namespace, s.Name)
+		if err != nil {
 			return false, err
 		}
-		var got []string
-		for _, sl := range slices.Items {
-			for _, e := range sl.Endpoints {
-				if e.Conditions.Ready != nil && *e.Conditions.Ready {
-					got = append(got, e.Addresses...)
-				}
-			}
-		}
-		sort.Strings(got)
 		a.Got = strings.Join(got, ",")
 		return a.Got == a.Want, nil
 	})

@@ -154,8 +154,26 @@ func (s *supervisor) startDNS(ctx context.Context) error {
 // DNSServers returns the addresses of the ready CoreDNS replicas (kube-dns's
 // endpoints), IPv4 first.
 func DNSServers(ctx context.Context, c client.Client) ([]string, error) {
+	out, err := readyEndpoints(ctx, c, metav1.NamespaceSystem, dnsApp)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, _ := netip.ParseAddr(out[i])
+		b, _ := netip.ParseAddr(out[j])
+		if a.Is4() != b.Is4() {
+			return a.Is4()
+		}
+		return a.Less(b)
+	})
+	return out, nil
+}
+
+// readyEndpoints returns the distinct addresses of a Service's ready
+// endpoints, as its EndpointSlices list them, sorted.
+func readyEndpoints(ctx context.Context, c client.Client, namespace, service string) ([]string, error) {
 	var slices discoveryv1.EndpointSliceList
-	if err := c.List(ctx, &slices, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{discoveryv1.LabelServiceName: dnsApp}); err != nil {
+	if err := c.List(ctx, &slices, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
@@ -173,14 +191,7 @@ func DNSServers(ctx context.Context, c client.Client) ([]string, error) {
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, _ := netip.ParseAddr(out[i])
-		b, _ := netip.ParseAddr(out[j])
-		if a.Is4() != b.Is4() {
-			return a.Is4()
-		}
-		return a.Less(b)
-	})
+	sort.Strings(out)
 	return out, nil
 }
 
