@@ -294,3 +294,46 @@ func (n Networks) Clone() Networks {
 	}
 	return out
 }
+
+// Primary is a namespace's primary network as services and policies see it.
+type Primary struct {
+	// Key is the attachment key of the network's NAD in the namespace
+	// ("default" for the cluster default network).
+	Key string
+	// Network is the network name ("default" for the cluster default network).
+	Network string
+	// Conf is the network's config (nil for the default network).
+	Conf *netconf.NetConf
+}
+
+// IsDefault reports whether the primary network is the cluster default network.
+func (p Primary) IsDefault() bool { return p.Key == DefaultKey }
+
+// NamespacePrimary returns the primary network of namespace ns, given the
+// NADs its pods may use (NADsFor): the one admitted primary NAD of the
+// namespace, else the default network. It is the one place services,
+// EndpointSlice mirroring and policies learn a namespace's network. ok is
+// false when the namespace's pods cannot be attached yet (two primary
+// networks, or the one it is labelled for not ready): they have no primary
+// addresses to serve.
+func NamespacePrimary(ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string) (Primary, bool) {
+	usableNADs, _ := usable(ns.Name, nads)
+	var found []Primary
+	for key, nad := range usableNADs {
+		c, err := netconf.Parse(nad)
+		if err != nil || c == nil || !c.IsPrimary() {
+			continue
+		}
+		found = append(found, Primary{Key: key, Network: c.Name, Conf: c})
+	}
+	_, labelled := ns.Labels[primaryLabel]
+	switch {
+	case len(found) > 1:
+		return Primary{}, false
+	case len(found) == 1:
+		return found[0], ready(usableNADs[found[0].Key])
+	case labelled:
+		return Primary{}, false
+	}
+	return Primary{Key: DefaultKey, Network: "default"}, true
+}
