@@ -35,6 +35,24 @@ type Cluster struct {
 	// MaxNetworks limits how many user-defined networks may exist (at most 4095,
 	// the network ID space).
 	MaxNetworks int
+	// InfrastructureServices are the default-network services ("namespace/name")
+	// pods with a primary user-defined network still reach, through their
+	// default-network interface: the API server and DNS by default.
+	InfrastructureServices []string
+}
+
+// DefaultInfrastructureServices are the services every pod reaches.
+var DefaultInfrastructureServices = []string{"default/kubernetes", "kube-system/kube-dns"}
+
+// IsInfrastructureService reports whether the service namespace/name is one
+// of the InfrastructureServices.
+func (c Cluster) IsInfrastructureService(namespace, name string) bool {
+	for _, s := range c.InfrastructureServices {
+		if s == namespace+"/"+name {
+			return true
+		}
+	}
+	return false
 }
 
 // MaxNetworkID is the largest network ID; 0 is the default network.
@@ -51,6 +69,8 @@ func Default() Cluster {
 		MasqueradeSubnets:  mustPrefixes("169.254.0.0/17", "fd69::/112"),
 		MTU:                1400,
 		MaxNetworks:        MaxNetworkID,
+
+		InfrastructureServices: append([]string(nil), DefaultInfrastructureServices...),
 	}
 }
 
@@ -65,6 +85,11 @@ func (c Cluster) Validate() error {
 	}
 	if len(c.ClusterSubnets) == 0 {
 		return fmt.Errorf("no cluster subnets")
+	}
+	for _, s := range c.InfrastructureServices {
+		if ns, name, ok := strings.Cut(s, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("infrastructure service %q is not namespace/name", s)
+		}
 	}
 	for _, p := range c.MasqueradeSubnets {
 		if err := MasqueradeFits(p, c.MaxNetworks); err != nil {
@@ -144,6 +169,8 @@ func (c *Cluster) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(prefixesValue{&c.MasqueradeSubnets}, "masquerade-subnets", "masquerade subnets (two addresses per network)")
 	fs.IntVar(&c.MTU, "mtu", c.MTU, "default MTU of networks")
 	fs.IntVar(&c.MaxNetworks, "max-networks", c.MaxNetworks, "maximum number of user-defined networks")
+	fs.StringSliceVar(&c.InfrastructureServices, "infrastructure-services", c.InfrastructureServices,
+		"default-network services (namespace/name) pods with a primary user-defined network still reach through their default-network interface")
 }
 
 type prefixesValue struct{ p *[]netip.Prefix }

@@ -10,6 +10,18 @@
 // client index (see Indexes), or, for tables with unique schema indexes such as
 // port names, by those indexes (a row left by an earlier owner is adopted).
 // Rows the owner holds that are no longer desired are deleted.
+//
+// Tables without external_ids (Load_Balancer_Group) are held through
+// references: such a row belongs to the owner whose rows refer to it (a
+// network's switches and routers hold its load balancer groups), and is
+// matched by its unique schema index.
+//
+// Owners may contribute members to a set column of a row another owner holds
+// (a service's load balancer in a network's Load_Balancer_Group, an ACL in a
+// port group): see Contribution and Share. The row's owner never removes
+// members that refer to another owner's rows, and each contributor adds and
+// removes only members that refer to its own rows, so the two never undo
+// each other.
 package ovsdbsync
 
 import (
@@ -45,6 +57,10 @@ var ignored = map[string]bool{"_uuid": true, "up": true, "dynamic_addresses": tr
 // datapaths by name): a row of the same name is adopted, never duplicated.
 var nameIndexed = map[string]bool{"Logical_Switch": true, "Logical_Router": true, "Load_Balancer": true}
 
+// withoutExternalIDs are tables the Northbound schema gives no external_ids:
+// their rows are held through references (see the package doc).
+var withoutExternalIDs = map[string]bool{"Load_Balancer_Group": true}
+
 // Indexes returns the client indexes the Syncer needs for the given tables,
 // to be set on the client's database model before connecting
 // (ClientDBModel.SetIndexes): the owner key on every table, and the name on
@@ -52,7 +68,9 @@ var nameIndexed = map[string]bool{"Logical_Switch": true, "Logical_Router": true
 func Indexes(tables ...string) map[string][]model.ClientIndex {
 	out := map[string][]model.ClientIndex{}
 	for _, t := range tables {
-		out[t] = []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "external_ids", Key: OwnerKey}}}}
+		if !withoutExternalIDs[t] {
+			out[t] = []model.ClientIndex{{Columns: []model.ColumnKey{{Column: "external_ids", Key: OwnerKey}}}}
+		}
 		if nameIndexed[t] {
 			out[t] = append(out[t], model.ClientIndex{Columns: []model.ColumnKey{{Column: "name"}}})
 		}
@@ -71,9 +89,11 @@ func hasOwnerIndex(idx []model.ClientIndex) bool {
 
 // column describes one struct field of a model.
 type column struct {
-	name  string
-	index int
-	ref   bool // holds UUIDs of other rows
+	name     string
+	index    int
+	ref      bool   // holds UUIDs of other rows
+	refTable string // the table those rows are in
+	shared   bool   // other owners contribute members (Share)
 }
 
 // table describes one model type.
@@ -82,11 +102,14 @@ type table struct {
 	typ     reflect.Type // the struct type
 	rank    int          // insertion order: lower first
 	uuid    int          // field index of _uuid
-	extIDs  int          // field index of external_ids
+	extIDs  int          // field index of external_ids; -1: held through references
 	columns []column
 	// indexCols are the columns rows are adopted by: the schema's unique
 	// indexes, and the name for nameIndexed tables.
 	indexCols []int
+	// root: rows live without references (non-root rows are garbage
+	// collected when nothing refers to them).
+	root bool
 }
 
 // Syncer plans and applies owner-scoped syncs against one database.
@@ -96,6 +119,7 @@ type Syncer struct {
 	// monitor (see WithWriter).
 	writer client.Client
 	tables map[reflect.Type]*table
+	byName map[string]*table
 	order  []*table
 
 	// WaitTimeout bounds how long Apply waits for the cache to show a
@@ -109,7 +133,7 @@ type Syncer struct {
 // New returns a Syncer for the given tables, listed so that referenced tables
 // come before the tables referencing them (that is the insertion order).
 func New(c client.Client, tables ...model.Model) (*Syncer, error) {
-	s := &Syncer{client: c, writer: c, tables: map[reflect.Type]*table{}, WaitTimeout: 10 * time.Second}
+	s := &Syncer{client: c, writer: c, tables: map[reflect.Type]*table{}, byName: map[string]*table{}, WaitTimeout: 10 * time.Second}
 	dbModel := c.Cache().DatabaseModel()
 	schema := c.Schema()
 	for rank, m := range tables {
@@ -119,7 +143,7 @@ func New(c client.Client, tables ...model.Model) (*Syncer, error) {
 			return nil, fmt.Errorf("ovsdbsync: %s is not a model of database %s", typ, schema.Name)
 		}
 		ts := schema.Table(name)
-		t := &table{name: name, typ: typ.Elem(), rank: rank, uuid: -1, extIDs: -1}
+		t := &table{name: name, typ: typ.Elem(), rank: rank, uuid: -1, extIDs: -1, root: ts.IsRoot}
 		adoptBy := map[string]bool{}
 		for _, idx := range ts.Indexes {
 			for _, c := range idx {
@@ -142,31 +166,67 @@ func New(c client.Client, tables ...model.Model) (*Syncer, error) {
 				t.columns = append(t.columns, column{name: col, index: i})
 			case col != "" && !ignored[col]:
 				cs, ok := ts.Columns[col]
-				ref := ok && isRef(cs)
-				t.columns = append(t.columns, column{name: col, index: i, ref: ref})
+				var refTable string
+				if ok {
+					refTable = refTableOf(cs)
+				}
+				t.columns = append(t.columns, column{name: col, index: i, ref: refTable != "", refTable: refTable})
 			}
 		}
-		if t.uuid < 0 || t.extIDs < 0 {
-			return nil, fmt.Errorf("ovsdbsync: table %s needs _uuid and external_ids columns", name)
+		if t.uuid < 0 {
+			return nil, fmt.Errorf("ovsdbsync: table %s needs a _uuid column", name)
 		}
-		if !hasOwnerIndex(dbModel.Client().Indexes(name)) {
+		if t.extIDs < 0 && len(ts.Indexes) == 0 {
+			return nil, fmt.Errorf("ovsdbsync: table %s has neither external_ids nor a unique index", name)
+		}
+		if t.extIDs >= 0 && !hasOwnerIndex(dbModel.Client().Indexes(name)) {
 			return nil, fmt.Errorf("ovsdbsync: table %s has no client index on external_ids:%s (see Indexes)", name, OwnerKey)
 		}
 		s.tables[typ] = t
+		s.byName[name] = t
 		s.order = append(s.order, t)
 	}
 	return s, nil
 }
 
-func isRef(c *ovsdb.ColumnSchema) bool {
-	if c.Type == ovsdb.TypeUUID {
-		return true
+// refTableOf returns the table a reference column refers to ("" for other
+// columns). A map column counts when its values are references.
+func refTableOf(c *ovsdb.ColumnSchema) string {
+	if c.TypeObj == nil {
+		return ""
 	}
-	if c.TypeObj == nil || c.TypeObj.Key == nil || c.TypeObj.Key.Type != ovsdb.TypeUUID {
-		return false
+	for _, b := range []*ovsdb.BaseType{c.TypeObj.Value, c.TypeObj.Key} {
+		if b == nil || b.Type != ovsdb.TypeUUID {
+			continue
+		}
+		if ref, err := b.RefTable(); err == nil && ref != "" {
+			return ref
+		}
 	}
-	ref, err := c.TypeObj.Key.RefTable()
-	return err == nil && ref != ""
+	return ""
+}
+
+// Share declares a set column whose members other owners contribute
+// (Contribution): the column of table (a model, e.g.
+// &nbdb.LoadBalancerGroup{}) named column (its OVSDB name) must be a set of
+// references to a managed table with external_ids.
+func (s *Syncer) Share(m model.Model, column string) error {
+	t, ok := s.tables[reflect.TypeOf(m)]
+	if !ok {
+		return fmt.Errorf("ovsdbsync: %T is not a managed table", m)
+	}
+	for i, c := range t.columns {
+		if c.name != column {
+			continue
+		}
+		ref, ok := s.byName[c.refTable]
+		if !c.ref || t.typ.Field(c.index).Type.Kind() != reflect.Slice || !ok || ref.extIDs < 0 {
+			return fmt.Errorf("ovsdbsync: %s.%s is not a set of references to a table with owners", t.name, column)
+		}
+		t.columns[i].shared = true
+		return nil
+	}
+	return fmt.Errorf("ovsdbsync: table %s has no column %s", t.name, column)
 }
 
 // WithWriter makes the Syncer commit through w, a second connection to the
@@ -183,6 +243,22 @@ func (s *Syncer) WithWriter(w client.Client) *Syncer {
 // Transactions is how many transactions this Syncer has committed.
 func (s *Syncer) Transactions() int64 { return s.transactions.Load() }
 
+// Contribution asks for members in a set column of a row another owner
+// holds: a service's load balancers in a network's Load_Balancer_Group. The
+// column must be declared with Share. Members are IDs of the contributor's
+// desired rows (or UUIDs of its rows); a member the contributor held before
+// and no longer asks for is removed. The contributor removes only members
+// that refer to its own rows, and the row's owner keeps them when it plans.
+type Contribution struct {
+	// Target is a model of the row's table with the row's unique index set
+	// (e.g. &nbdb.LoadBalancerGroup{Name: "clusterLBGroup"}).
+	Target model.Model
+	// Column is the shared column's OVSDB name.
+	Column string
+	// Members are IDs of desired rows (or UUIDs).
+	Members []string
+}
+
 // Plan is the set of operations that makes an owner's rows equal to desired.
 type Plan struct {
 	Owner    string
@@ -190,7 +266,14 @@ type Plan struct {
 	Inserted int
 	Updated  int
 	Deleted  int
+	// Added and Removed count the members contributions add to and remove
+	// from other owners' rows.
+	Added, Removed int
+	// Missing lists contribution targets that do not exist (yet): their
+	// members are not added; plan again when they exist.
+	Missing  []string
 	desired  []model.Model
+	contribs []Contribution
 	// deleted are the UUIDs the plan deletes, by table.
 	deleted map[string][]string
 }
@@ -199,7 +282,11 @@ type Plan struct {
 func (p *Plan) Empty() bool { return len(p.Ops) == 0 }
 
 func (p *Plan) String() string {
-	return fmt.Sprintf("owner %s: %d inserted, %d updated, %d deleted", p.Owner, p.Inserted, p.Updated, p.Deleted)
+	out := fmt.Sprintf("owner %s: %d inserted, %d updated, %d deleted", p.Owner, p.Inserted, p.Updated, p.Deleted)
+	if p.Added+p.Removed > 0 {
+		out += fmt.Sprintf(", %d members contributed, %d withdrawn", p.Added, p.Removed)
+	}
+	return out
 }
 
 // existing is a row the owner holds (or may adopt).
@@ -208,9 +295,10 @@ type existing struct {
 	row  reflect.Value // pointer to struct
 }
 
-// Plan diffs desired rows against the cache. desired is not modified.
-func (s *Syncer) Plan(owner string, desired []model.Model) (*Plan, error) {
-	p := &Plan{Owner: owner, desired: desired}
+// Plan diffs desired rows and contributions against the cache. desired is
+// not modified.
+func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribution) (*Plan, error) {
+	p := &Plan{Owner: owner, desired: desired, contribs: contribs}
 	rows := make([]reflect.Value, len(desired)) // clones, rewritten below
 	tabs := make([]*table, len(desired))
 	ids := make([]string, len(desired))
@@ -228,23 +316,31 @@ func (s *Syncer) Plan(owner string, desired []model.Model) (*Plan, error) {
 		if _, dup := byID[id]; dup {
 			return nil, fmt.Errorf("ovsdbsync: ID %q is desired twice", id)
 		}
-		ext := map[string]string{}
-		for k, val := range v.Elem().Field(t.extIDs).Interface().(map[string]string) {
-			ext[k] = val
+		if t.extIDs >= 0 {
+			ext := map[string]string{}
+			for k, val := range v.Elem().Field(t.extIDs).Interface().(map[string]string) {
+				ext[k] = val
+			}
+			ext[OwnerKey], ext[IDKey] = owner, id
+			v.Elem().Field(t.extIDs).Set(reflect.ValueOf(ext))
 		}
-		ext[OwnerKey], ext[IDKey] = owner, id
-		v.Elem().Field(t.extIDs).Set(reflect.ValueOf(ext))
 		rows[i], tabs[i], ids[i], byID[id] = v, t, id, i
 	}
 
 	// Rows the owner holds now, by table and ID.
 	held := map[*table]map[string]existing{}
 	for _, t := range s.order {
+		if t.extIDs < 0 {
+			continue
+		}
 		h, err := s.held(t, owner)
 		if err != nil {
 			return nil, err
 		}
 		held[t] = h
+	}
+	if err := s.heldByReference(held); err != nil {
+		return nil, err
 	}
 
 	// Match desired rows to existing ones and decide every row's UUID.
@@ -268,6 +364,11 @@ func (s *Syncer) Plan(owner string, desired []model.Model) (*Plan, error) {
 		}
 	}
 
+	// A non-root row nothing refers to would be garbage collected at commit
+	// (a contributed ACL whose port group does not exist yet): it is not
+	// written until it is anchored.
+	unanchored := s.unanchored(rows, tabs, ids, contribs)
+
 	// Resolve references from IDs to UUIDs.
 	for i, v := range rows {
 		if err := resolve(tabs[i], v.Elem(), uuidOf); err != nil {
@@ -283,6 +384,9 @@ func (s *Syncer) Plan(owner string, desired []model.Model) (*Plan, error) {
 	}
 	sort.SliceStable(order, func(a, b int) bool { return tabs[order[a]].rank < tabs[order[b]].rank })
 	for _, i := range order {
+		if unanchored[i] {
+			continue
+		}
 		m := rows[i].Interface().(model.Model)
 		if match[i] == nil {
 			ops, err := s.client.Create(m)
@@ -293,6 +397,7 @@ func (s *Syncer) Plan(owner string, desired []model.Model) (*Plan, error) {
 			p.Inserted++
 			continue
 		}
+		s.keepContributed(tabs[i], match[i], rows[i], owner)
 		ops, err := s.update(tabs[i], match[i], rows[i])
 		if err != nil {
 			return nil, fmt.Errorf("ovsdbsync: update %s: %w", ids[i], err)
@@ -302,6 +407,11 @@ func (s *Syncer) Plan(owner string, desired []model.Model) (*Plan, error) {
 			p.Updated++
 		}
 	}
+	contributed, err := s.contribute(p, owner, held, uuidOf)
+	if err != nil {
+		return nil, err
+	}
+	updates = append(updates, contributed...)
 	// Stale rows: held, not desired. Parents first (reverse rank), so a child
 	// is unreferenced by the time its delete is checked at commit.
 	for k := len(s.order) - 1; k >= 0; k-- {
@@ -606,7 +716,7 @@ func (s *Syncer) Apply(ctx context.Context, p *Plan) error {
 		return nil
 	}
 	for {
-		again, err := s.Plan(p.Owner, p.desired)
+		again, err := s.Plan(p.Owner, p.desired, p.contribs...)
 		if err != nil {
 			return err
 		}
@@ -647,8 +757,8 @@ func (s *Syncer) reflected(p *Plan, res []ovsdb.OperationResult) bool {
 }
 
 // Sync plans and applies in one step.
-func (s *Syncer) Sync(ctx context.Context, owner string, desired []model.Model) (*Plan, error) {
-	p, err := s.Plan(owner, desired)
+func (s *Syncer) Sync(ctx context.Context, owner string, desired []model.Model, contribs ...Contribution) (*Plan, error) {
+	p, err := s.Plan(owner, desired, contribs...)
 	if err != nil {
 		return nil, err
 	}
@@ -664,6 +774,9 @@ func (s *Syncer) Owners(prefix string) (map[string]bool, error) {
 	}
 	out := map[string]bool{}
 	for _, t := range s.order {
+		if t.extIDs < 0 {
+			continue
+		}
 		for _, r := range c.Table(t.name).RowsShallow() {
 			ext := reflect.ValueOf(r).Elem().Field(t.extIDs).Interface().(map[string]string)
 			if o, ok := ext[OwnerKey]; ok && strings.HasPrefix(o, prefix) {

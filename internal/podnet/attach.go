@@ -19,7 +19,8 @@ import (
 //     default route (gateway_ips), plus routes to the cluster subnets and the
 //     default join subnet through its gateway;
 //   - a pod with one: the default network keeps only the routes to the
-//     cluster subnets and join subnet (role infrastructure-locked), and the
+//     cluster subnets and join subnet (role infrastructure-locked) and to
+//     the cluster IPs of the infrastructure services (r.ServiceRoutes), and the
 //     primary network is the default route, with the service CIDRs and the
 //     network's join subnets (and a Layer3 network's subnets) through its
 //     gateway;
@@ -40,6 +41,9 @@ func Attach(r Request, addrs []netip.Prefix, gateways []netip.Addr, mac string, 
 			routeTo = append(routeTo, s.CIDR)
 		}
 		routeTo = append(routeTo, cfg.DefaultJoinSubnets...)
+		if r.Role == RoleInfrastructure {
+			routeTo = append(routeTo, r.ServiceRoutes...)
+		}
 	case r.Role == RolePrimary:
 		if r.Topology() == netconf.TopologyLayer3 {
 			for _, s := range r.Conf.ParsedSubnets() {

@@ -123,6 +123,11 @@ type Request struct {
 	// Claim names the IPAMClaim holding the attachment's persistent
 	// addresses ("" when none).
 	Claim string
+	// ServiceRoutes are host routes through this attachment's gateway to
+	// service cluster IPs: the infrastructure services (API server, DNS) on
+	// the default attachment of a pod with a primary user-defined network,
+	// whose other service traffic goes through the primary network.
+	ServiceRoutes []netip.Prefix
 }
 
 // Topology is the request's network topology (the default network is Layer3).

@@ -48,7 +48,7 @@ func newWorld(t *testing.T, nodes ...nodeinfo.Info) *world {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Close)
-		s, err := ovsdbsync.New(c, zone.NBTables...)
+		s, err := zone.NewSyncer(c)
 		if err != nil {
 			t.Fatal(err)
 		}

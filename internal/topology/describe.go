@@ -19,6 +19,7 @@ func Describe(rows []model.Model) string {
 	var routers []*nbdb.LogicalRouter
 	var switches []*nbdb.LogicalSwitch
 	var groups []*nbdb.PortGroup
+	var lbGroups []*nbdb.LoadBalancerGroup
 	for _, r := range rows {
 		byID[RowID(r)] = r
 		switch v := r.(type) {
@@ -28,7 +29,19 @@ func Describe(rows []model.Model) string {
 			switches = append(switches, v)
 		case *nbdb.PortGroup:
 			groups = append(groups, v)
+		case *nbdb.LoadBalancerGroup:
+			lbGroups = append(lbGroups, v)
 		}
+	}
+	sort.Slice(lbGroups, func(i, j int) bool { return lbGroups[i].Name < lbGroups[j].Name })
+	lbGroupLines := func(ids []string) []string {
+		var out []string
+		for _, id := range ids {
+			if g, ok := byID[id].(*nbdb.LoadBalancerGroup); ok {
+				out = append(out, "  load-balancer-group "+g.Name)
+			}
+		}
+		return out
 	}
 	sort.Slice(routers, func(i, j int) bool { return routers[i].Name < routers[j].Name })
 	sort.Slice(switches, func(i, j int) bool { return switches[i].Name < switches[j].Name })
@@ -50,6 +63,7 @@ func Describe(rows []model.Model) string {
 				lines = append(lines, line+kv(p.Options))
 			}
 		}
+		lines = append(lines, lbGroupLines(r.LoadBalancerGroup)...)
 		sort.Strings(lines)
 		b.WriteString(join(lines))
 		lines = nil
@@ -120,6 +134,31 @@ func Describe(rows []model.Model) string {
 					line += fmt.Sprintf(" vlan %d", *p.TagRequest)
 				}
 				lines = append(lines, line+kv(p.Options))
+			}
+		}
+		lines = append(lines, lbGroupLines(s.LoadBalancerGroup)...)
+		sort.Strings(lines)
+		b.WriteString(join(lines))
+	}
+	for _, g := range lbGroups {
+		fmt.Fprintf(&b, "load-balancer-group %s\n", g.Name)
+		var lines []string
+		for _, id := range g.LoadBalancer {
+			lb, ok := byID[id].(*nbdb.LoadBalancer)
+			if !ok {
+				continue
+			}
+			proto := ""
+			if lb.Protocol != nil {
+				proto = string(*lb.Protocol)
+			}
+			vips := make([]string, 0, len(lb.Vips))
+			for vip := range lb.Vips {
+				vips = append(vips, vip)
+			}
+			sort.Strings(vips)
+			for _, vip := range vips {
+				lines = append(lines, fmt.Sprintf("  lb %s %s %s -> [%s]%s", lb.Name, proto, vip, lb.Vips[vip], kv(lb.Options)))
 			}
 		}
 		sort.Strings(lines)

@@ -55,6 +55,7 @@ func TestLayer2SeedExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `router GR_test12_namespace.scoped_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true}
+  load-balancer-group test12_namespace.scoped_clusterLBGroup
   port rtoe-GR_test12_namespace.scoped_node1 mac 02:42:ac:12:00:03 networks 172.18.0.3/16
   port rtotr-GR_test12_namespace.scoped_node1 mac 0a:58:64:41:00:02 networks 100.65.0.2/16,100.88.0.5/31 peer trtor-GR_test12_namespace.scoped_node1
   route 0.0.0.0/0 via 172.18.0.1 dev rtoe-GR_test12_namespace.scoped_node1
@@ -77,10 +78,12 @@ switch ext_test12_namespace.scoped_node1
   port etor-GR_test12_namespace.scoped_node1 type router addresses [router] {router-port=rtoe-GR_test12_namespace.scoped_node1}
   port test12_namespace.scoped_breth0_node1 type localnet addresses [unknown] {network_name=physnet}
 switch test12_namespace.scoped_ovn_layer2_switch {interconn-ts=test12_namespace.scoped_ovn_layer2_switch requested-tnl-key=16711685}
+  load-balancer-group test12_namespace.scoped_clusterLBGroup
   port k8s-test12_namespace.scoped_node1 addresses [0a:58:cb:cb:00:02 203.203.0.2] {requested-tnl-key=2}
   port pod-a addresses [0a:58:cb:cb:00:0a 203.203.0.10] security [0a:58:cb:cb:00:0a 203.203.0.10] {requested-chassis=ch-node1 requested-tnl-key=16}
   port pod-b type remote addresses [0a:58:cb:cb:00:0b 203.203.0.11] {requested-chassis=ch-node2 requested-tnl-key=17}
   port stotr-test12_namespace.scoped_ovn_layer2_switch type router addresses [router] {requested-tnl-key=1 router-port=trtos-test12_namespace.scoped_ovn_layer2_switch}
+load-balancer-group test12_namespace.scoped_clusterLBGroup
 `
 	if diff := cmp.Diff(want, Describe(res.Rows)); diff != "" {
 		t.Errorf("rendering (-want +got):\n%s", diff)

@@ -61,6 +61,7 @@ func Render(in Input) (Result, error) {
 	default:
 		return Result{}, fmt.Errorf("network %s: unknown topology %q", n.Name, n.Topology)
 	}
+	b.loadBalancerGroup()
 	portsSkipped, err := b.ports(in.Ports, local, remotes)
 	if err != nil {
 		return Result{}, err
@@ -269,13 +270,14 @@ func (b *builder) gateway(local nodeinfo.Info, cfg config.Cluster) (string, []st
 	grPorts = append(grPorts, portsToExt...)
 	grRoutes = append(grRoutes, routes...)
 	nats = append(nats, natIDs...)
-	b.add(&nbdb.LogicalRouter{UUID: lrID(gr), Name: gr, Ports: grPorts, StaticRoutes: grRoutes, Nat: nats,
+	b.gatewayRouter = &nbdb.LogicalRouter{UUID: lrID(gr), Name: gr, Ports: grPorts, StaticRoutes: grRoutes, Nat: nats,
 		Options: map[string]string{
 			"chassis":                       local.ChassisID,
 			"always_learn_from_arp_request": "false",
 			"dynamic_neigh_routers":         "true",
 		},
-		ExternalIDs: b.ext(local.Name)})
+		ExternalIDs: b.ext(local.Name)}
+	b.add(b.gatewayRouter)
 	return crPort, crRoutes
 }
 

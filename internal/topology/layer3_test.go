@@ -79,6 +79,7 @@ func TestLayer3(t *testing.T) {
 			net:   blue(),
 			nodes: []nodeinfo.Info{node1, node2, node3},
 			want: `router GR_ns1.blue_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true}
+  load-balancer-group ns1.blue_clusterLBGroup
   port rtoe-GR_ns1.blue_node1 mac 02:42:ac:12:00:02 networks 172.18.0.2/16
   port rtoj-GR_ns1.blue_node1 mac 0a:58:64:41:00:02 networks 100.65.0.2/16
   route 0.0.0.0/0 via 172.18.0.1 dev rtoe-GR_ns1.blue_node1
@@ -100,11 +101,13 @@ switch ns1.blue_join
   port jtor-GR_ns1.blue_node1 type router addresses [router] {router-port=rtoj-GR_ns1.blue_node1}
   port jtor-ns1.blue_ovn_cluster_router type router addresses [router] {router-port=rtoj-ns1.blue_ovn_cluster_router}
 switch ns1.blue_node1
+  load-balancer-group ns1.blue_clusterLBGroup
   port k8s-ns1.blue_node1 addresses [0a:58:0a:80:01:02 10.128.1.2]
   port stor-ns1.blue_node1 type router addresses [router] {router-port=rtos-ns1.blue_node1}
 switch ns1.blue_transit_switch {interconn-ts=ns1.blue_transit_switch requested-tnl-key=16711683}
   port tstor-ns1.blue_node1 type router addresses [router] {requested-tnl-key=2 router-port=rtots-ns1.blue_node1}
   port tstor-ns1.blue_node2 type remote addresses [0a:58:64:58:00:03 100.88.0.3/16] {requested-chassis=ch-node2 requested-tnl-key=3}
+load-balancer-group ns1.blue_clusterLBGroup
 `,
 			skipped: []Problem{{Node: "node3", Reason: "no subnet of the network yet"}},
 		},
@@ -113,6 +116,7 @@ switch ns1.blue_transit_switch {interconn-ts=ns1.blue_transit_switch requested-t
 			net:   DefaultNetwork(cfg),
 			nodes: []nodeinfo.Info{node1, node2},
 			want: `router GR_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true}
+  load-balancer-group clusterLBGroup
   port rtoe-GR_node1 mac 02:42:ac:12:00:02 networks 172.18.0.2/16
   port rtoj-GR_node1 mac 0a:58:64:40:00:02 networks 100.64.0.2/16,fd98::2/64
   route 0.0.0.0/0 via 172.18.0.1 dev rtoe-GR_node1
@@ -136,11 +140,13 @@ switch join
   port jtor-GR_node1 type router addresses [router] {router-port=rtoj-GR_node1}
   port jtor-ovn_cluster_router type router addresses [router] {router-port=rtoj-ovn_cluster_router}
 switch node1
+  load-balancer-group clusterLBGroup
   port k8s-node1 addresses [0a:58:0a:f4:01:02 10.244.1.2 fd00:10:244:2::2]
   port stor-node1 type router addresses [router] {router-port=rtos-node1}
 switch transit_switch {interconn-ts=transit_switch requested-tnl-key=16711680}
   port tstor-node1 type router addresses [router] {requested-tnl-key=2 router-port=rtots-node1}
   port tstor-node2 type remote addresses [0a:58:64:58:00:03 100.88.0.3/16 fd97::3/64] {requested-chassis=ch-node2 requested-tnl-key=3}
+load-balancer-group clusterLBGroup
 port-group udn_isolated_pods []
   acl from-lport 1000 inport == @udn_isolated_pods && ip drop
   acl from-lport 1001 inport == @udn_isolated_pods && ip4.dst == 10.244.1.2 allow-related

@@ -133,6 +133,24 @@ func (n Network) TransitRouter() string { return n.prefix() + "transit_router" }
 // LocalnetSwitch is a Localnet network's switch.
 func (n Network) LocalnetSwitch() string { return n.prefix() + "ovn_localnet_switch" }
 
+// ClusterLBGroup is the primary network's Load_Balancer_Group in a zone: its
+// pod switch and gateway router use it, and every service of the network puts
+// its load balancers in it (a service change is then one small transaction,
+// whatever the number of datapaths using them).
+func (n Network) ClusterLBGroup() string { return n.prefix() + "clusterLBGroup" }
+
+// ServiceLoadBalancer is the network's load balancer of a service's cluster
+// IPs for one protocol ("TCP", "UDP", "SCTP") in a zone.
+func (n Network) ServiceLoadBalancer(namespace, name, protocol string) string {
+	return n.prefix() + "Service_" + namespace + "/" + name + "_" + protocol + "_cluster"
+}
+
+// HasServices reports whether the network load-balances Kubernetes services:
+// primary Layer3 and Layer2 networks (the default network included).
+func (n Network) HasServices() bool {
+	return n.IsPrimary() && (n.Topology == netconf.TopologyLayer3 || n.Topology == netconf.TopologyLayer2)
+}
+
 // Port name conventions between two datapaths.
 func routerToSwitch(sw string) string                     { return "rtos-" + sw }
 func switchToRouter(sw string) string                     { return "stor-" + sw }

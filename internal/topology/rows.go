@@ -47,6 +47,25 @@ type builder struct {
 	// podSwitch is the switch workload ports attach to (the node switch of a
 	// Layer3 network, the distributed switch of a Layer2 one).
 	podSwitch *nbdb.LogicalSwitch
+	// gatewayRouter is the local gateway router (primary networks).
+	gatewayRouter *nbdb.LogicalRouter
+}
+
+// loadBalancerGroup renders the network's cluster load balancer group (its
+// members are the services', see internal/services) and has the pod switch
+// and the gateway router use it.
+func (b *builder) loadBalancerGroup() {
+	if !b.n.HasServices() {
+		return
+	}
+	id := "lbg:" + b.n.ClusterLBGroup()
+	b.add(&nbdb.LoadBalancerGroup{UUID: id, Name: b.n.ClusterLBGroup()})
+	if b.podSwitch != nil {
+		b.podSwitch.LoadBalancerGroup = []string{id}
+	}
+	if b.gatewayRouter != nil {
+		b.gatewayRouter.LoadBalancerGroup = []string{id}
+	}
 }
 
 func (b *builder) ext(node string) map[string]string {

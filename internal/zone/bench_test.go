@@ -97,7 +97,7 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	// The controller: render and sync network by network, 2 workers.
 	z := ovntest.StartZone(b, "bench")
 	c := connectBench(b, z, false)
-	s, err := ovsdbsync.New(c, zone.NBTables...)
+	s, err := zone.NewSyncer(c)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	// connection without a monitor (libovsdb's fastest write path).
 	zf := ovntest.StartZone(b, "floor")
 	cf := connectBench(b, zf, false)
-	sf, err := ovsdbsync.New(cf, zone.NBTables...)
+	sf, err := zone.NewSyncer(cf)
 	if err != nil {
 		b.Fatal(err)
 	}

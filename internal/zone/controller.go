@@ -50,14 +50,32 @@ func NetworkKey(network string) string { return networkKeyPrefix + network }
 // NBTables are the Northbound tables a zone controller writes, referenced
 // tables first.
 var NBTables = []model.Model{
-	&nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.ACL{},
+	&nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.ACL{},
 	&nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitchPort{}, &nbdb.PortGroup{}, &nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{},
 }
 
 // NBTableNames are the names of NBTables (for client indexes and monitors).
 var NBTableNames = []string{
-	nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.ACLTable,
+	nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.ACLTable,
 	nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable, nbdb.PortGroupTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable,
+}
+
+// NewSyncer returns the Syncer of a zone's Northbound over nb: NBTables, with
+// the set columns other owners contribute to declared shared (services put
+// their load balancers in a network's group and their ACLs in the default
+// network's isolation port group).
+func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
+	s, err := ovsdbsync.New(nb, NBTables...)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Share(&nbdb.LoadBalancerGroup{}, "load_balancer"); err != nil {
+		return nil, err
+	}
+	if err := s.Share(&nbdb.PortGroup{}, "acls"); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // networkNameIndex indexes NADs by their config's network name.

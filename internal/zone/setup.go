@@ -100,7 +100,7 @@ func Connect(ctx context.Context, opts Options, onReconnect func()) (nb, nbWrite
 
 // init fills the reconciler for the zone on connected database clients.
 func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb libovsdb.Client) error {
-	s, err := ovsdbsync.New(nb, NBTables...)
+	s, err := NewSyncer(nb)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,312 @@
+package ovsdbsync
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
+)
+
+// heldByReference fills held for tables without external_ids: the rows the
+// owner's held rows refer to through columns that are not shared.
+func (s *Syncer) heldByReference(held map[*table]map[string]existing) error {
+	c, err := s.cache()
+	if err != nil {
+		return err
+	}
+	for _, t := range s.order {
+		if t.extIDs >= 0 {
+			continue
+		}
+		h := map[string]existing{}
+		for _, from := range s.order {
+			for _, col := range from.columns {
+				if !col.ref || col.shared || col.refTable != t.name {
+					continue
+				}
+				for _, e := range held[from] {
+					for _, u := range refs(e.row.Elem().Field(col.index)) {
+						if r := c.Table(t.name).Row(u); r != nil {
+							h["ref:"+u] = existing{uuid: u, row: reflect.ValueOf(r)}
+						}
+					}
+				}
+			}
+		}
+		held[t] = h
+	}
+	return nil
+}
+
+// refs returns the UUIDs a reference column value holds.
+func refs(f reflect.Value) []string {
+	switch f.Kind() {
+	case reflect.String:
+		if f.String() != "" {
+			return []string{f.String()}
+		}
+	case reflect.Ptr:
+		if !f.IsNil() {
+			return []string{f.Elem().String()}
+		}
+	case reflect.Slice:
+		out := make([]string, f.Len())
+		for i := range out {
+			out[i] = f.Index(i).String()
+		}
+		return out
+	case reflect.Map:
+		var out []string
+		for _, k := range f.MapKeys() {
+			if v := f.MapIndex(k); v.Kind() == reflect.String {
+				out = append(out, v.String())
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// unanchored returns the desired rows of non-root tables that no desired row
+// refers to and no contribution with an existing target names.
+func (s *Syncer) unanchored(rows []reflect.Value, tabs []*table, ids []string, contribs []Contribution) map[int]bool {
+	referenced := map[string]bool{}
+	for i, v := range rows {
+		for _, col := range tabs[i].columns {
+			if col.ref {
+				for _, id := range refs(v.Elem().Field(col.index)) {
+					referenced[id] = true
+				}
+			}
+		}
+	}
+	for _, cb := range contribs {
+		t, ok := s.tables[reflect.TypeOf(cb.Target)]
+		if !ok {
+			continue
+		}
+		if _, found := s.byIndex(t, reflect.ValueOf(cb.Target)); found {
+			for _, id := range cb.Members {
+				referenced[id] = true
+			}
+		}
+	}
+	out := map[int]bool{}
+	for i := range rows {
+		if !tabs[i].root && !referenced[ids[i]] {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// ownerOf returns the owner of the row u of table t ("" when unknown).
+func (s *Syncer) ownerOf(t *table, u string) string {
+	c, err := s.cache()
+	if err != nil {
+		return ""
+	}
+	r := c.Table(t.name).Row(u)
+	if r == nil {
+		return ""
+	}
+	return reflect.ValueOf(r).Elem().Field(t.extIDs).Interface().(map[string]string)[OwnerKey]
+}
+
+// keepContributed adds to desired's shared columns the current members that
+// refer to rows of other owners: the row's owner never withdraws them.
+func (s *Syncer) keepContributed(t *table, e *existing, desired reflect.Value, owner string) {
+	for _, col := range t.columns {
+		if !col.shared {
+			continue
+		}
+		ref := s.byName[col.refTable]
+		cur := e.row.Elem().Field(col.index)
+		want := desired.Elem().Field(col.index)
+		for i := 0; i < cur.Len(); i++ {
+			m := cur.Index(i)
+			if o := s.ownerOf(ref, m.String()); o != "" && o != owner {
+				want = reflect.Append(want, m)
+			}
+		}
+		desired.Elem().Field(col.index).Set(want)
+	}
+}
+
+// memberKey is one shared column of one row.
+type memberKey struct {
+	t   *table
+	col column
+	row string // UUID
+}
+
+// contribute returns the mutations that make the owner's members of shared
+// columns equal to its contributions: members it asks for are inserted,
+// members referring to its rows that it no longer asks for are deleted.
+func (s *Syncer) contribute(p *Plan, owner string, held map[*table]map[string]existing, uuidOf map[string]string) ([]ovsdb.Operation, error) {
+	want := map[memberKey]map[string]bool{}
+	for _, cb := range p.contribs {
+		t, ok := s.tables[reflect.TypeOf(cb.Target)]
+		if !ok {
+			return nil, fmt.Errorf("ovsdbsync: contribution to %T, which is not a managed table", cb.Target)
+		}
+		col, ok := t.column(cb.Column)
+		if !ok || !col.shared {
+			return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s, which is not shared", t.name, cb.Column)
+		}
+		target, found := s.byIndex(t, reflect.ValueOf(cb.Target))
+		if !found {
+			p.Missing = append(p.Missing, fmt.Sprintf("%s %s", t.name, indexString(t, reflect.ValueOf(cb.Target))))
+			continue
+		}
+		k := memberKey{t: t, col: col, row: target.uuid}
+		if want[k] == nil {
+			want[k] = map[string]bool{}
+		}
+		for _, id := range cb.Members {
+			u, ok := uuidOf[id]
+			if !ok {
+				if !ovsdb.IsValidUUID(id) {
+					return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s names %q, which is not desired", t.name, cb.Column, id)
+				}
+				u = id
+			}
+			want[k][u] = true
+		}
+	}
+	have, err := s.contributed(held)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]memberKey, 0, len(want)+len(have))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range have {
+		if want[k] == nil {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].t.rank != keys[j].t.rank {
+			return keys[i].t.rank < keys[j].t.rank
+		}
+		if keys[i].col.index != keys[j].col.index {
+			return keys[i].col.index < keys[j].col.index
+		}
+		return keys[i].row < keys[j].row
+	})
+	var ops []ovsdb.Operation
+	for _, k := range keys {
+		add, del := diffSets(want[k], have[k])
+		if len(add)+len(del) == 0 {
+			continue
+		}
+		m := reflect.New(k.t.typ)
+		m.Elem().Field(k.t.uuid).SetString(k.row)
+		field := m.Elem().Field(k.col.index).Addr().Interface()
+		var muts []model.Mutation
+		if len(del) > 0 {
+			muts = append(muts, model.Mutation{Field: field, Mutator: ovsdb.MutateOperationDelete, Value: del})
+		}
+		if len(add) > 0 {
+			muts = append(muts, model.Mutation{Field: field, Mutator: ovsdb.MutateOperationInsert, Value: add})
+		}
+		mm := m.Interface().(model.Model)
+		o, err := s.client.Where(mm).Mutate(mm, muts...)
+		if err != nil {
+			return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s: %w", k.t.name, k.col.name, err)
+		}
+		ops = append(ops, o...)
+		p.Added += len(add)
+		p.Removed += len(del)
+	}
+	return ops, nil
+}
+
+// contributed returns the members of shared columns of other owners' rows
+// that refer to rows the owner holds, by row. It scans the tables with shared columns whose members
+// the owner could hold; they are small (one group per network and kind).
+func (s *Syncer) contributed(held map[*table]map[string]existing) (map[memberKey]map[string]bool, error) {
+	out := map[memberKey]map[string]bool{}
+	tc, err := s.cache()
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range s.order {
+		for _, col := range t.columns {
+			if !col.shared {
+				continue
+			}
+			mine := map[string]bool{}
+			for _, e := range held[s.byName[col.refTable]] {
+				mine[e.uuid] = true
+			}
+			if len(mine) == 0 {
+				continue
+			}
+			own := map[string]bool{} // the owner's own rows: their columns are planned as rows
+			for _, e := range held[t] {
+				own[e.uuid] = true
+			}
+			for u, r := range tc.Table(t.name).RowsShallow() {
+				if own[u] {
+					continue
+				}
+				f := reflect.ValueOf(r).Elem().Field(col.index)
+				for i := 0; i < f.Len(); i++ {
+					if m := f.Index(i).String(); mine[m] {
+						k := memberKey{t: t, col: col, row: u}
+						if out[k] == nil {
+							out[k] = map[string]bool{}
+						}
+						out[k][m] = true
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// diffSets returns the members of want not in have, and of have not in want,
+// sorted.
+func diffSets(want, have map[string]bool) (add, del []string) {
+	for m := range want {
+		if !have[m] {
+			add = append(add, m)
+		}
+	}
+	for m := range have {
+		if !want[m] {
+			del = append(del, m)
+		}
+	}
+	sort.Strings(add)
+	sort.Strings(del)
+	return add, del
+}
+
+// column returns t's column named name.
+func (t *table) column(name string) (column, bool) {
+	for _, c := range t.columns {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return column{}, false
+}
+
+// indexString describes a row by its index values (for messages).
+func indexString(t *table, v reflect.Value) string {
+	out := ""
+	for _, i := range t.indexCols {
+		if out != "" {
+			out += ","
+		}
+		out += fmt.Sprintf("%s=%v", t.typ.Field(i).Tag.Get("ovsdb"), v.Elem().Field(i).Interface())
+	}
+	return out
+}

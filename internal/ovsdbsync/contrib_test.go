@@ -1,0 +1,204 @@
+package ovsdbsync_test
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-udn/ovn-udn/internal/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+)
+
+var lbTables = []model.Model{&nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.ACL{}, &nbdb.PortGroup{}, &nbdb.LogicalSwitch{}}
+
+func connectLB(t *testing.T, z *ovntest.Zone) (client.Client, *ovsdbsync.Syncer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(
+		nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.ACLTable, nbdb.PortGroupTable, nbdb.LogicalSwitchTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	s, err := ovsdbsync.New(c, lbTables...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Share(&nbdb.LoadBalancerGroup{}, "load_balancer"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Share(&nbdb.PortGroup{}, "acls"); err != nil {
+		t.Fatal(err)
+	}
+	return c, s
+}
+
+// network is what a network's topology owns: a switch using a load balancer
+// group, and a port group with one ACL of its own.
+func network(name string, acl string) []model.Model {
+	return []model.Model{
+		&nbdb.LoadBalancerGroup{UUID: "lbg:cluster", Name: name + "_clusterLBGroup"},
+		&nbdb.ACL{UUID: "acl:own", Direction: nbdb.ACLDirectionToLport, Priority: 1000, Match: acl, Action: nbdb.ACLActionDrop},
+		&nbdb.PortGroup{UUID: "pg:iso", Name: name + "_iso", ACLs: []string{"acl:own"}},
+		&nbdb.LogicalSwitch{UUID: "ls:sw", Name: name + "_sw", LoadBalancerGroup: []string{"lbg:cluster"}},
+	}
+}
+
+// service is what a service owns: load balancers (one per protocol), put into
+// the network's group, and an ACL put into the network's port group.
+func service(net, vip string, protos ...string) ([]model.Model, []ovsdbsync.Contribution) {
+	var rows []model.Model
+	var members []string
+	for _, p := range protos {
+		proto := nbdb.LoadBalancerProtocol(p)
+		id := "lb:" + p
+		rows = append(rows, &nbdb.LoadBalancer{UUID: id, Name: net + "_svc_" + p, Protocol: &proto, Vips: map[string]string{vip: "10.0.0.5:8080"}})
+		members = append(members, id)
+	}
+	rows = append(rows, &nbdb.ACL{UUID: "acl:svc", Direction: nbdb.ACLDirectionFromLport, Priority: 1001, Match: "ip4.dst == " + strings.Split(vip, ":")[0], Action: nbdb.ACLActionAllowRelated})
+	return rows, []ovsdbsync.Contribution{
+		{Target: &nbdb.LoadBalancerGroup{Name: net + "_clusterLBGroup"}, Column: "load_balancer", Members: members},
+		{Target: &nbdb.PortGroup{Name: net + "_iso"}, Column: "acls", Members: []string{"acl:svc"}},
+	}
+}
+
+func groupMembers(t *testing.T, z *ovntest.Zone, group string) []string {
+	t.Helper()
+	var names []string
+	for _, u := range strings.Fields(strings.NewReplacer("[", " ", "]", " ", ",", " ").Replace(
+		z.MustNBCtl("--bare", "--columns=load_balancer", "find", "Load_Balancer_Group", "name="+group))) {
+		names = append(names, z.MustNBCtl("--bare", "--columns=name", "list", "Load_Balancer", u))
+	}
+	sort.Strings(names)
+	return names
+}
+
+func aclCount(t *testing.T, z *ovntest.Zone, pg string) int {
+	t.Helper()
+	return len(strings.Fields(z.MustNBCtl("--bare", "--columns=acls", "find", "Port_Group", "name="+pg)))
+}
+
+func TestContributions(t *testing.T) {
+	z := ovntest.StartZone(t, "contrib")
+	_, s := connectLB(t, z)
+	ctx := context.Background()
+
+	// A service planned before its network exists: its rows are written, its
+	// members wait for the targets.
+	rows, contribs := service("blue", "10.96.0.10:53", "tcp", "udp")
+	p, err := s.Sync(ctx, "svc:a", rows, contribs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Missing) != 2 || p.Added != 0 || p.Inserted != 2 {
+		t.Fatalf("without targets: %s, missing %v; want both targets missing, the two load balancers written and the ACL (non-root, nothing refers to it yet) not", p, p.Missing)
+	}
+
+	// The network appears; the service is planned again and contributes.
+	sync(t, s, "net:blue", network("blue", "ip4.src == 10.0.0.9"))
+	p, err = s.Sync(ctx, "svc:a", rows, contribs...)
+	if err != nil || p.Added != 3 || len(p.Missing) != 0 || p.Inserted != 1 || p.Updated+p.Deleted != 0 {
+		t.Fatalf("with targets: %v %v, want the ACL inserted and 3 members added", p, err)
+	}
+	if got := groupMembers(t, z, "blue_clusterLBGroup"); strings.Join(got, ",") != "blue_svc_tcp,blue_svc_udp" {
+		t.Fatalf("group members %v", got)
+	}
+	if n := aclCount(t, z, "blue_iso"); n != 2 {
+		t.Fatalf("port group ACLs %d, want its own and the service's", n)
+	}
+
+	// The network re-plans with a change of its own: the contributed members
+	// stay; with nothing changed it writes nothing.
+	p = sync(t, s, "net:blue", network("blue", "ip4.src == 10.0.0.10"))
+	if p.Updated != 1 || p.Inserted+p.Deleted != 0 {
+		t.Fatalf("network change: %s, want only its ACL updated", p)
+	}
+	if p = sync(t, s, "net:blue", network("blue", "ip4.src == 10.0.0.10")); !p.Empty() {
+		t.Fatalf("network resync: %s, want nothing", p)
+	}
+	if got := groupMembers(t, z, "blue_clusterLBGroup"); len(got) != 2 {
+		t.Fatalf("after network re-plan, group members %v", got)
+	}
+	if n := aclCount(t, z, "blue_iso"); n != 2 {
+		t.Fatalf("after network re-plan, port group ACLs %d", n)
+	}
+
+	// A second contributor to the same group does not disturb the first.
+	rows2, contribs2 := service("blue", "10.96.0.11:80", "tcp")
+	for _, r := range rows2 {
+		if lb, ok := r.(*nbdb.LoadBalancer); ok {
+			lb.Name = "blue_other_tcp"
+		}
+	}
+	if _, err := s.Sync(ctx, "svc:b", rows2, contribs2...); err != nil {
+		t.Fatal(err)
+	}
+	if got := groupMembers(t, z, "blue_clusterLBGroup"); strings.Join(got, ",") != "blue_other_tcp,blue_svc_tcp,blue_svc_udp" {
+		t.Fatalf("two contributors: %v", got)
+	}
+
+	// The first service drops UDP: one load balancer deleted, its member
+	// withdrawn, in one transaction; the service re-planned writes nothing.
+	before := s.Transactions()
+	rows, contribs = service("blue", "10.96.0.10:53", "tcp")
+	p, err = s.Sync(ctx, "svc:a", rows, contribs...)
+	if err != nil || p.Deleted != 1 || s.Transactions() != before+1 {
+		t.Fatalf("drop a protocol: %v %v", p, err)
+	}
+	if p, err := s.Plan("svc:a", rows, contribs...); err != nil || !p.Empty() {
+		t.Fatalf("service resync: %v %v, want empty", p, err)
+	}
+	if got := groupMembers(t, z, "blue_clusterLBGroup"); strings.Join(got, ",") != "blue_other_tcp,blue_svc_tcp" {
+		t.Fatalf("after dropping udp: %v", got)
+	}
+
+	// A contribution the service no longer asks for is withdrawn while the row
+	// it refers to stays.
+	p, err = s.Sync(ctx, "svc:a", rows, contribs[1:]...)
+	if err != nil || p.Removed != 1 || p.Deleted != 0 {
+		t.Fatalf("withdraw from group: %v %v", p, err)
+	}
+	if got := groupMembers(t, z, "blue_clusterLBGroup"); strings.Join(got, ",") != "blue_other_tcp" {
+		t.Fatalf("after withdrawing: %v", got)
+	}
+
+	// The service goes: its ACL leaves the port group (a strong reference,
+	// so it must be withdrawn in the same transaction) and its rows go.
+	sync(t, s, "svc:a", nil)
+	if n := aclCount(t, z, "blue_iso"); n != 2 { // the network's and svc:b's
+		t.Fatalf("after deleting the service, port group ACLs %d, want 2", n)
+	}
+
+	// The network goes: its group goes with it (held through its switch).
+	sync(t, s, "net:blue", nil)
+	if got := z.MustNBCtl("--bare", "--columns=name", "list", "Load_Balancer_Group"); got != "" {
+		t.Fatalf("groups left after the network: %q", got)
+	}
+	if owners, _ := s.Owners(""); len(owners) != 1 || !owners["svc:b"] {
+		t.Fatalf("owners %v, want only svc:b", owners)
+	}
+}
+
+func TestShareRejectsColumns(t *testing.T) {
+	z := ovntest.StartZone(t, "share")
+	_, s := connectLB(t, z)
+	for _, c := range []struct {
+		m   model.Model
+		col string
+	}{{&nbdb.LoadBalancer{}, "vips"}, {&nbdb.LoadBalancerGroup{}, "name"}, {&nbdb.LogicalSwitch{}, "nope"}, {&nbdb.NAT{}, "external_ids"}} {
+		if err := s.Share(c.m, c.col); err == nil {
+			t.Errorf("Share(%T, %s) accepted", c.m, c.col)
+		}
+	}
+	if _, err := s.Plan("o", nil, ovsdbsync.Contribution{Target: &nbdb.LogicalSwitch{Name: "x"}, Column: "ports", Members: nil}); err == nil {
+		t.Error("a contribution to an unshared column was planned")
+	}
+}
