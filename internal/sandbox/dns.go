@@ -209,17 +209,19 @@ func ResolvConf(namespace string, servers []string) string {
 
 // writeResolvConf gives a pod's network namespace its resolv.conf: `ip
 // netns exec` (what sandbox exec and pod workloads run through) mounts
-// /etc/netns/<netns>/resolv.conf over /etc/resolv.conf. The servers are
-// the CoreDNS replicas' own addresses: the kube-dns ClusterIP answers only
-// once services exist.
+// /etc/netns/<netns>/resolv.conf over /etc/resolv.conf. The server is
+// kube-dns's ClusterIP, as a kubelet writes it: default-network pods reach it
+// through their network's load balancer, pods with a primary user-defined
+// network through their default-network interface (an infrastructure
+// service).
 func writeResolvConf(ctx context.Context, c client.Client, netns, namespace string) error {
-	servers, err := DNSServers(ctx, c)
-	if err != nil || len(servers) == 0 {
-		return err
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: dnsApp}, svc); err != nil {
+		return client.IgnoreNotFound(err)
 	}
 	dir := filepath.Join("/etc/netns", netns)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte(ResolvConf(namespace, servers)), 0o644)
+	return os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte(ResolvConf(namespace, svc.Spec.ClusterIPs)), 0o644)
 }

@@ -1,10 +1,12 @@
 // Package zone is the zone controller: one per node (OVN interconnect zone),
 // it keeps the zone's Northbound equal to what internal/topology computes for
 // every network (NetworkAttachmentDefinitions with their allocation, plus the
-// built-in default network) from the nodes' annotations, and registers the
-// other zones' chassis in the zone's Southbound. Reconcile keys are
-// "net:<network>" and "chassis"; each network is written in one transaction,
-// and a reconcile with nothing to change writes nothing.
+// built-in default network) from the nodes' annotations and to what
+// internal/services computes for every Service, and registers the other
+// zones' chassis in the zone's Southbound. Reconcile keys are
+// "net:<network>", "pod:<ns>/<name>", "svc:<ns>/<name>" and "chassis"; each
+// is written in one transaction, and a reconcile with nothing to change
+// writes nothing.
 package zone
 
 import (
@@ -126,6 +128,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if strings.HasPrefix(key, podKeyPrefix) {
 		return r.reconcilePod(ctx, strings.TrimPrefix(key, podKeyPrefix))
+	}
+	if strings.HasPrefix(key, serviceKeyPrefix) {
+		return r.reconcileService(ctx, strings.TrimPrefix(key, serviceKeyPrefix))
 	}
 	if !strings.HasPrefix(key, networkKeyPrefix) {
 		return ctrl.Result{}, nil
@@ -367,6 +372,13 @@ func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
 	}
 	for owner := range owners {
 		keys[owner] = true
+	}
+	svcKeys, err := r.serviceKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range svcKeys {
+		keys[k] = true
 	}
 	// The node's pods: a change of the node (its slices) may let them be attached.
 	if local, ok, err := r.localNode(ctx); err == nil && ok {

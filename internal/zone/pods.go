@@ -221,6 +221,11 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 			logger.V(1).Info("pod waits for the node's subnet", "network", req.Network)
 			return ctrl.Result{}, nil // the node's slice is coming; its Node update requeues the pod
 		}
+		if req.Key == podnet.DefaultKey && req.Role == podnet.RoleInfrastructure {
+			if req.ServiceRoutes, err = r.infrastructureRoutes(ctx); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		entry, err := r.attachLayer3(ctx, pod, local, req, current)
 		if err != nil {
 			r.notePod(pod, "AddressAllocationFailed", fmt.Sprintf("network %s: %v", req.Key, err))

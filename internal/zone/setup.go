@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	libovsdb "github.com/ovn-org/libovsdb/client"
@@ -262,6 +264,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
 				out = append(out, request(NetworkKey(name)))
 			}
+			// The namespace's services may change network.
+			for _, k := range r.namespaceServiceKeys(ctx, o.GetNamespace()) {
+				out = append(out, request(k))
+			}
 			// Pods of the namespace may wait for this network.
 			var pods corev1.PodList
 			if err := r.Client.List(ctx, &pods, client.InNamespace(o.GetNamespace())); err == nil {
@@ -275,6 +281,22 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		})).
 		Watches(&corev1.Node{}, allKeys, builder.WithPredicates(nodeChanges)).
 		Watches(&corev1.Pod{}, r.podEvents(), builder.WithPredicates(podChanges)).
+		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{request(ServiceKey(o.GetNamespace(), o.GetName()))}
+		})).
+		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if k, ok := sliceService(o.(*discoveryv1.EndpointSlice)); ok {
+				return []reconcile.Request{request(k)}
+			}
+			return nil
+		})).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var out []reconcile.Request
+			for _, k := range r.namespaceServiceKeys(ctx, o.GetName()) {
+				out = append(out, request(k))
+			}
+			return out
+		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.resync, allKeys)).
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			// Networks deleted while the controller was away still hold rows.
@@ -283,6 +305,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 				return err
 			}
 			for owner := range owners {
+				q.Add(request(owner))
+			}
+			// Services deleted while the controller was away still hold rows.
+			svcOwners, err := r.Syncer.Owners(serviceKeyPrefix)
+			if err != nil {
+				return err
+			}
+			for owner := range svcOwners {
 				q.Add(request(owner))
 			}
 			q.Add(request(chassisKey))

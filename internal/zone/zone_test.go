@@ -25,6 +25,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
@@ -198,7 +199,11 @@ func TestLayer3Interconnect(t *testing.T) {
 				if table == "Chassis" {
 					db = z.SBCtl
 				}
-				out, err := db("--bare", "--columns=_uuid", "find", table, "external_ids:"+ovsdbsync.OwnerKey+"!=\"\"")
+				cond := "external_ids:" + ovsdbsync.OwnerKey + "!=\"\""
+				if table == nbdb.LoadBalancerGroupTable {
+					cond = "name!=\"\"" // no external_ids: held through its network's switches
+				}
+				out, err := db("--bare", "--columns=_uuid", "find", table, cond)
 				if err != nil {
 					return err
 				}

@@ -1,0 +1,199 @@
+package zone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/services"
+)
+
+// Reconcile keys (and OVSDB owners) of services: "svc:<namespace>/<name>".
+const serviceKeyPrefix = "svc:"
+
+// ServiceKey is the reconcile key (and the OVSDB owner) of a service.
+func ServiceKey(namespace, name string) string { return serviceKeyPrefix + namespace + "/" + name }
+
+// missingTargetRetry is how soon a service whose network's load balancer
+// group does not exist yet (the network is being created) is planned again.
+const missingTargetRetry = time.Second
+
+// reconcileService writes one service's load balancers (and, for an
+// infrastructure service, its isolation exception ACLs) in one transaction.
+func (r *Reconciler) reconcileService(ctx context.Context, key string) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("service", key, "zone", r.Zone)
+	out, err := r.DesiredService(ctx, key)
+	var held *NotRendered
+	if errors.As(err, &held) {
+		logger.V(1).Info("service not rendered", "reason", held.Reason)
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p, err := r.Syncer.Sync(ctx, serviceKeyPrefix+key, out.Rows, out.Contributions...)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("service %s: %w", key, err)
+	}
+	if !p.Empty() {
+		logger.Info("synced service", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "added", p.Added, "removed", p.Removed)
+	}
+	if len(p.Missing) > 0 {
+		logger.V(1).Info("service waits for its network's rows", "missing", p.Missing)
+		return ctrl.Result{RequeueAfter: missingTargetRetry}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// DesiredService returns the rows the service key ("<namespace>/<name>")
+// should have in the zone and what it contributes to its network's rows:
+// nothing when the service or its network is gone or the zone has no node, a *NotRendered error when
+// the rows must stay as they are (the namespace's network is undecided).
+// `ovn-udn render` calls it too.
+func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.Output, error) {
+	ns, name, _ := strings.Cut(key, "/")
+	svc := &corev1.Service{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return services.Output{}, nil
+		}
+		return services.Output{}, err
+	}
+	primary, ok, err := r.namespacePrimary(ctx, ns)
+	if err != nil {
+		return services.Output{}, err
+	}
+	if !ok {
+		return services.Output{}, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network", ns)}
+	}
+	n, exists, err := r.network(ctx, primary.Network)
+	if err != nil {
+		return services.Output{}, &NotRendered{Reason: err.Error()}
+	}
+	if !exists {
+		return services.Output{}, nil
+	}
+	slices, err := epslicemirror.ForService(ctx, r.Client, svc, primary.Network)
+	if err != nil {
+		return services.Output{}, err
+	}
+	local, ok, err := r.localNode(ctx)
+	if err != nil {
+		return services.Output{}, err
+	}
+	if !ok {
+		return services.Output{}, nil // the zone has no node: nothing to serve
+	}
+	node := local.Name
+	return services.Render(services.Input{
+		Service: svc, Network: n, Slices: slices, Node: node,
+		Infrastructure: r.Cluster.IsInfrastructureService(ns, name),
+	}), nil
+}
+
+// namespacePrimary returns a namespace's primary network (podnet's rule).
+func (r *Reconciler) namespacePrimary(ctx context.Context, namespace string) (podnet.Primary, bool, error) {
+	nsObj := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, nsObj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return podnet.Primary{}, false, nil
+		}
+		return podnet.Primary{}, false, err
+	}
+	var list nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return podnet.Primary{}, false, err
+	}
+	nads := make(map[string]*nadv1.NetworkAttachmentDefinition, len(list.Items))
+	for i := range list.Items {
+		nads[podnet.Key(list.Items[i].Namespace, list.Items[i].Name)] = &list.Items[i]
+	}
+	p, ok := podnet.NamespacePrimary(nsObj, nads, v1.PrimaryNetworkLabel)
+	return p, ok, nil
+}
+
+// infrastructureRoutes returns host routes to the cluster IPs of the
+// infrastructure services that exist (pods with a primary user-defined
+// network reach them through their default-network interface).
+func (r *Reconciler) infrastructureRoutes(ctx context.Context) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range r.Cluster.InfrastructureServices {
+		ns, name, _ := strings.Cut(s, "/")
+		svc := &corev1.Service{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		for _, ip := range svc.Spec.ClusterIPs {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			}
+		}
+	}
+	return out, nil
+}
+
+// serviceKeys returns the reconcile keys of every service, and of services
+// that still hold rows in the zone's Northbound.
+func (r *Reconciler) serviceKeys(ctx context.Context) ([]string, error) {
+	var list corev1.ServiceList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	keys := map[string]bool{}
+	for _, s := range list.Items {
+		keys[ServiceKey(s.Namespace, s.Name)] = true
+	}
+	owners, err := r.Syncer.Owners(serviceKeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	for o := range owners {
+		keys[o] = true
+	}
+	out := make([]string, 0, len(keys))
+	for k := range keys {
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// namespaceServiceKeys returns the keys of the services of a namespace.
+func (r *Reconciler) namespaceServiceKeys(ctx context.Context, namespace string) []string {
+	var list corev1.ServiceList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(list.Items))
+	for _, s := range list.Items {
+		out = append(out, ServiceKey(s.Namespace, s.Name))
+	}
+	return out
+}
+
+// sliceService returns the service key an EndpointSlice serves (its default
+// label, or the mirrored slices' label).
+func sliceService(s *discoveryv1.EndpointSlice) (string, bool) {
+	for _, l := range []string{discoveryv1.LabelServiceName, epslicemirror.LabelServiceName} {
+		if name := s.Labels[l]; name != "" {
+			return ServiceKey(s.Namespace, name), true
+		}
+	}
+	return "", false
+}
