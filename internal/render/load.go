@@ -15,6 +15,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -68,6 +69,8 @@ var kinds = map[schema.GroupVersionKind]kind{
 	corev1.SchemeGroupVersion.WithKind("Namespace"):                  {func() client.Object { return &corev1.Namespace{} }, false},
 	corev1.SchemeGroupVersion.WithKind("Node"):                       {func() client.Object { return &corev1.Node{} }, false},
 	corev1.SchemeGroupVersion.WithKind("Pod"):                        {func() client.Object { return &corev1.Pod{} }, true},
+	corev1.SchemeGroupVersion.WithKind("Service"):                    {func() client.Object { return &corev1.Service{} }, true},
+	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):         {func() client.Object { return &discoveryv1.EndpointSlice{} }, true},
 	nadv1.SchemeGroupVersion.WithKind("NetworkAttachmentDefinition"): {func() client.Object { return &nadv1.NetworkAttachmentDefinition{} }, true},
 	v1.GroupVersion.WithKind("UserDefinedNetwork"):                   {func() client.Object { return &v1.UserDefinedNetwork{} }, true},
 	v1.GroupVersion.WithKind("ClusterUserDefinedNetwork"):            {func() client.Object { return &v1.ClusterUserDefinedNetwork{} }, false},

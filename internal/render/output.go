@@ -49,7 +49,12 @@ func writeNBCtl(w io.Writer, res *Result) error {
 				fmt.Fprintf(&b, "(not rendered: %s)\n", n.NotRendered)
 				continue
 			}
-			b.WriteString(topology.Describe(n.Models))
+			b.WriteString(topology.Describe(withServices(n, z.Services)))
+		}
+		for _, s := range z.Services {
+			if s.NotRendered != "" {
+				fmt.Fprintf(&b, "## service %s\n(not rendered: %s)\n", s.Service, s.NotRendered)
+			}
 		}
 		b.WriteString("\n")
 	}

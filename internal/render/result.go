@@ -17,6 +17,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/services"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
@@ -91,6 +92,29 @@ type Pod struct {
 type Zone struct {
 	Name     string        `json:"name"`
 	Networks []NetworkRows `json:"networks"`
+	Services []ServiceRows `json:"services,omitempty"`
+}
+
+// ServiceRows are the rows of one Service in one zone, and the members it
+// adds to rows its network owns.
+type ServiceRows struct {
+	Service     string `json:"service"` // "<namespace>/<name>"
+	NotRendered string `json:"notRendered,omitempty"`
+	Rows        []Row  `json:"rows,omitempty"`
+	// Contributions are the members the service adds to its network's rows.
+	Contributions []Contribution `json:"contributions,omitempty"`
+	// Output is the rows and contributions as the zone controller hands
+	// them to the database.
+	Output services.Output `json:"-"`
+}
+
+// Contribution is a set of members a service adds to a set column of a row
+// another owner (its network) holds.
+type Contribution struct {
+	Table   string   `json:"table"`
+	Target  string   `json:"target"` // the row's name
+	Column  string   `json:"column"`
+	Members []string `json:"members"` // IDs of the service's rows
 }
 
 // NetworkRows are the rows of one network in one zone.
@@ -177,7 +201,11 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		if err != nil {
 			return err
 		}
-		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows})
+		svcs, err := serviceRows(ctx, e.zones[name])
+		if err != nil {
+			return err
+		}
+		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs})
 	}
 	return nil
 }
