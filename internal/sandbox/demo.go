@@ -92,12 +92,32 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 		if err := WaitDeployments(ctx, c, appNamespaces, 2*time.Minute); err != nil {
 			return errors.Join(merr, err)
 		}
-		apps, err := AppChecks(ctx, opts.Dir, opts.Binary, c, DemoAppClient, appNamespaces)
+		// The app checks ask from a default-network pod: the default
+		// network's apps. Services are checked from every network.
+		var defaultApps []string
+		for _, ns := range appNamespaces {
+			if n, err := NamespaceNetwork(ctx, c, ns); err == nil && n == "default" {
+				defaultApps = append(defaultApps, ns)
+			}
+		}
+		apps, err := AppChecks(ctx, opts.Dir, opts.Binary, c, DemoAppClient, defaultApps)
 		if err != nil {
 			return errors.Join(merr, err)
 		}
 		fmt.Fprintf(out, "\nKubernetes apps (Deployments placed by kube-scheduler, EndpointSlices, CoreDNS; asked from inside %s):\n\n", DemoAppClient)
 		merr = errors.Join(merr, PrintAppChecks(out, apps))
+		var clients []string
+		for _, p := range DemoServiceClients {
+			if slices.Contains(pods, p) {
+				clients = append(clients, p)
+			}
+		}
+		svcChecks, err := ServiceChecks(ctx, opts.Dir, opts.Binary, c, appNamespaces, clients)
+		if err != nil {
+			return errors.Join(merr, err)
+		}
+		fmt.Fprintf(out, "\nServices per network (ClusterIPs through each zone's OVN load balancers, %d requests each):\n\n", serviceRequests)
+		merr = errors.Join(merr, PrintAppChecks(out, svcChecks))
 	}
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",
 		upTook.Round(100*time.Millisecond), len(pods), readyTook.Round(100*time.Millisecond),

@@ -223,5 +223,22 @@ func writeResolvConf(ctx context.Context, c client.Client, netns, namespace stri
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte(ResolvConf(namespace, svc.Spec.ClusterIPs)), 0o644)
+	// Atomically: commands of one pod may start concurrently.
+	tmp, err := os.CreateTemp(dir, ".resolv.conf-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(ResolvConf(namespace, svc.Spec.ClusterIPs)); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(dir, "resolv.conf"))
 }
