@@ -1,7 +1,8 @@
 // Package clustermanager assembles ovn-udn's cluster-wide controllers into one
 // leader-elected controller-runtime manager: network definitions
-// (internal/udncontroller), cluster-wide allocation (internal/netalloc), and
-// the addresses of pods on networks spanning nodes (internal/podalloc).
+// (internal/udncontroller), cluster-wide allocation (internal/netalloc), the
+// addresses of pods on networks spanning nodes (internal/podalloc), and the
+// EndpointSlices of Services on user-defined networks (internal/epslicemirror).
 package clustermanager
 
 import (
@@ -23,6 +24,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/podalloc"
@@ -79,6 +81,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := c.Pods.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up pod address allocation: %w", err)
 	}
+	if err := c.Slices.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up EndpointSlice mirroring: %w", err)
+	}
 	if err := kubeobj.AddHealthChecks(mgr); err != nil {
 		return nil, err
 	}
@@ -95,6 +100,9 @@ type Controllers struct {
 	NADs     *netalloc.NADController
 	Nodes    *netalloc.NodeController
 	Pods     *podalloc.Controller
+	// Slices mirrors the EndpointSlices of Services whose namespace's
+	// primary network is a user-defined network.
+	Slices *epslicemirror.Controller
 }
 
 // NewControllers wires the controllers over a client (reads and writes), a
@@ -107,7 +115,8 @@ func NewControllers(c client.Client, reader client.Reader, recorder record.Event
 		NADs:     &netalloc.NADController{Client: c, Networks: networks, Recovery: recovery, Recorder: recorder},
 		Nodes: &netalloc.NodeController{Client: c, Reader: reader, Config: cfg, Nodes: netalloc.NewNodes(cfg.MaxNodeID()),
 			Recorder: recorder, Reporter: &netalloc.SubnetReporter{Client: c, Recorder: recorder}},
-		Pods: &podalloc.Controller{Client: c, Reader: reader, Cluster: cfg, Recorder: recorder},
+		Pods:   &podalloc.Controller{Client: c, Reader: reader, Cluster: cfg, Recorder: recorder},
+		Slices: &epslicemirror.Controller{Client: c},
 	}
 }
 

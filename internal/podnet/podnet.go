@@ -261,8 +261,14 @@ func ready(nad *nadv1.NetworkAttachmentDefinition) bool {
 // its namespace (a pod may attach only to networks available there: its
 // namespace's own NADs, and those a ClusterUserDefinedNetwork put there).
 func NADsFor(ctx context.Context, c client.Reader, pod *corev1.Pod) (map[string]*nadv1.NetworkAttachmentDefinition, error) {
+	return NamespaceNADs(ctx, c, pod.Namespace)
+}
+
+// NamespaceNADs returns the NADs of namespace ns, by key: what NamespacePrimary
+// needs, and what the namespace's pods may attach to.
+func NamespaceNADs(ctx context.Context, c client.Reader, ns string) (map[string]*nadv1.NetworkAttachmentDefinition, error) {
 	var list nadv1.NetworkAttachmentDefinitionList
-	if err := c.List(ctx, &list, client.InNamespace(pod.Namespace)); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
 	out := map[string]*nadv1.NetworkAttachmentDefinition{}
@@ -315,7 +321,7 @@ type Primary struct {
 func (p Primary) IsDefault() bool { return p.Key == DefaultKey }
 
 // NamespacePrimary returns the primary network of namespace ns, given the
-// NADs its pods may use (NADsFor): the one admitted primary NAD of the
+// NADs its pods may use (NamespaceNADs): the one admitted primary NAD of the
 // namespace, else the default network. It is the one place services,
 // EndpointSlice mirroring and policies learn a namespace's network. ok is
 // false when the namespace's pods cannot be attached yet (two primary
