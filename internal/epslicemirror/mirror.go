@@ -52,7 +52,7 @@ type PodAddrs func(name string, uid types.UID) []netip.Addr
 // Desired returns the mirrored slices svc should have on network, its
 // namespace's primary user-defined network: one per slice of defaults that
 // Kubernetes' EndpointSlice controller made for svc (others, and FQDN slices,
-// are ignored), sorted as defaults are. A mirrored slice has the default
+// are ignored), in the order of defaults. A mirrored slice has the default
 // slice's address type and ports, and its endpoints with their conditions,
 // node, zone, hostname, hints and target, each with the address of its pod's
 // family that addrs gives in place of the default-network one. Endpoints
