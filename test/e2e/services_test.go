@@ -1,0 +1,342 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
+	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+)
+
+// echoService is a ClusterIP Service in front of deployment()'s pods.
+func echoService(ns, name string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name},
+			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+}
+
+// get fetches url from inside a pod (a short timeout: a blocked service
+// address answers nothing).
+func get(ctx context.Context, pod, url string) (string, error) {
+	var out, errOut bytes.Buffer
+	code, err := sandbox.Exec(ctx, dir, pod, []string{binary, "agnhost", "get", "--timeout=2s", url}, nil, &out, &errOut)
+	if err != nil {
+		return "", err
+	}
+	if code != 0 {
+		return "", fmt.Errorf("exit %d: %s", code, strings.TrimSpace(errOut.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// primaryIPs returns the pods' addresses on their namespace's primary
+// network (the default network's for default-network namespaces).
+func primaryIPs(t *testing.T, pods []corev1.Pod) []string {
+	t.Helper()
+	var out []string
+	for _, p := range pods {
+		nets, err := podnet.Parse(p.Annotations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range nets {
+			if a.Role != podnet.RolePrimary {
+				continue
+			}
+			for _, c := range a.IPs {
+				ip, _, _ := net.ParseCIDR(c)
+				if ip.To4() != nil {
+					out = append(out, ip.String())
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// mirrored returns the ready addresses of a service's mirrored slices.
+func mirrored(ctx context.Context, ns, name string) ([]string, error) {
+	var list discoveryv1.EndpointSliceList
+	if err := admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{epslicemirror.LabelServiceName: name}); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range list.Items {
+		if s.AddressType != discoveryv1.AddressTypeIPv4 {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready == nil || *e.Conditions.Ready {
+				out = append(out, e.Addresses...)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// lbBackends returns, per zone, the backends of a service's IPv4 VIP in the
+// zone's Northbound.
+func lbBackends(t *testing.T, svc *corev1.Service) (map[string]string, error) {
+	t.Helper()
+	out := map[string]string{}
+	vip := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+	for _, node := range []string{"node1", "node2", "node3"} {
+		got, err := nbctl(node, "--bare", "--columns=vips", "find", "Load_Balancer", "external_ids:k8s.ovn.org/service="+svc.Namespace+"/"+svc.Name)
+		if err != nil {
+			return nil, err
+		}
+		out[node] = ""
+		// vips prints as 10.96.x.y:80=a:8080,b:8080 (bare, quotes or not).
+		for _, kv := range strings.Fields(strings.ReplaceAll(got, `"`, "")) {
+			if b, ok := strings.CutPrefix(kv, vip+"="); ok {
+				out[node] = b
+			}
+		}
+	}
+	return out, nil
+}
+
+// nbctl runs ovn-nbctl on a node's zone Northbound.
+func nbctl(node string, args ...string) (string, error) {
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
+	if err != nil {
+		return "", err
+	}
+	for _, n := range st.Nodes {
+		if n.Name == node {
+			out, err := deps.OVNCommand("ovn-nbctl", append([]string{"--db=" + n.NB}, args...)...).CombinedOutput()
+			if err != nil {
+				return "", fmt.Errorf("ovn-nbctl %v on %s: %v: %s", args, node, err, out)
+			}
+			return strings.TrimSpace(string(out)), nil
+		}
+	}
+	return "", fmt.Errorf("no node %s", node)
+}
+
+// traceFromDefault traces a new TCP connection from a pod's default-network
+// port to ip:port in its zone's Southbound.
+func traceFromDefault(t *testing.T, pod, ip string, port int) ovntrace.Verdict {
+	t.Helper()
+	ns, name, _ := strings.Cut(pod, "/")
+	p := &corev1.Pod{}
+	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	nets, err := podnet.Parse(p.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := nets[podnet.DefaultKey]
+	addrs, err := def.Prefixes()
+	if err != nil || len(addrs) == 0 {
+		t.Fatalf("pod %s default attachment %+v: %v", pod, def, err)
+	}
+	gw, _ := allocator.NthAddress(addrs[0].Masked(), 1)
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := ""
+	for _, n := range st.Nodes {
+		if n.Name == p.Spec.NodeName {
+			sb = n.SB
+		}
+	}
+	v, err := ovntrace.Run(ovntrace.Options{SB: sb, CT: "new", Command: func(args ...string) *exec.Cmd { return deps.OVNCommand("ovn-trace", args...) }},
+		p.Spec.NodeName, ovntrace.Packet{InPort: podnet.PortName(podnet.DefaultKey, ns, name), EthSrc: def.MAC, EthDst: allocator.MAC(gw).String(),
+			IPSrc: addrs[0].Addr().String(), IPDst: ip, Proto: "tcp", SrcPort: 40000, DstPort: port}.Expr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestServicesPerNetwork: ClusterIP services in two Layer3 tenants with
+// identical subnets, a Layer2 tenant and the default network each answer
+// their own network's pods with their own backends (several of them), and
+// no other network's; cluster DNS answers pods with a primary UDN through
+// their default-network interface; mirrored EndpointSlices and load
+// balancers follow scaling; a deleted Service leaves no slice and no row.
+func TestServicesPerNetwork(t *testing.T) {
+	ctx := context.Background()
+	tenants := []struct{ ns, client string }{{"l3-blue", "l3-blue/a"}, {"l3-red", "l3-red/a"}, {"l2-blue", "l2-blue/a"}}
+	for _, tn := range tenants {
+		if err := admin.Create(ctx, deployment(tn.ns, "svc", 3)); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Create(ctx, echoService(tn.ns, "svc")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, tn := range tenants {
+			_ = admin.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "svc"}})
+			_ = admin.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "svc"}})
+		}
+	})
+	type target struct {
+		ns, name string
+		ip       string
+		backends map[string]bool // pod names
+	}
+	var targets []target
+	for _, tn := range tenants {
+		pods := readyPods(t, tn.ns, "svc", 3)
+		want := primaryIPs(t, pods)
+		eventually(t, func() error {
+			got, err := mirrored(ctx, tn.ns, "svc")
+			if err != nil {
+				return err
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				return fmt.Errorf("%s/svc mirrored slices hold %v, want the pods' primary addresses %v", tn.ns, got, want)
+			}
+			return nil
+		})
+		svc := &corev1.Service{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: tn.ns, Name: "svc"}, svc); err != nil {
+			t.Fatal(err)
+		}
+		tg := target{ns: tn.ns, name: "svc", ip: svc.Spec.ClusterIP, backends: map[string]bool{}}
+		for _, p := range pods {
+			tg.backends[p.Name] = true
+		}
+		targets = append(targets, tg)
+	}
+	web := &corev1.Service{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "web", Name: "echo"}, web); err != nil {
+		t.Fatal(err)
+	}
+	webTarget := target{ns: "web", name: "echo", ip: web.Spec.ClusterIP, backends: map[string]bool{}}
+	for _, p := range readyPods(t, "web", "echo", 3) {
+		webTarget.backends[p.Name] = true
+	}
+	targets = append(targets, webTarget)
+	clients := map[string]string{"l3-blue": "l3-blue/a", "l3-red": "l3-red/a", "l2-blue": "l2-blue/a", "web": sandbox.DemoAppClient}
+
+	for _, from := range targets {
+		pod := clients[from.ns]
+		for _, to := range targets {
+			url := "http://" + to.ip + "/hostname"
+			if from.ns != to.ns {
+				if body, err := get(ctx, pod, url); err == nil {
+					t.Errorf("%s reached %s/%s at %s (answer %q); it is another network's service", pod, to.ns, to.name, to.ip, body)
+				}
+				continue
+			}
+			// Its own service: every answer is one of its backends, and
+			// requests spread over more than one.
+			seen := map[string]bool{}
+			eventually(t, func() error {
+				for i := 0; i < 12; i++ {
+					body, err := get(ctx, pod, url)
+					if err != nil {
+						return fmt.Errorf("%s to its service %s: %v", pod, to.ip, err)
+					}
+					if !to.backends[body] {
+						return fmt.Errorf("%s to its service %s answered %q, not one of its backends %v", pod, to.ip, body, to.backends)
+					}
+					seen[body] = true
+				}
+				if len(seen) < 2 {
+					return fmt.Errorf("%s to its service %s: all answers from %v", pod, to.ip, seen)
+				}
+				return nil
+			})
+		}
+	}
+
+	// Cluster DNS from pods with a primary UDN (kube-dns is an
+	// infrastructure service, reached through the default network).
+	kapi := &corev1.Service{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, kapi); err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range []string{"l3-blue/a", "l2-blue/a"} {
+		var out, errOut bytes.Buffer
+		code, err := sandbox.Exec(ctx, dir, pod, []string{"getent", "hosts", "kubernetes.default.svc.cluster.local"}, nil, &out, &errOut)
+		if err != nil || code != 0 || !strings.HasPrefix(out.String(), kapi.Spec.ClusterIP+" ") {
+			t.Errorf("DNS from %s: %q (exit %d, %v, %s), want %s", pod, out.String(), code, err, errOut.String(), kapi.Spec.ClusterIP)
+		}
+	}
+
+	// The API server (its endpoint is outside the sandbox's pod networks) is
+	// an infrastructure service too: a pod with a primary UDN's packet to it
+	// passes the default network's isolation and leaves toward the endpoint;
+	// to another default-network service it is dropped.
+	if v := traceFromDefault(t, "l3-blue/a", kapi.Spec.ClusterIP, 443); v.Dropped() {
+		t.Errorf("API server from l3-blue/a's default interface is dropped:\n%s", v.Trace)
+	}
+	if v := traceFromDefault(t, "l3-blue/a", web.Spec.ClusterIP, 80); !v.Dropped() {
+		t.Errorf("web/echo from l3-blue/a's default interface is delivered to %v, want dropped", v.Delivered())
+	}
+
+	// Scaling: mirrored slices and every zone's load balancer follow.
+	blue := &corev1.Service{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "l3-blue", Name: "svc"}, blue); err != nil {
+		t.Fatal(err)
+	}
+	d := &appsv1.Deployment{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "l3-blue", Name: "svc"}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Replicas = ptr.To(int32(1))
+	if err := admin.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		got, err := mirrored(ctx, "l3-blue", "svc")
+		if err != nil || len(got) != 1 {
+			return fmt.Errorf("mirrored slices after scaling to 1: %v %v", got, err)
+		}
+		lbs, err := lbBackends(t, blue)
+		if err != nil {
+			return err
+		}
+		for node, b := range lbs {
+			if b != got[0]+":8080" {
+				return fmt.Errorf("zone %s load balancer backends %q, want %s:8080", node, b, got[0])
+			}
+		}
+		return nil
+	})
+
+	// Deleting the Service leaves no mirrored slice and no load balancer.
+	if err := admin.Delete(ctx, blue); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if got, err := mirrored(ctx, "l3-blue", "svc"); err != nil || len(got) != 0 {
+			return fmt.Errorf("mirrored slices after deleting the service: %v %v", got, err)
+		}
+		for _, node := range []string{"node1", "node2", "node3"} {
+			got, err := nbctl(node, "--bare", "--columns=name", "find", "Load_Balancer", "external_ids:k8s.ovn.org/service=l3-blue/svc")
+			if err != nil || got != "" {
+				return fmt.Errorf("zone %s still has load balancers %q (%v)", node, got, err)
+			}
+		}
+		return nil
+	})
+}
