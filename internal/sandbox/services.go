@@ -22,7 +22,7 @@ import (
 // DemoServiceClients are the pods the demo reaches Services from: one per
 // network of the examples that has a Service, and one of another tenant with
 // the same subnet.
-var DemoServiceClients = []string{"plain/a", "l3-blue/a", "l3-red/a", "l2-blue/a"}
+var DemoServiceClients = []string{"plain/a", "shop/a", "l3-blue/a", "l2-blue/a"}
 
 // serviceRequests is how many requests a reachable Service gets (they must
 // all be answered by its backends, and by more than one).

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -43,7 +45,7 @@ func TestRenderMatchesCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(nb.Close)
-		if syncers[n.Name], err = ovsdbsync.New(nb, zone.NBTables...); err != nil {
+		if syncers[n.Name], err = zone.NewSyncer(nb); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,6 +100,28 @@ func TestRenderMatchesCluster(t *testing.T) {
 			if len(owners) > 0 {
 				return fmt.Errorf("zone %s: the Northbound has networks render does not: %v", z.Name, owners)
 			}
+			svcOwners, err := s.Owners("svc:")
+			if err != nil {
+				return err
+			}
+			for _, sv := range z.Services {
+				if sv.NotRendered != "" {
+					return fmt.Errorf("zone %s: service %s not rendered: %s", z.Name, sv.Service, sv.NotRendered)
+				}
+				owner := "svc:" + sv.Service
+				delete(svcOwners, owner)
+				p, err := s.Plan(owner, sv.Output.Rows, sv.Output.Contributions...)
+				if err != nil {
+					return err
+				}
+				if !p.Empty() || len(p.Missing) > 0 {
+					return fmt.Errorf("zone %s: render and the zone controller differ on service %s: %s (missing %v)\n%v", z.Name, sv.Service, p, p.Missing, p.Ops)
+				}
+				rendered += len(sv.Output.Rows)
+			}
+			if len(svcOwners) > 0 {
+				return fmt.Errorf("zone %s: the Northbound has services render does not: %v", z.Name, svcOwners)
+			}
 		}
 		if len(res.Zones) != len(st.Nodes) {
 			return fmt.Errorf("render has %d zones, the sandbox %d nodes", len(res.Zones), len(st.Nodes))
@@ -112,7 +136,8 @@ func TestRenderMatchesCluster(t *testing.T) {
 // "Kind namespace/name".
 func snapshot(ctx context.Context) ([]manifest.Document, map[string]map[string]string, error) {
 	lists := []client.ObjectList{&corev1.NamespaceList{}, &corev1.NodeList{}, &v1.UserDefinedNetworkList{},
-		&v1.ClusterUserDefinedNetworkList{}, &nadv1.NetworkAttachmentDefinitionList{}, &corev1.PodList{}}
+		&v1.ClusterUserDefinedNetworkList{}, &nadv1.NetworkAttachmentDefinitionList{}, &corev1.PodList{},
+		&corev1.ServiceList{}, &discoveryv1.EndpointSliceList{}}
 	var docs []manifest.Document
 	live := map[string]map[string]string{}
 	for _, l := range lists {

@@ -19,7 +19,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
@@ -173,7 +175,8 @@ func traceFromDefault(t *testing.T, pod, ip string, port int) ovntrace.Verdict {
 	return v
 }
 
-// TestServicesPerNetwork: ClusterIP services in two Layer3 tenants with
+// TestServicesPerNetwork: ClusterIP services (reached from one of their own
+// pods, so hairpin too) in two Layer3 tenants with
 // identical subnets, a Layer2 tenant and the default network each answer
 // their own network's pods with their own backends (several of them), and
 // no other network's; cluster DNS answers pods with a primary UDN through
@@ -181,63 +184,75 @@ func traceFromDefault(t *testing.T, pod, ip string, port int) ovntrace.Verdict {
 // balancers follow scaling; a deleted Service leaves no slice and no row.
 func TestServicesPerNetwork(t *testing.T) {
 	ctx := context.Background()
-	tenants := []struct{ ns, client string }{{"l3-blue", "l3-blue/a"}, {"l3-red", "l3-red/a"}, {"l2-blue", "l2-blue/a"}}
-	for _, tn := range tenants {
-		if err := admin.Create(ctx, deployment(tn.ns, "svc", 3)); err != nil {
+	// svc-red: a second Layer3 tenant with shop's subnet (examples/).
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "svc-red", Labels: map[string]string{v1.PrimaryNetworkLabel: ""}}}
+	udn := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: "svc-red", Name: "tenant"},
+		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.132.0.0/16/24"}}}
+	for _, o := range []client.Object{ns, udn} {
+		if err := admin.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
-		if err := admin.Create(ctx, echoService(tn.ns, "svc")); err != nil {
+	}
+	t.Cleanup(func() { _ = admin.Delete(ctx, ns) })
+	cmtest.WaitNetworkCreated(t, admin, udn)
+	// shop's and web's echo come with the examples; the others are made here.
+	tenants := []struct {
+		ns, app string
+		create  bool
+	}{{"shop", "echo", false}, {"svc-red", "svc", true}, {"l2-blue", "svc", true}, {"web", "echo", false}}
+	for _, tn := range tenants {
+		if !tn.create {
+			continue
+		}
+		if err := admin.Create(ctx, deployment(tn.ns, tn.app, 3)); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.Create(ctx, echoService(tn.ns, tn.app)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() {
 		for _, tn := range tenants {
-			_ = admin.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "svc"}})
-			_ = admin.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "svc"}})
+			if tn.create {
+				_ = admin.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: tn.app}})
+				_ = admin.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: tn.app}})
+			}
 		}
 	})
 	type target struct {
 		ns, name string
 		ip       string
+		client   string          // one of its pods: reaching itself is hairpin
 		backends map[string]bool // pod names
 	}
 	var targets []target
 	for _, tn := range tenants {
-		pods := readyPods(t, tn.ns, "svc", 3)
-		want := primaryIPs(t, pods)
-		eventually(t, func() error {
-			got, err := mirrored(ctx, tn.ns, "svc")
-			if err != nil {
-				return err
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				return fmt.Errorf("%s/svc mirrored slices hold %v, want the pods' primary addresses %v", tn.ns, got, want)
-			}
-			return nil
-		})
+		pods := readyPods(t, tn.ns, tn.app, 3)
+		if tn.ns != "web" {
+			want := primaryIPs(t, pods)
+			eventually(t, func() error {
+				got, err := mirrored(ctx, tn.ns, tn.app)
+				if err != nil {
+					return err
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					return fmt.Errorf("%s/%s mirrored slices hold %v, want the pods' primary addresses %v", tn.ns, tn.app, got, want)
+				}
+				return nil
+			})
+		}
 		svc := &corev1.Service{}
-		if err := admin.Get(ctx, client.ObjectKey{Namespace: tn.ns, Name: "svc"}, svc); err != nil {
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: tn.ns, Name: tn.app}, svc); err != nil {
 			t.Fatal(err)
 		}
-		tg := target{ns: tn.ns, name: "svc", ip: svc.Spec.ClusterIP, backends: map[string]bool{}}
+		tg := target{ns: tn.ns, name: tn.app, ip: svc.Spec.ClusterIP, client: tn.ns + "/" + pods[0].Name, backends: map[string]bool{}}
 		for _, p := range pods {
 			tg.backends[p.Name] = true
 		}
 		targets = append(targets, tg)
 	}
-	web := &corev1.Service{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: "web", Name: "echo"}, web); err != nil {
-		t.Fatal(err)
-	}
-	webTarget := target{ns: "web", name: "echo", ip: web.Spec.ClusterIP, backends: map[string]bool{}}
-	for _, p := range readyPods(t, "web", "echo", 3) {
-		webTarget.backends[p.Name] = true
-	}
-	targets = append(targets, webTarget)
-	clients := map[string]string{"l3-blue": "l3-blue/a", "l3-red": "l3-red/a", "l2-blue": "l2-blue/a", "web": sandbox.DemoAppClient}
-
 	for _, from := range targets {
-		pod := clients[from.ns]
+		pod := from.client
 		for _, to := range targets {
 			url := "http://" + to.ip + "/hostname"
 			if from.ns != to.ns {
@@ -289,17 +304,17 @@ func TestServicesPerNetwork(t *testing.T) {
 	if v := traceFromDefault(t, "l3-blue/a", kapi.Spec.ClusterIP, 443); v.Dropped() {
 		t.Errorf("API server from l3-blue/a's default interface is dropped:\n%s", v.Trace)
 	}
-	if v := traceFromDefault(t, "l3-blue/a", web.Spec.ClusterIP, 80); !v.Dropped() {
+	if v := traceFromDefault(t, "l3-blue/a", targets[3].ip, 80); !v.Dropped() {
 		t.Errorf("web/echo from l3-blue/a's default interface is delivered to %v, want dropped", v.Delivered())
 	}
 
 	// Scaling: mirrored slices and every zone's load balancer follow.
-	blue := &corev1.Service{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: "l3-blue", Name: "svc"}, blue); err != nil {
+	red := &corev1.Service{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "svc-red", Name: "svc"}, red); err != nil {
 		t.Fatal(err)
 	}
 	d := &appsv1.Deployment{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: "l3-blue", Name: "svc"}, d); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "svc-red", Name: "svc"}, d); err != nil {
 		t.Fatal(err)
 	}
 	d.Spec.Replicas = ptr.To(int32(1))
@@ -307,11 +322,11 @@ func TestServicesPerNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, func() error {
-		got, err := mirrored(ctx, "l3-blue", "svc")
+		got, err := mirrored(ctx, "svc-red", "svc")
 		if err != nil || len(got) != 1 {
 			return fmt.Errorf("mirrored slices after scaling to 1: %v %v", got, err)
 		}
-		lbs, err := lbBackends(t, blue)
+		lbs, err := lbBackends(t, red)
 		if err != nil {
 			return err
 		}
@@ -324,15 +339,15 @@ func TestServicesPerNetwork(t *testing.T) {
 	})
 
 	// Deleting the Service leaves no mirrored slice and no load balancer.
-	if err := admin.Delete(ctx, blue); err != nil {
+	if err := admin.Delete(ctx, red); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, func() error {
-		if got, err := mirrored(ctx, "l3-blue", "svc"); err != nil || len(got) != 0 {
+		if got, err := mirrored(ctx, "svc-red", "svc"); err != nil || len(got) != 0 {
 			return fmt.Errorf("mirrored slices after deleting the service: %v %v", got, err)
 		}
 		for _, node := range []string{"node1", "node2", "node3"} {
-			got, err := nbctl(node, "--bare", "--columns=name", "find", "Load_Balancer", "external_ids:k8s.ovn.org/service=l3-blue/svc")
+			got, err := nbctl(node, "--bare", "--columns=name", "find", "Load_Balancer", "external_ids:k8s.ovn.org/service=svc-red/svc")
 			if err != nil || got != "" {
 				return fmt.Errorf("zone %s still has load balancers %q (%v)", node, got, err)
 			}
