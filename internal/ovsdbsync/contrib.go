@@ -102,21 +102,23 @@ func (s *Syncer) unanchored(rows []reflect.Value, tabs []*table, ids []string, c
 	return out
 }
 
-// ownerOf returns the owner of the row u of table t ("" when unknown).
-func (s *Syncer) ownerOf(t *table, u string) string {
+// ownerOf returns the owner of the row u of table t ("" for a row without
+// one); known is false when the cache does not hold the row.
+func (s *Syncer) ownerOf(t *table, u string) (owner string, known bool) {
 	c, err := s.cache()
 	if err != nil {
-		return ""
+		return "", false
 	}
 	r := c.Table(t.name).Row(u)
 	if r == nil {
-		return ""
+		return "", false
 	}
-	return reflect.ValueOf(r).Elem().Field(t.extIDs).Interface().(map[string]string)[OwnerKey]
+	return reflect.ValueOf(r).Elem().Field(t.extIDs).Interface().(map[string]string)[OwnerKey], true
 }
 
 // keepContributed adds to desired's shared columns the current members that
-// refer to rows of other owners: the row's owner never withdraws them.
+// refer to rows of other owners (or to rows the cache does not show): the
+// row's owner never withdraws them.
 func (s *Syncer) keepContributed(t *table, e *existing, desired reflect.Value, owner string) {
 	for _, col := range t.columns {
 		if !col.shared {
@@ -127,7 +129,11 @@ func (s *Syncer) keepContributed(t *table, e *existing, desired reflect.Value, o
 		want := desired.Elem().Field(col.index)
 		for i := 0; i < cur.Len(); i++ {
 			m := cur.Index(i)
-			if o := s.ownerOf(ref, m.String()); o != "" && o != owner {
+			// A member whose row the cache does not show (yet) is kept: it
+			// may be another owner's, committed with its contribution and not
+			// cached in full yet; a deleted row leaves weak references by
+			// itself.
+			if o, known := s.ownerOf(ref, m.String()); !known || (o != "" && o != owner) {
 				want = reflect.Append(want, m)
 			}
 		}
