@@ -175,6 +175,51 @@ func traceFromDefault(t *testing.T, pod, ip string, port int) ovntrace.Verdict {
 	return v
 }
 
+// traceProbe traces a TCP SYN from the pod's node's management port (where
+// kubelet probes come from) to the pod's default-network address.
+func traceProbe(t *testing.T, pod string, port int) ovntrace.Verdict {
+	t.Helper()
+	ns, name, _ := strings.Cut(pod, "/")
+	p := &corev1.Pod{}
+	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+		t.Fatal(err)
+	}
+	nets, err := podnet.Parse(p.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := nets[podnet.DefaultKey]
+	addrs, err := def.Prefixes()
+	if err != nil || len(addrs) == 0 {
+		t.Fatalf("pod %s default attachment %+v: %v", pod, def, err)
+	}
+	mgmtPort := "k8s-" + p.Spec.NodeName
+	out, err := nbctl(p.Spec.NodeName, "--bare", "--columns=addresses", "find", "Logical_Switch_Port", "name="+mgmtPort)
+	f := strings.Fields(out)
+	if err != nil || len(f) < 2 {
+		t.Fatalf("management port %s addresses %q: %v", mgmtPort, out, err)
+	}
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := ""
+	for _, n := range st.Nodes {
+		if n.Name == p.Spec.NodeName {
+			sb = n.SB
+		}
+	}
+	// Both conntrack passes (the port's ingress and the pod's egress) see a
+	// new connection.
+	v, err := ovntrace.Run(ovntrace.Options{SB: sb, CT: "new", Extra: []string{"--ct=new"}, Command: func(args ...string) *exec.Cmd { return deps.OVNCommand("ovn-trace", args...) }},
+		p.Spec.NodeName, ovntrace.Packet{InPort: mgmtPort, EthSrc: f[0], EthDst: def.MAC, IPSrc: f[1], IPDst: addrs[0].Addr().String(),
+			Proto: "tcp", SrcPort: 40000, DstPort: port}.Expr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // TestServicesPerNetwork: ClusterIP services (reached from one of their own
 // pods, so hairpin too) in two Layer3 tenants with
 // identical subnets, a Layer2 tenant and the default network each answer
@@ -306,6 +351,12 @@ func TestServicesPerNetwork(t *testing.T) {
 	}
 	if v := traceFromDefault(t, "l3-blue/a", targets[3].ip, 80); !v.Dropped() {
 		t.Errorf("web/echo from l3-blue/a's default interface is delivered to %v, want dropped", v.Delivered())
+	}
+
+	// Kubelet probes come from the node's management port over the default
+	// network: the isolation lets them reach a pod with a primary UDN.
+	if v := traceProbe(t, "l3-blue/a", 8080); v.Dropped() {
+		t.Errorf("a probe from the management port to l3-blue/a's default interface is dropped:\n%s", v.Trace)
 	}
 
 	// Scaling: mirrored slices and every zone's load balancer follow.
