@@ -201,7 +201,7 @@ func Backends(in Input, port corev1.ServicePort, ipv4 bool) []string {
 				continue
 			}
 			isReady := e.Conditions.Ready == nil || *e.Conditions.Ready
-			isServing := e.Conditions.Serving != nil && *e.Conditions.Serving
+			isServing := e.Conditions.Serving == nil || *e.Conditions.Serving // unset: serving, as kube-proxy reads it
 			isTerminating := e.Conditions.Terminating != nil && *e.Conditions.Terminating
 			for _, a := range e.Addresses {
 				ip, err := netip.ParseAddr(a)

@@ -102,9 +102,12 @@ type Reconciler struct {
 	nodes  nodeCache
 	ipam   podIPAM
 	resync chan event.GenericEvent
-	mu     sync.Mutex
-	noted  map[string]string // what was last reported per (network, node), to emit Events once
-	sbTxns int64
+	// serviceEvents carries namespaces whose services must be planned again
+	// (their network's load balancer group was just created).
+	serviceEvents chan event.GenericEvent
+	mu            sync.Mutex
+	noted         map[string]string // what was last reported per (network, node), to emit Events once
+	sbTxns        int64
 }
 
 // Transactions is how many transactions the reconciler has committed (NB and SB).
@@ -174,7 +177,36 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	if !p.Empty() {
 		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
 	}
+	if p.Inserted > 0 {
+		r.replanServices(ctx, name)
+	}
 	return ctrl.Result{}, nil
+}
+
+// replanServices asks for the services of a network to be planned again
+// (rows they contribute to, such as the network's load balancer group, may
+// have just been created): those of the namespaces with the network's NADs,
+// every namespace for the default network (namespaceServiceKeys("") lists
+// all).
+func (r *Reconciler) replanServices(ctx context.Context, network string) {
+	var namespaces []string
+	if network == nodeinfo.DefaultNetwork {
+		namespaces = []string{""}
+	} else {
+		var nads nadv1.NetworkAttachmentDefinitionList
+		if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: network}); err != nil {
+			return
+		}
+		for _, n := range nads.Items {
+			namespaces = append(namespaces, n.Namespace)
+		}
+	}
+	for _, ns := range namespaces {
+		select {
+		case r.serviceEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(ns)}}:
+		default: // full, or no controller (render): services retry by themselves
+		}
+	}
 }
 
 // NotRendered is why a network cannot be rendered now (malformed, not yet

@@ -222,7 +222,11 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 			return ctrl.Result{}, nil // the node's slice is coming; its Node update requeues the pod
 		}
 		if req.Key == podnet.DefaultKey && req.Role == podnet.RoleInfrastructure {
-			if req.ServiceRoutes, err = r.infrastructureRoutes(ctx); err != nil {
+			// Routes are the pod's from its first attachment on: the running
+			// pod has those, whatever infrastructure services appear later.
+			if cur, ok := current[req.Key]; ok {
+				req.ServiceRoutes = serviceRoutes(cur, r.Cluster.ServiceCIDRs)
+			} else if req.ServiceRoutes, err = r.infrastructureRoutes(ctx); err != nil {
 				return ctrl.Result{}, err
 			}
 		}

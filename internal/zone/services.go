@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +17,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/services"
 )
@@ -27,10 +27,6 @@ const serviceKeyPrefix = "svc:"
 
 // ServiceKey is the reconcile key (and the OVSDB owner) of a service.
 func ServiceKey(namespace, name string) string { return serviceKeyPrefix + namespace + "/" + name }
-
-// missingTargetRetry is how soon a service whose network's load balancer
-// group does not exist yet (the network is being created) is planned again.
-const missingTargetRetry = time.Second
 
 // reconcileService writes one service's load balancers (and, for an
 // infrastructure service, its isolation exception ACLs) in one transaction.
@@ -53,8 +49,10 @@ func (r *Reconciler) reconcileService(ctx context.Context, key string) (ctrl.Res
 		logger.Info("synced service", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "added", p.Added, "removed", p.Removed)
 	}
 	if len(p.Missing) > 0 {
+		// The network's rows come (reconcileNetwork replans its services
+		// when it creates them); meanwhile retry with the queue's backoff.
 		logger.V(1).Info("service waits for its network's rows", "missing", p.Missing)
-		return ctrl.Result{RequeueAfter: missingTargetRetry}, nil
+		return ctrl.Result{Requeue: true}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -73,9 +71,12 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 		}
 		return services.Output{}, err
 	}
-	primary, ok, err := r.namespacePrimary(ctx, ns)
+	primary, ok, anyPrimary, err := r.namespacePrimary(ctx, ns)
 	if err != nil {
 		return services.Output{}, err
+	}
+	if !ok && !anyPrimary {
+		return services.Output{}, nil // labelled for a network that is gone (or not made yet): nothing to serve
 	}
 	if !ok {
 		return services.Output{}, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network", ns)}
@@ -91,39 +92,55 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 	if err != nil {
 		return services.Output{}, err
 	}
-	local, ok, err := r.localNode(ctx)
+	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
 	if err != nil {
 		return services.Output{}, err
 	}
-	if !ok {
+	node := ""
+	for _, n := range nodes {
+		if n.Zone == r.Zone {
+			node = n.Name
+		}
+	}
+	if node == "" {
+		if r.hasLocalNode(nodes, bad) {
+			// The node's annotations do not parse: its rows stay, as the
+			// networks' do.
+			return services.Output{}, &NotRendered{Reason: "the zone's node is not ready"}
+		}
 		return services.Output{}, nil // the zone has no node: nothing to serve
 	}
-	node := local.Name
 	return services.Render(services.Input{
 		Service: svc, Network: n, Slices: slices, Node: node,
 		Infrastructure: r.Cluster.IsInfrastructureService(ns, name),
 	}), nil
 }
 
-// namespacePrimary returns a namespace's primary network (podnet's rule).
-func (r *Reconciler) namespacePrimary(ctx context.Context, namespace string) (podnet.Primary, bool, error) {
+// namespacePrimary returns a namespace's primary network (podnet's rule),
+// and whether the namespace has any primary network NAD at all (when it has
+// none, a namespace labelled for one has nothing to serve on).
+func (r *Reconciler) namespacePrimary(ctx context.Context, namespace string) (p podnet.Primary, ok, anyPrimary bool, err error) {
 	nsObj := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, nsObj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return podnet.Primary{}, false, nil
+			return podnet.Primary{}, false, false, nil
 		}
-		return podnet.Primary{}, false, err
+		return podnet.Primary{}, false, false, err
 	}
 	var list nadv1.NetworkAttachmentDefinitionList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		return podnet.Primary{}, false, err
+		return podnet.Primary{}, false, false, err
 	}
 	nads := make(map[string]*nadv1.NetworkAttachmentDefinition, len(list.Items))
 	for i := range list.Items {
-		nads[podnet.Key(list.Items[i].Namespace, list.Items[i].Name)] = &list.Items[i]
+		nad := &list.Items[i]
+		nads[podnet.Key(nad.Namespace, nad.Name)] = nad
+		if c, err := netconf.Parse(nad); err == nil && c != nil && c.IsPrimary() {
+			anyPrimary = true
+		}
 	}
-	p, ok := podnet.NamespacePrimary(nsObj, nads, v1.PrimaryNetworkLabel)
-	return p, ok, nil
+	p, ok = podnet.NamespacePrimary(nsObj, nads, v1.PrimaryNetworkLabel)
+	return p, ok, anyPrimary, nil
 }
 
 // infrastructureRoutes returns host routes to the cluster IPs of the
@@ -147,6 +164,25 @@ func (r *Reconciler) infrastructureRoutes(ctx context.Context) ([]netip.Prefix, 
 		}
 	}
 	return out, nil
+}
+
+// serviceRoutes returns an attachment's routes to addresses of the service
+// ranges (its infrastructure service routes).
+func serviceRoutes(a podnet.Attachment, serviceCIDRs []netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	for _, rt := range a.Routes {
+		d, err := netip.ParsePrefix(rt.Dest)
+		if err != nil {
+			continue
+		}
+		for _, c := range serviceCIDRs {
+			if c.Contains(d.Addr()) && d.Bits() >= c.Bits() {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // serviceKeys returns the reconcile keys of every service, and of services

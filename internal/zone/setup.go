@@ -298,6 +298,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			return out
 		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.resync, allKeys)).
+		WatchesRawSource(source.Channel(r.serviceEvents, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var out []reconcile.Request
+			for _, k := range r.namespaceServiceKeys(ctx, o.GetName()) {
+				out = append(out, request(k))
+			}
+			return out
+		}))).
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			// Networks deleted while the controller was away still hold rows.
 			owners, err := r.Syncer.Owners(networkKeyPrefix)
@@ -370,7 +377,7 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 		return nil, nil, err
 	}
 	resync := make(chan event.GenericEvent, 1)
-	r := &Reconciler{resync: resync}
+	r := &Reconciler{resync: resync, serviceEvents: make(chan event.GenericEvent, 256)}
 	nb, nbWriter, sb, err := Connect(ctx, opts, r.requestResync)
 	if err != nil {
 		return nil, nil, err
