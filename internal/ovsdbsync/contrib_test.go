@@ -2,6 +2,7 @@ package ovsdbsync_test
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 	"testing"
@@ -176,6 +177,23 @@ func TestContributions(t *testing.T) {
 	if n := aclCount(t, z, "blue_iso"); n != 2 { // the network's and svc:b's
 		t.Fatalf("after deleting the service, port group ACLs %d, want 2", n)
 	}
+
+	// The group goes between a contributor's plan and its commit: the
+	// contributor learns it (and plans again).
+	rows3, contribs3 := service("blue", "10.96.0.12:80", "sctp")
+	p, err = s.Plan("svc:c", rows3, contribs3[:1]...)
+	if err != nil || len(p.Missing) != 0 {
+		t.Fatalf("plan before the group goes: %v %v", p, err)
+	}
+	z.MustNBCtl("clear", "Logical_Switch", "blue_sw", "load_balancer_group", "--", "destroy", "Load_Balancer_Group", "blue_clusterLBGroup")
+	if err := s.Apply(ctx, p); !errors.Is(err, ovsdbsync.ErrTargetGone) {
+		t.Fatalf("commit after the group went: %v, want ErrTargetGone", err)
+	}
+	if p, err := s.Plan("svc:c", rows3, contribs3[:1]...); err != nil || len(p.Missing) != 1 {
+		t.Fatalf("plan again: %v %v, want the group missing", p, err)
+	}
+	sync(t, s, "svc:c", nil)
+	sync(t, s, "net:blue", network("blue", "ip4.src == 10.0.0.10"))
 
 	// The network goes: its group goes with it (held through its switch).
 	sync(t, s, "net:blue", nil)

@@ -274,6 +274,8 @@ type Plan struct {
 	Missing  []string
 	desired  []model.Model
 	contribs []Contribution
+	// contribOps are the indexes in Ops of the contributions' mutations.
+	contribOps []int
 	// deleted are the UUIDs the plan deletes, by table.
 	deleted map[string][]string
 }
@@ -410,6 +412,9 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 	contributed, err := s.contribute(p, owner, held, uuidOf)
 	if err != nil {
 		return nil, err
+	}
+	for i := range contributed {
+		p.contribOps = append(p.contribOps, len(inserts)+len(updates)+i)
 	}
 	updates = append(updates, contributed...)
 	// Stale rows: held, not desired. Parents first (reverse rank), so a child
@@ -679,6 +684,10 @@ func (s *Syncer) cache() (*cache.TableCache, error) {
 	return c, nil
 }
 
+// ErrTargetGone is returned when a contribution's target row was deleted
+// between plan and commit: plan again.
+var ErrTargetGone = errors.New("a contribution's target row was deleted before the commit")
+
 // ErrNotConverged is returned when the cache does not show a committed
 // transaction's result in time.
 var ErrNotConverged = errors.New("the cache did not show the transaction's result in time")
@@ -697,6 +706,14 @@ func (s *Syncer) Apply(ctx context.Context, p *Plan) error {
 		return fmt.Errorf("ovsdbsync: %s: %w", p, err)
 	}
 	s.transactions.Add(1)
+	for _, i := range p.contribOps {
+		if i < len(res) && res[i].Count == 0 {
+			// The target row went between plan and commit (its owner
+			// deleted it): the owner's rows are written, the contribution
+			// is not; planning again reports the target missing.
+			return fmt.Errorf("ovsdbsync: %s: %w", p, ErrTargetGone)
+		}
+	}
 	deadline := time.Now().Add(s.WaitTimeout)
 	// Wait until the cache shows the inserted rows and not the deleted ones.
 	// A transaction's changes reach the cache in one monitor notification,
