@@ -26,7 +26,8 @@ import (
 //
 // A Service gets mirrors when it has a selector and its namespace's primary
 // network is a user-defined network; headless Services too. Otherwise (no
-// selector, a default-network namespace, the Service gone) its mirrors are
+// selector, a default-network namespace, a namespace whose user-defined
+// network is gone, the Service gone) its mirrors are
 // deleted. While the namespace's primary network cannot be told
 // (podnet.NamespacePrimary not ok: two primary networks, or the one it is
 // labelled for not ready yet), its mirrors are left as they are. Slices
@@ -75,7 +76,7 @@ func (r *Controller) desired(ctx context.Context, svc *corev1.Service) (want []d
 	if !ok {
 		return nil, false, nil
 	}
-	if primary.IsDefault() {
+	if primary.IsDefault() || primary.None() {
 		return nil, true, nil
 	}
 	var defaults discoveryv1.EndpointSliceList

@@ -160,32 +160,27 @@ const (
 // *Waiting.
 func Requests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string) ([]Request, error) {
 	nads, refused := usable(pod.Namespace, nads)
-	var primaries []Request
-	for key, nad := range nads {
-		c, err := netconf.Parse(nad)
-		if err != nil || c == nil || !c.IsPrimary() {
-			continue
-		}
-		primaries = append(primaries, Request{Key: key, Network: c.Name, Conf: c, Role: RolePrimary})
+	var prims []Request
+	for _, p := range primaries(nads) {
+		prims = append(prims, Request{Key: p.Key, Network: p.Network, Conf: p.Conf, Role: RolePrimary})
 	}
-	sort.Slice(primaries, func(i, j int) bool { return primaries[i].Key < primaries[j].Key })
 	_, labelled := ns.Labels[primaryLabel]
 	switch {
-	case len(primaries) > 1:
+	case len(prims) > 1:
 		var names []string
-		for _, p := range primaries {
+		for _, p := range prims {
 			names = append(names, p.Key)
 		}
-		return nil, &Waiting{WaitPrimaryConflict, fmt.Sprintf("namespace %s has %d primary networks (%s)", ns.Name, len(primaries), strings.Join(names, ", "))}
-	case len(primaries) == 0 && labelled:
+		return nil, &Waiting{WaitPrimaryConflict, fmt.Sprintf("namespace %s has %d primary networks (%s)", ns.Name, len(prims), strings.Join(names, ", "))}
+	case len(prims) == 0 && labelled:
 		return nil, &Waiting{WaitPrimaryNotReady, fmt.Sprintf("namespace %s is labelled for a primary network, which is not ready yet", ns.Name)}
-	case len(primaries) == 1 && !ready(nads[primaries[0].Key]):
-		return nil, &Waiting{WaitPrimaryNotReady, fmt.Sprintf("primary network %s is not allocated yet", primaries[0].Key)}
+	case len(prims) == 1 && !ready(nads[prims[0].Key]):
+		return nil, &Waiting{WaitPrimaryNotReady, fmt.Sprintf("primary network %s is not allocated yet", prims[0].Key)}
 	}
 	out := []Request{{Key: DefaultKey, Network: "default", Role: RolePrimary}}
-	if len(primaries) == 1 {
+	if len(prims) == 1 {
 		out[0].Role = RoleInfrastructure
-		p := primaries[0]
+		p := prims[0]
 		if p.Conf.PersistentIPs {
 			p.Claim = pod.Annotations[PrimaryIPAMClaimAnnotation]
 		}
@@ -320,23 +315,36 @@ type Primary struct {
 // IsDefault reports whether the primary network is the cluster default network.
 func (p Primary) IsDefault() bool { return p.Key == DefaultKey }
 
-// NamespacePrimary returns the primary network of namespace ns, given the
-// NADs its pods may use (NamespaceNADs): the one admitted primary NAD of the
-// namespace, else the default network. It is the one place services,
-// EndpointSlice mirroring and policies learn a namespace's network. ok is
-// false when the namespace's pods cannot be attached yet (two primary
-// networks, or the one it is labelled for not ready): they have no primary
-// addresses to serve.
-func NamespacePrimary(ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string) (Primary, bool) {
-	usableNADs, _ := usable(ns.Name, nads)
-	var found []Primary
+// None reports whether the namespace has no network to serve on: it is
+// labelled for a primary user-defined network of which no NAD exists (not
+// made yet, or deleted).
+func (p Primary) None() bool { return p.Key == "" }
+
+// primaries returns the primary networks among usable NADs, sorted by key.
+func primaries(usableNADs map[string]*nadv1.NetworkAttachmentDefinition) []Primary {
+	var out []Primary
 	for key, nad := range usableNADs {
 		c, err := netconf.Parse(nad)
 		if err != nil || c == nil || !c.IsPrimary() {
 			continue
 		}
-		found = append(found, Primary{Key: key, Network: c.Name, Conf: c})
+		out = append(out, Primary{Key: key, Network: c.Name, Conf: c})
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// NamespacePrimary returns the primary network of namespace ns, given the
+// NADs its pods may use (NamespaceNADs): the one admitted primary NAD of the
+// namespace, else the default network, or None when the namespace is
+// labelled for a primary network that has no NAD (its services have nothing
+// to serve on). It is the one place services, EndpointSlice mirroring and
+// policies learn a namespace's network. ok is false while that cannot be
+// told (two primary networks, or the one NAD not allocated yet): callers
+// leave what they wrote as it is.
+func NamespacePrimary(ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string) (Primary, bool) {
+	usableNADs, _ := usable(ns.Name, nads)
+	found := primaries(usableNADs)
 	_, labelled := ns.Labels[primaryLabel]
 	switch {
 	case len(found) > 1:
@@ -344,7 +352,7 @@ func NamespacePrimary(ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttach
 	case len(found) == 1:
 		return found[0], ready(usableNADs[found[0].Key])
 	case labelled:
-		return Primary{}, false
+		return Primary{}, true
 	}
 	return Primary{Key: DefaultKey, Network: "default"}, true
 }

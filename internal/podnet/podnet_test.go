@@ -172,3 +172,40 @@ func TestAttachSecondaryAndDefault(t *testing.T) {
 		t.Error("port names")
 	}
 }
+
+func TestNamespacePrimary(t *testing.T) {
+	l3 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.l3","topology":"layer3","role":"primary","subnets":"10.128.0.0/16/24","netAttachDefName":"ns1/l3"}`
+	l3b := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.l3b","topology":"layer3","role":"primary","subnets":"10.129.0.0/16/24","netAttachDefName":"ns1/l3b"}`
+	sec := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.sec","topology":"layer2","role":"secondary","subnets":"192.168.0.0/24","netAttachDefName":"ns1/sec"}`
+	other := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns2.l3","topology":"layer3","role":"primary","subnets":"10.128.0.0/16/24","netAttachDefName":"ns2/l3"}`
+	labelled := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1", Labels: map[string]string{label: ""}}}
+	plain := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1"}}
+	nads := func(list ...*nadv1.NetworkAttachmentDefinition) map[string]*nadv1.NetworkAttachmentDefinition {
+		m := map[string]*nadv1.NetworkAttachmentDefinition{}
+		for _, n := range list {
+			m[Key(n.Namespace, n.Name)] = n
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name    string
+		ns      *corev1.Namespace
+		nads    map[string]*nadv1.NetworkAttachmentDefinition
+		network string // when ok; "": None
+		ok      bool
+	}{
+		{"default network", plain, nads(nad("ns1", "sec", sec, true)), "default", true},
+		{"primary UDN", labelled, nads(nad("ns1", "l3", l3, true), nad("ns1", "sec", sec, true)), "ns1.l3", true},
+		{"primary UDN not allocated yet: undecided", labelled, nads(nad("ns1", "l3", l3, false)), "", false},
+		{"two primary UDNs: undecided", labelled, nads(nad("ns1", "l3", l3, true), nad("ns1", "l3b", l3b, true)), "", false},
+		{"labelled, no primary NAD: none", labelled, nads(nad("ns1", "sec", sec, true)), "", true},
+		{"another namespace's NAD does not count", labelled, nads(nad("ns2", "l3", other, true)), "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, ok := NamespacePrimary(c.ns, c.nads, label)
+			if ok != c.ok || ok && (p.Network != c.network || (c.network == "") != p.None()) {
+				t.Errorf("NamespacePrimary = %+v, %v; want network %q, ok %v", p, ok, c.network, c.ok)
+			}
+		})
+	}
+}

@@ -29,13 +29,13 @@ var DemoServiceClients = []string{"plain/a", "shop/a", "l3-blue/a", "l2-blue/a"}
 const serviceRequests = 6
 
 // NamespaceNetwork returns the name of a namespace's primary network
-// ("default" for the cluster default network, "" when undecided).
+// ("default" for the cluster default network, "" when undecided or none).
 func NamespaceNetwork(ctx context.Context, c client.Client, namespace string) (string, error) {
 	ns := &corev1.Namespace{}
 	if err := c.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
 		return "", err
 	}
-	nads, err := podnet.NADsFor(ctx, c, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}})
+	nads, err := podnet.NamespaceNADs(ctx, c, namespace)
 	if err != nil {
 		return "", err
 	}

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"strings"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +16,6 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
-	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/services"
 )
@@ -71,15 +69,15 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 		}
 		return services.Output{}, err
 	}
-	primary, ok, anyPrimary, err := r.namespacePrimary(ctx, ns)
+	primary, ok, err := r.namespacePrimary(ctx, ns)
 	if err != nil {
 		return services.Output{}, err
 	}
-	if !ok && !anyPrimary {
-		return services.Output{}, nil // labelled for a network that is gone (or not made yet): nothing to serve
-	}
 	if !ok {
-		return services.Output{}, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network", ns)}
+		return services.Output{}, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network yet", ns)}
+	}
+	if primary.None() {
+		return services.Output{}, nil // labelled for a network that is gone (or not made yet): nothing to serve
 	}
 	n, exists, err := r.network(ctx, primary.Network)
 	if err != nil {
@@ -116,31 +114,22 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 	}), nil
 }
 
-// namespacePrimary returns a namespace's primary network (podnet's rule),
-// and whether the namespace has any primary network NAD at all (when it has
-// none, a namespace labelled for one has nothing to serve on).
-func (r *Reconciler) namespacePrimary(ctx context.Context, namespace string) (p podnet.Primary, ok, anyPrimary bool, err error) {
+// namespacePrimary returns a namespace's primary network (podnet's rule);
+// ok is false while it cannot be told, and for a namespace that is gone.
+func (r *Reconciler) namespacePrimary(ctx context.Context, namespace string) (podnet.Primary, bool, error) {
 	nsObj := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, nsObj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return podnet.Primary{}, false, false, nil
+			return podnet.Primary{}, true, nil // no namespace, no network: nothing to serve
 		}
-		return podnet.Primary{}, false, false, err
+		return podnet.Primary{}, false, err
 	}
-	var list nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		return podnet.Primary{}, false, false, err
+	nads, err := podnet.NamespaceNADs(ctx, r.Client, namespace)
+	if err != nil {
+		return podnet.Primary{}, false, err
 	}
-	nads := make(map[string]*nadv1.NetworkAttachmentDefinition, len(list.Items))
-	for i := range list.Items {
-		nad := &list.Items[i]
-		nads[podnet.Key(nad.Namespace, nad.Name)] = nad
-		if c, err := netconf.Parse(nad); err == nil && c != nil && c.IsPrimary() {
-			anyPrimary = true
-		}
-	}
-	p, ok = podnet.NamespacePrimary(nsObj, nads, v1.PrimaryNetworkLabel)
-	return p, ok, anyPrimary, nil
+	p, ok := podnet.NamespacePrimary(nsObj, nads, v1.PrimaryNetworkLabel)
+	return p, ok, nil
 }
 
 // infrastructureRoutes returns host routes to the cluster IPs of the
