@@ -279,7 +279,22 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			}
 			return out
 		})).
-		Watches(&corev1.Node{}, allKeys, builder.WithPredicates(nodeChanges)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, node client.Object) []reconcile.Request {
+			// Services depend on the zone's own node only: another node's
+			// change replans networks, chassis and pods, not every service.
+			local := node.GetName() == r.Zone || node.GetAnnotations()[nodeinfo.ZoneAnnotation] == r.Zone
+			keys, err := r.Keys(ctx)
+			if err != nil {
+				return nil
+			}
+			var out []reconcile.Request
+			for _, k := range keys {
+				if local || !strings.HasPrefix(k, serviceKeyPrefix) {
+					out = append(out, request(k))
+				}
+			}
+			return out
+		}), builder.WithPredicates(nodeChanges)).
 		Watches(&corev1.Pod{}, r.podEvents(), builder.WithPredicates(podChanges)).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{request(ServiceKey(o.GetNamespace(), o.GetName()))}
