@@ -112,11 +112,11 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 				clients = append(clients, p)
 			}
 		}
-		svcChecks, err := ServiceChecks(ctx, opts.Dir, opts.Binary, c, appNamespaces, clients)
+		svcChecks, err := ServiceChecks(ctx, opts.Dir, opts.Binary, c, appNamespaces, clients, DemoServiceRequests)
 		if err != nil {
 			return errors.Join(merr, err)
 		}
-		fmt.Fprintf(out, "\nServices per network (ClusterIPs through each zone's OVN load balancers, %d requests each):\n\n", serviceRequests)
+		fmt.Fprintf(out, "\nServices per network (ClusterIPs through each zone's OVN load balancers, %d requests each):\n\n", DemoServiceRequests)
 		merr = errors.Join(merr, PrintAppChecks(out, svcChecks))
 	}
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",

@@ -24,9 +24,9 @@ import (
 // the same subnet.
 var DemoServiceClients = []string{"plain/a", "shop/a", "l3-blue/a", "l2-blue/a"}
 
-// serviceRequests is how many requests a reachable Service gets (they must
-// all be answered by its backends, and by more than one).
-const serviceRequests = 6
+// DemoServiceRequests is how many requests the demo sends each reachable
+// Service (they must all be answered by its backends, and by more than one).
+const DemoServiceRequests = 6
 
 // NamespaceNetwork returns the name of a namespace's primary network
 // ("default" for the cluster default network, "" when undecided or none).
@@ -47,11 +47,11 @@ func NamespaceNetwork(ctx context.Context, c client.Client, namespace string) (s
 }
 
 // ServiceChecks checks every Service with a selector in namespaces from each
-// client pod: a client on the Service's network gets every answer from the
-// Service's Ready pods, and from more than one; a client on another network
-// gets no answer. Pods with a primary user-defined network also resolve the
+// client pod: a client on the Service's network gets every one of requests
+// answers from the Service's Ready pods, and from more than one; a client on
+// another network gets no answer. Pods with a primary user-defined network also resolve the
 // API server's name through the cluster DNS. Checks run in parallel.
-func ServiceChecks(ctx context.Context, dir, binary string, c client.Client, namespaces, clients []string) ([]AppCheck, error) {
+func ServiceChecks(ctx context.Context, dir, binary string, c client.Client, namespaces, clients []string, requests int) ([]AppCheck, error) {
 	networks := map[string]string{}
 	networkOf := func(ns string) (string, error) {
 		if n, ok := networks[ns]; ok {
@@ -95,7 +95,7 @@ func ServiceChecks(ctx context.Context, dir, binary string, c client.Client, nam
 				target := fmt.Sprintf("%s/%s %s", ns, s.Name, url)
 				if clientNet == svcNet {
 					add(AppCheck{Name: "Service, same network (" + svcNet + ")", From: from, Target: target, Want: "its pods, spread"},
-						func(a *AppCheck) { a.Got, a.Err = spread(ctx, dir, binary, from, url, backends) })
+						func(a *AppCheck) { a.Got, a.Err = spread(ctx, dir, binary, from, url, backends, requests) })
 					continue
 				}
 				add(AppCheck{Name: "Service of another network (" + svcNet + ")", From: from, Target: target, Want: "no answer"},
@@ -155,14 +155,14 @@ func readyBackends(ctx context.Context, c client.Client, s *corev1.Service) (map
 	return out, nil
 }
 
-// spread asks url serviceRequests times from a pod: every answer must come
+// spread asks url requests times from a pod: every answer must come
 // from backends, and more than one backend must answer. A Service just
 // created may not answer yet: retried briefly.
-func spread(ctx context.Context, dir, binary, from, url string, backends map[string]bool) (string, error) {
+func spread(ctx context.Context, dir, binary, from, url string, backends map[string]bool, requests int) (string, error) {
 	got := ""
 	err := proc.WaitFor(10*time.Second, 200*time.Millisecond, func() (bool, error) {
 		seen := map[string]bool{}
-		for i := 0; i < serviceRequests; i++ {
+		for i := 0; i < requests; i++ {
 			body, err := run(ctx, dir, from, binary, "agnhost", "get", "--timeout=2s", url)
 			if err != nil {
 				got = "no answer"
@@ -177,7 +177,7 @@ func spread(ctx context.Context, dir, binary, from, url string, backends map[str
 		}
 		if len(seen) < 2 {
 			got = fmt.Sprintf("only %d of its pods", len(seen))
-			return false, fmt.Errorf("%d requests all answered by one pod", serviceRequests)
+			return false, fmt.Errorf("%d requests all answered by one pod", requests)
 		}
 		got = "its pods, spread"
 		return true, nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os/exec"
 	"sort"
 	"strconv"
@@ -34,20 +35,6 @@ func echoService(ns, name string) *corev1.Service {
 	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": name},
 			Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
-}
-
-// get fetches url from inside a pod (a short timeout: a blocked service
-// address answers nothing).
-func get(ctx context.Context, pod, url string) (string, error) {
-	var out, errOut bytes.Buffer
-	code, err := sandbox.Exec(ctx, dir, pod, []string{binary, "agnhost", "get", "--timeout=2s", url}, nil, &out, &errOut)
-	if err != nil {
-		return "", err
-	}
-	if code != 0 {
-		return "", fmt.Errorf("exit %d: %s", code, strings.TrimSpace(errOut.String()))
-	}
-	return strings.TrimSpace(out.String()), nil
 }
 
 // primaryIPs returns the pods' addresses on their namespace's primary
@@ -103,45 +90,52 @@ func lbBackends(t *testing.T, svc *corev1.Service) (map[string]string, error) {
 	t.Helper()
 	out := map[string]string{}
 	vip := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
-	for _, node := range []string{"node1", "node2", "node3"} {
-		got, err := nbctl(node, "--bare", "--columns=vips", "find", "Load_Balancer", "external_ids:k8s.ovn.org/service="+svc.Namespace+"/"+svc.Name)
+	for _, n := range []string{"node1", "node2", "node3"} {
+		got, err := nbctl(t, n, "--bare", "--columns=vips", "find", "Load_Balancer", "external_ids:k8s.ovn.org/service="+svc.Namespace+"/"+svc.Name)
 		if err != nil {
 			return nil, err
 		}
-		out[node] = ""
+		out[n] = ""
 		// vips prints as 10.96.x.y:80=a:8080,b:8080 (bare, quotes or not).
 		for _, kv := range strings.Fields(strings.ReplaceAll(got, `"`, "")) {
 			if b, ok := strings.CutPrefix(kv, vip+"="); ok {
-				out[node] = b
+				out[n] = b
 			}
 		}
 	}
 	return out, nil
 }
 
-// nbctl runs ovn-nbctl on a node's zone Northbound.
-func nbctl(node string, args ...string) (string, error) {
+// node returns a sandbox node's state (its zone's databases).
+func node(t *testing.T, name string) sandbox.NodeState {
+	t.Helper()
 	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
 	for _, n := range st.Nodes {
-		if n.Name == node {
-			out, err := deps.OVNCommand("ovn-nbctl", append([]string{"--db=" + n.NB}, args...)...).CombinedOutput()
-			if err != nil {
-				return "", fmt.Errorf("ovn-nbctl %v on %s: %v: %s", args, node, err, out)
-			}
-			return strings.TrimSpace(string(out)), nil
+		if n.Name == name {
+			return n
 		}
 	}
-	return "", fmt.Errorf("no node %s", node)
+	t.Fatalf("no node %s", name)
+	return sandbox.NodeState{}
 }
 
-// traceFromDefault traces a new TCP connection from a pod's default-network
-// port to ip:port in its zone's Southbound.
-func traceFromDefault(t *testing.T, pod, ip string, port int) ovntrace.Verdict {
+// nbctl runs ovn-nbctl on a node's zone Northbound.
+func nbctl(t *testing.T, name string, args ...string) (string, error) {
+	out, err := deps.OVNCommand("ovn-nbctl", append([]string{"--db=" + node(t, name).NB}, args...)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("ovn-nbctl %v on %s: %v: %s", args, name, err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// defaultAttachment returns a pod, its default-network attachment and its
+// first address there (with the on-link prefix length).
+func defaultAttachment(t *testing.T, ref string) (*corev1.Pod, podnet.Attachment, netip.Prefix) {
 	t.Helper()
-	ns, name, _ := strings.Cut(pod, "/")
+	ns, name, _ := strings.Cut(ref, "/")
 	p := &corev1.Pod{}
 	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
 		t.Fatal(err)
@@ -153,71 +147,51 @@ func traceFromDefault(t *testing.T, pod, ip string, port int) ovntrace.Verdict {
 	def := nets[podnet.DefaultKey]
 	addrs, err := def.Prefixes()
 	if err != nil || len(addrs) == 0 {
-		t.Fatalf("pod %s default attachment %+v: %v", pod, def, err)
+		t.Fatalf("pod %s default attachment %+v: %v", ref, def, err)
 	}
-	gw, _ := allocator.NthAddress(addrs[0].Masked(), 1)
-	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
-	if err != nil {
-		t.Fatal(err)
+	return p, def, addrs[0]
+}
+
+// trace runs ovn-trace for a TCP SYN entering a node's switch (the node's
+// default-network switch), every conntrack pass seeing a new connection.
+func trace(t *testing.T, nodeName string, ctPasses int, pkt ovntrace.Packet) ovntrace.Verdict {
+	t.Helper()
+	var extra []string
+	for i := 1; i < ctPasses; i++ {
+		extra = append(extra, "--ct=new")
 	}
-	sb := ""
-	for _, n := range st.Nodes {
-		if n.Name == p.Spec.NodeName {
-			sb = n.SB
-		}
-	}
-	v, err := ovntrace.Run(ovntrace.Options{SB: sb, CT: "new", Command: func(args ...string) *exec.Cmd { return deps.OVNCommand("ovn-trace", args...) }},
-		p.Spec.NodeName, ovntrace.Packet{InPort: podnet.PortName(podnet.DefaultKey, ns, name), EthSrc: def.MAC, EthDst: allocator.MAC(gw).String(),
-			IPSrc: addrs[0].Addr().String(), IPDst: ip, Proto: "tcp", SrcPort: 40000, DstPort: port}.Expr())
+	pkt.Proto, pkt.SrcPort = "tcp", 40000
+	v, err := ovntrace.Run(ovntrace.Options{SB: node(t, nodeName).SB, CT: "new", Extra: extra,
+		Command: func(args ...string) *exec.Cmd { return deps.OVNCommand("ovn-trace", args...) }}, nodeName, pkt.Expr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return v
 }
 
+// traceFromDefault traces a new TCP connection from a pod's default-network
+// port to ip:port (through its gateway).
+func traceFromDefault(t *testing.T, pod, ip string, port int) ovntrace.Verdict {
+	t.Helper()
+	p, def, addr := defaultAttachment(t, pod)
+	gw, _ := allocator.NthAddress(addr.Masked(), 1)
+	return trace(t, p.Spec.NodeName, 1, ovntrace.Packet{InPort: podnet.PortName(podnet.DefaultKey, p.Namespace, p.Name),
+		EthSrc: def.MAC, EthDst: allocator.MAC(gw).String(), IPSrc: addr.Addr().String(), IPDst: ip, DstPort: port})
+}
+
 // traceProbe traces a TCP SYN from the pod's node's management port (where
-// kubelet probes come from) to the pod's default-network address.
+// kubelet probes come from) to the pod's default-network address: both
+// conntrack passes (the port's ingress and the pod's egress) see it new.
 func traceProbe(t *testing.T, pod string, port int) ovntrace.Verdict {
 	t.Helper()
-	ns, name, _ := strings.Cut(pod, "/")
-	p := &corev1.Pod{}
-	if err := admin.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
-		t.Fatal(err)
-	}
-	nets, err := podnet.Parse(p.Annotations)
-	if err != nil {
-		t.Fatal(err)
-	}
-	def := nets[podnet.DefaultKey]
-	addrs, err := def.Prefixes()
-	if err != nil || len(addrs) == 0 {
-		t.Fatalf("pod %s default attachment %+v: %v", pod, def, err)
-	}
+	p, def, addr := defaultAttachment(t, pod)
 	mgmtPort := "k8s-" + p.Spec.NodeName
-	out, err := nbctl(p.Spec.NodeName, "--bare", "--columns=addresses", "find", "Logical_Switch_Port", "name="+mgmtPort)
+	out, err := nbctl(t, p.Spec.NodeName, "--bare", "--columns=addresses", "find", "Logical_Switch_Port", "name="+mgmtPort)
 	f := strings.Fields(out)
 	if err != nil || len(f) < 2 {
 		t.Fatalf("management port %s addresses %q: %v", mgmtPort, out, err)
 	}
-	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb := ""
-	for _, n := range st.Nodes {
-		if n.Name == p.Spec.NodeName {
-			sb = n.SB
-		}
-	}
-	// Both conntrack passes (the port's ingress and the pod's egress) see a
-	// new connection.
-	v, err := ovntrace.Run(ovntrace.Options{SB: sb, CT: "new", Extra: []string{"--ct=new"}, Command: func(args ...string) *exec.Cmd { return deps.OVNCommand("ovn-trace", args...) }},
-		p.Spec.NodeName, ovntrace.Packet{InPort: mgmtPort, EthSrc: f[0], EthDst: def.MAC, IPSrc: f[1], IPDst: addrs[0].Addr().String(),
-			Proto: "tcp", SrcPort: 40000, DstPort: port}.Expr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
+	return trace(t, p.Spec.NodeName, 2, ovntrace.Packet{InPort: mgmtPort, EthSrc: f[0], EthDst: def.MAC, IPSrc: f[1], IPDst: addr.Addr().String(), DstPort: port})
 }
 
 // TestServicesPerNetwork: ClusterIP services (reached from one of their own
@@ -265,10 +239,8 @@ func TestServicesPerNetwork(t *testing.T) {
 		}
 	})
 	type target struct {
-		ns, name string
-		ip       string
-		client   string          // one of its pods: reaching itself is hairpin
-		backends map[string]bool // pod names
+		ns, ip string
+		client string // one of its pods: reaching itself is hairpin
 	}
 	var targets []target
 	for _, tn := range tenants {
@@ -290,62 +262,37 @@ func TestServicesPerNetwork(t *testing.T) {
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: tn.ns, Name: tn.app}, svc); err != nil {
 			t.Fatal(err)
 		}
-		tg := target{ns: tn.ns, name: tn.app, ip: svc.Spec.ClusterIP, client: tn.ns + "/" + pods[0].Name, backends: map[string]bool{}}
-		for _, p := range pods {
-			tg.backends[p.Name] = true
-		}
-		targets = append(targets, tg)
+		targets = append(targets, target{ns: tn.ns, ip: svc.Spec.ClusterIP, client: tn.ns + "/" + pods[0].Name})
 	}
-	for _, from := range targets {
-		pod := from.client
-		for _, to := range targets {
-			url := "http://" + to.ip + "/hostname"
-			if from.ns != to.ns {
-				if body, err := get(ctx, pod, url); err == nil {
-					t.Errorf("%s reached %s/%s at %s (answer %q); it is another network's service", pod, to.ns, to.name, to.ip, body)
-				}
-				continue
-			}
-			// Its own service: every answer is one of its backends, and
-			// requests spread over more than one.
-			seen := map[string]bool{}
-			eventually(t, func() error {
-				for i := 0; i < 12; i++ {
-					body, err := get(ctx, pod, url)
-					if err != nil {
-						return fmt.Errorf("%s to its service %s: %v", pod, to.ip, err)
-					}
-					if !to.backends[body] {
-						return fmt.Errorf("%s to its service %s answered %q, not one of its backends %v", pod, to.ip, body, to.backends)
-					}
-					seen[body] = true
-				}
-				if len(seen) < 2 {
-					return fmt.Errorf("%s to its service %s: all answers from %v", pod, to.ip, seen)
-				}
-				return nil
-			})
-		}
+	// From one pod of each (reaching its own Service is hairpin): its own
+	// network's Service answers, always from its pods and from more than
+	// one; every other network's does not answer; cluster DNS answers the
+	// UDN pods through their default-network interface. The demo's table,
+	// with twice its requests.
+	var namespaces, clients []string
+	for _, tg := range targets {
+		namespaces, clients = append(namespaces, tg.ns), append(clients, tg.client)
 	}
-
-	// Cluster DNS from pods with a primary UDN (kube-dns is an
-	// infrastructure service, reached through the default network).
-	kapi := &corev1.Service{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, kapi); err != nil {
+	checks, err := sandbox.ServiceChecks(ctx, dir, binary, admin, namespaces, clients, 2*sandbox.DemoServiceRequests)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pod := range []string{"l3-blue/a", "l2-blue/a"} {
-		var out, errOut bytes.Buffer
-		code, err := sandbox.Exec(ctx, dir, pod, []string{"getent", "hosts", "kubernetes.default.svc.cluster.local"}, nil, &out, &errOut)
-		if err != nil || code != 0 || !strings.HasPrefix(out.String(), kapi.Spec.ClusterIP+" ") {
-			t.Errorf("DNS from %s: %q (exit %d, %v, %s), want %s", pod, out.String(), code, err, errOut.String(), kapi.Spec.ClusterIP)
-		}
+	var table bytes.Buffer
+	if err := sandbox.PrintAppChecks(&table, checks); err != nil {
+		t.Errorf("%v\n%s", err, table.String())
+	}
+	if want := len(targets)*len(clients) + 3; len(checks) != want { // + DNS from the three UDN clients
+		t.Errorf("%d checks, want %d:\n%s", len(checks), want, table.String())
 	}
 
 	// The API server (its endpoint is outside the sandbox's pod networks) is
 	// an infrastructure service too: a pod with a primary UDN's packet to it
 	// passes the default network's isolation and leaves toward the endpoint;
 	// to another default-network service it is dropped.
+	kapi := &corev1.Service{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, kapi); err != nil {
+		t.Fatal(err)
+	}
 	if v := traceFromDefault(t, "l3-blue/a", kapi.Spec.ClusterIP, 443); v.Dropped() {
 		t.Errorf("API server from l3-blue/a's default interface is dropped:\n%s", v.Trace)
 	}
@@ -381,9 +328,9 @@ func TestServicesPerNetwork(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for node, b := range lbs {
+		for n, b := range lbs {
 			if b != got[0]+":8080" {
-				return fmt.Errorf("zone %s load balancer backends %q, want %s:8080", node, b, got[0])
+				return fmt.Errorf("zone %s load balancer backends %q, want %s:8080", n, b, got[0])
 			}
 		}
 		return nil
@@ -397,10 +344,10 @@ func TestServicesPerNetwork(t *testing.T) {
 		if got, err := mirrored(ctx, "svc-red", "svc"); err != nil || len(got) != 0 {
 			return fmt.Errorf("mirrored slices after deleting the service: %v %v", got, err)
 		}
-		for _, node := range []string{"node1", "node2", "node3"} {
-			got, err := nbctl(node, "--bare", "--columns=name", "find", "Load_Balancer", "external_ids:k8s.ovn.org/service=svc-red/svc")
+		for _, n := range []string{"node1", "node2", "node3"} {
+			got, err := nbctl(t, n, "--bare", "--columns=name", "find", "Load_Balancer", "external_ids:k8s.ovn.org/service=svc-red/svc")
 			if err != nil || got != "" {
-				return fmt.Errorf("zone %s still has load balancers %q (%v)", node, got, err)
+				return fmt.Errorf("zone %s still has load balancers %q (%v)", n, got, err)
 			}
 		}
 		return nil
