@@ -69,9 +69,37 @@ func refs(f reflect.Value) []string {
 	return nil
 }
 
+// target is a contribution's target row: its table and column, and the row
+// (nil when it does not exist).
+type target struct {
+	t   *table
+	col column
+	row *existing
+}
+
+// targets looks up every contribution's target once per plan.
+func (s *Syncer) targets(contribs []Contribution) ([]target, error) {
+	out := make([]target, len(contribs))
+	for i, cb := range contribs {
+		t, ok := s.tables[reflect.TypeOf(cb.Target)]
+		if !ok {
+			return nil, fmt.Errorf("ovsdbsync: contribution to %T, which is not a managed table", cb.Target)
+		}
+		col, ok := t.column(cb.Column)
+		if !ok || !col.shared {
+			return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s, which is not shared", t.name, cb.Column)
+		}
+		out[i] = target{t: t, col: col}
+		if e, found := s.byIndex(t, reflect.ValueOf(cb.Target)); found {
+			out[i].row = &e
+		}
+	}
+	return out, nil
+}
+
 // unanchored returns the desired rows of non-root tables that no desired row
 // refers to and no contribution with an existing target names.
-func (s *Syncer) unanchored(rows []reflect.Value, tabs []*table, ids []string, contribs []Contribution) map[int]bool {
+func unanchored(rows []reflect.Value, tabs []*table, ids []string, contribs []Contribution, targets []target) map[int]bool {
 	referenced := map[string]bool{}
 	for i, v := range rows {
 		for _, col := range tabs[i].columns {
@@ -82,12 +110,8 @@ func (s *Syncer) unanchored(rows []reflect.Value, tabs []*table, ids []string, c
 			}
 		}
 	}
-	for _, cb := range contribs {
-		t, ok := s.tables[reflect.TypeOf(cb.Target)]
-		if !ok {
-			continue
-		}
-		if _, found := s.byIndex(t, reflect.ValueOf(cb.Target)); found {
+	for i, cb := range contribs {
+		if targets[i].row != nil {
 			for _, id := range cb.Members {
 				referenced[id] = true
 			}
@@ -151,23 +175,15 @@ type memberKey struct {
 // contribute returns the mutations that make the owner's members of shared
 // columns equal to its contributions: members it asks for are inserted,
 // members referring to its rows that it no longer asks for are deleted.
-func (s *Syncer) contribute(p *Plan, owner string, held map[*table]map[string]existing, uuidOf map[string]string) ([]ovsdb.Operation, error) {
+func (s *Syncer) contribute(p *Plan, targets []target, held map[*table]map[string]existing, uuidOf map[string]string) ([]ovsdb.Operation, error) {
 	want := map[memberKey]map[string]bool{}
-	for _, cb := range p.contribs {
-		t, ok := s.tables[reflect.TypeOf(cb.Target)]
-		if !ok {
-			return nil, fmt.Errorf("ovsdbsync: contribution to %T, which is not a managed table", cb.Target)
-		}
-		col, ok := t.column(cb.Column)
-		if !ok || !col.shared {
-			return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s, which is not shared", t.name, cb.Column)
-		}
-		target, found := s.byIndex(t, reflect.ValueOf(cb.Target))
-		if !found {
-			p.Missing = append(p.Missing, fmt.Sprintf("%s %s", t.name, indexString(t, reflect.ValueOf(cb.Target))))
+	for i, cb := range p.contribs {
+		tg := targets[i]
+		if tg.row == nil {
+			p.Missing = append(p.Missing, fmt.Sprintf("%s %s", tg.t.name, indexString(tg.t, reflect.ValueOf(cb.Target))))
 			continue
 		}
-		k := memberKey{t: t, col: col, row: target.uuid}
+		k := memberKey{t: tg.t, col: tg.col, row: tg.row.uuid}
 		if want[k] == nil {
 			want[k] = map[string]bool{}
 		}
@@ -175,7 +191,7 @@ func (s *Syncer) contribute(p *Plan, owner string, held map[*table]map[string]ex
 			u, ok := uuidOf[id]
 			if !ok {
 				if !ovsdb.IsValidUUID(id) {
-					return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s names %q, which is not desired", t.name, cb.Column, id)
+					return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s names %q, which is not desired", tg.t.name, cb.Column, id)
 				}
 				u = id
 			}

@@ -369,7 +369,11 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 	// A non-root row nothing refers to would be garbage collected at commit
 	// (a contributed ACL whose port group does not exist yet): it is not
 	// written until it is anchored.
-	unanchored := s.unanchored(rows, tabs, ids, contribs)
+	targets, err := s.targets(contribs)
+	if err != nil {
+		return nil, err
+	}
+	unanchored := unanchored(rows, tabs, ids, contribs, targets)
 
 	// Resolve references from IDs to UUIDs.
 	for i, v := range rows {
@@ -409,7 +413,7 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 			p.Updated++
 		}
 	}
-	contributed, err := s.contribute(p, owner, held, uuidOf)
+	contributed, err := s.contribute(p, targets, held, uuidOf)
 	if err != nil {
 		return nil, err
 	}
