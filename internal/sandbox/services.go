@@ -121,11 +121,16 @@ func ServiceChecks(ctx context.Context, dir, binary string, c client.Client, nam
 		name := "kubernetes.default.svc." + DNSDomain
 		add(AppCheck{Name: "Cluster DNS from a UDN pod (via eth0)", From: from, Target: name, Want: kapi.Spec.ClusterIP},
 			func(a *AppCheck) {
-				got, err := run(ctx, dir, from, "getent", "hosts", name)
-				if f := strings.Fields(got); err == nil && len(f) > 0 {
-					a.Got = f[0]
-				}
-				a.Err = err
+				// A pod just started may lose its first queries (its first
+				// packets wait for the datapath's flows): retried briefly,
+				// as a resolver would.
+				a.Err = proc.WaitFor(10*time.Second, 200*time.Millisecond, func() (bool, error) {
+					got, err := run(ctx, dir, from, "getent", "hosts", name)
+					if f := strings.Fields(got); err == nil && len(f) > 0 {
+						a.Got = f[0]
+					}
+					return err == nil && a.Got == a.Want, err
+				})
 			})
 	}
 	var wg sync.WaitGroup
