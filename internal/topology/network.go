@@ -161,3 +161,27 @@ func joinToRouter(router string) string                   { return "jtor-" + rou
 func routerToExternal(gr string) string                   { return "rtoe-" + gr }
 func externalToRouter(gr string) string                   { return "etor-" + gr }
 func localnetPort(n Network, node string) string          { return n.prefix() + "breth0_" + node }
+
+// ManagementAddresses returns the addresses of the node's management port on
+// the network (where kubelet probes and other node traffic come from): the
+// second address of each of the node's slices on a Layer3 network, of each
+// subnet on a Layer2 network. Nothing for other topologies, or a node without
+// a slice yet.
+func ManagementAddresses(n Network, local nodeinfo.Info) []netip.Addr {
+	var prefixes []netip.Prefix
+	switch n.Topology {
+	case netconf.TopologyLayer3:
+		prefixes = local.Subnets[n.Name]
+	case netconf.TopologyLayer2:
+		for _, s := range n.Subnets {
+			prefixes = append(prefixes, s.CIDR)
+		}
+	}
+	var out []netip.Addr
+	for _, p := range prefixes {
+		if _, m, err := gatewayAndManagement(p); err == nil {
+			out = append(out, m.Addr())
+		}
+	}
+	return out
+}

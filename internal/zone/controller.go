@@ -3,8 +3,10 @@
 // every network (NetworkAttachmentDefinitions with their allocation, plus the
 // built-in default network) from the nodes' annotations and to what
 // internal/services computes for every Service, and registers the other
-// zones' chassis in the zone's Southbound. Reconcile keys are
-// "net:<network>", "pod:<ns>/<name>", "svc:<ns>/<name>" and "chassis"; each
+// zones' chassis in the zone's Southbound, and to what internal/netpol
+// computes for every NetworkPolicy. Reconcile keys are "net:<network>",
+// "pod:<ns>/<name>", "svc:<ns>/<name>", the policy keys (see PolicyKey,
+// DenyKey, PeerKey) and "chassis"; each
 // is written in one transaction, and a reconcile with nothing to change
 // writes nothing.
 package zone
@@ -52,13 +54,13 @@ func NetworkKey(network string) string { return networkKeyPrefix + network }
 // NBTables are the Northbound tables a zone controller writes, referenced
 // tables first.
 var NBTables = []model.Model{
-	&nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.ACL{},
+	&nbdb.AddressSet{}, &nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.ACL{},
 	&nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitchPort{}, &nbdb.PortGroup{}, &nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{},
 }
 
 // NBTableNames are the names of NBTables (for client indexes and monitors).
 var NBTableNames = []string{
-	nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.ACLTable,
+	nbdb.AddressSetTable, nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.ACLTable,
 	nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable, nbdb.PortGroupTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable,
 }
 
@@ -102,12 +104,13 @@ type Reconciler struct {
 	nodes  nodeCache
 	ipam   podIPAM
 	resync chan event.GenericEvent
-	// serviceEvents carries namespaces whose services must be planned again
-	// (their network's load balancer group was just created).
-	serviceEvents chan event.GenericEvent
-	mu            sync.Mutex
-	noted         map[string]string // what was last reported per (network, node), to emit Events once
-	sbTxns        int64
+	// namespaceEvents carries namespaces whose services and policies must be
+	// planned again (their network just inserted rows: its load balancer
+	// group, its pods' ports).
+	namespaceEvents chan event.GenericEvent
+	mu              sync.Mutex
+	noted           map[string]string // what was last reported per (network, node), to emit Events once
+	sbTxns          int64
 }
 
 // Transactions is how many transactions the reconciler has committed (NB and SB).
@@ -134,6 +137,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if strings.HasPrefix(key, serviceKeyPrefix) {
 		return r.reconcileService(ctx, strings.TrimPrefix(key, serviceKeyPrefix))
+	}
+	if isPolicyKey(key) {
+		return r.reconcilePolicyKey(ctx, key)
 	}
 	if !strings.HasPrefix(key, networkKeyPrefix) {
 		return ctrl.Result{}, nil
@@ -178,17 +184,17 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
 	}
 	if p.Inserted > 0 {
-		r.replanServices(ctx, name)
+		r.replanNamespaces(ctx, name)
 	}
 	return ctrl.Result{}, nil
 }
 
-// replanServices asks for the services of a network to be planned again
-// (rows they contribute to, such as the network's load balancer group, may
-// have just been created): those of the namespaces with the network's NADs,
-// every namespace for the default network (namespaceServiceKeys("") lists
-// all).
-func (r *Reconciler) replanServices(ctx context.Context, network string) {
+// replanNamespaces asks for the services and policies of a network to be
+// planned again (rows they contribute to or refer to, such as the network's
+// load balancer group or its pods' ports, may have just been created): those
+// of the namespaces with the network's NADs, every namespace for the default
+// network (namespaceServiceKeys("") and namespacePolicyKeys("") list all).
+func (r *Reconciler) replanNamespaces(ctx context.Context, network string) {
 	var namespaces []string
 	if network == nodeinfo.DefaultNetwork {
 		namespaces = []string{""}
@@ -203,7 +209,7 @@ func (r *Reconciler) replanServices(ctx context.Context, network string) {
 	}
 	for _, ns := range namespaces {
 		select {
-		case r.serviceEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(ns)}}:
+		case r.namespaceEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(ns)}}:
 		default: // full, or no controller (render): services retry by themselves
 		}
 	}
@@ -410,6 +416,13 @@ func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	for _, k := range svcKeys {
+		keys[k] = true
+	}
+	policyKeys, err := r.policyKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range policyKeys {
 		keys[k] = true
 	}
 	// The node's pods: a change of the node (its slices) may let them be attached.

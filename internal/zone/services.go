@@ -181,19 +181,31 @@ func (r *Reconciler) serviceKeys(ctx context.Context) ([]string, error) {
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil, err
 	}
-	keys := map[string]bool{}
+	keys := make([]string, 0, len(list.Items))
 	for _, s := range list.Items {
-		keys[ServiceKey(s.Namespace, s.Name)] = true
+		keys = append(keys, ServiceKey(s.Namespace, s.Name))
 	}
-	owners, err := r.Syncer.Owners(serviceKeyPrefix)
-	if err != nil {
-		return nil, err
+	return r.withOwners(keys, serviceKeyPrefix)
+}
+
+// withOwners returns keys, and the owners holding rows in the zone's
+// Northbound under any of the prefixes, each once.
+func (r *Reconciler) withOwners(keys []string, prefixes ...string) ([]string, error) {
+	set := map[string]bool{}
+	for _, k := range keys {
+		set[k] = true
 	}
-	for o := range owners {
-		keys[o] = true
+	for _, prefix := range prefixes {
+		owners, err := r.Syncer.Owners(prefix)
+		if err != nil {
+			return nil, err
+		}
+		for o := range owners {
+			set[o] = true
+		}
 	}
-	out := make([]string, 0, len(keys))
-	for k := range keys {
+	out := make([]string, 0, len(set))
+	for k := range set {
 		out = append(out, k)
 	}
 	return out, nil

@@ -3,10 +3,12 @@ package zone
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -121,7 +123,7 @@ type Index struct {
 }
 
 // Indexes are the cache indexes the reconciler lists with: NADs by network
-// name, pods by node and by attachment key. A manager's cache (IndexNADs) or
+// name, pods by node and by attachment key, NetworkPolicies by peer. A manager's cache (IndexNADs) or
 // a fake client (render) must have them.
 func Indexes() []Index {
 	return []Index{
@@ -137,6 +139,7 @@ func Indexes() []Index {
 			}
 			return nil
 		}},
+		{&networkingv1.NetworkPolicy{}, policyPeersIndex, policyPeerKeys},
 		{&corev1.Pod{}, podKeysIndex, func(o client.Object) []string {
 			nets, err := podnet.Parse(o.GetAnnotations())
 			if err != nil {
@@ -161,7 +164,19 @@ func IndexNADs(ctx context.Context, mgr manager.Manager) error {
 	return nil
 }
 
-// podChanges passes pod events that change a pod's attachments or ports.
+// attachmentChanged reports whether a pod update changes its attachments or
+// ports (what its own key and its networks render).
+func attachmentChanged(o, n *corev1.Pod) bool {
+	for _, k := range []string{podnet.Annotation, netconf.NetworksAnnotation, podnet.PrimaryIPAMClaimAnnotation} {
+		if o.Annotations[k] != n.Annotations[k] {
+			return true
+		}
+	}
+	return o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase
+}
+
+// podChanges passes pod events that change a pod's attachments or ports, or
+// its labels (which policies select it).
 var podChanges = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*corev1.Pod)
@@ -169,22 +184,25 @@ var podChanges = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
-		for _, k := range []string{podnet.Annotation, netconf.NetworksAnnotation, podnet.PrimaryIPAMClaimAnnotation} {
-			if o.Annotations[k] != n.Annotations[k] {
-				return true
-			}
-		}
-		return o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase
+		return attachmentChanged(o, n) || !maps.Equal(o.Labels, n.Labels)
 	},
 }
 
 // podEvents requeues a pod (its own attachments) and the networks its
-// annotation attaches it to, before and after the change (their ports).
+// annotation attaches it to, before and after the change (their ports),
+// unless only its labels changed; and the policy keys it concerns before
+// and after (podPolicyKeys).
 func (r *Reconciler) podEvents() handler.EventHandler {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], attachments bool, objs ...client.Object) {
 		for _, o := range objs {
 			pod, ok := o.(*corev1.Pod)
 			if !ok {
+				continue
+			}
+			for _, k := range r.podPolicyKeys(ctx, pod) {
+				q.Add(request(k))
+			}
+			if !attachments {
 				continue
 			}
 			if pod.Spec.NodeName != "" {
@@ -194,6 +212,33 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 			for k := range nets {
 				if network, ok := r.networkOfKey(ctx, k); ok {
 					q.Add(request(NetworkKey(network)))
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, true, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			o, ok1 := e.ObjectOld.(*corev1.Pod)
+			n, ok2 := e.ObjectNew.(*corev1.Pod)
+			enqueue(ctx, q, !ok1 || !ok2 || attachmentChanged(o, n), e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, true, e.Object)
+		},
+	}
+}
+
+// policyEvents requeues what a NetworkPolicy concerns, before and after the
+// change (policyKeysOf).
+func (r *Reconciler) policyEvents() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+		for _, o := range objs {
+			if pol, ok := o.(*networkingv1.NetworkPolicy); ok {
+				for _, k := range r.policyKeysOf(ctx, pol) {
+					q.Add(request(k))
 				}
 			}
 		}
@@ -264,8 +309,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
 				out = append(out, request(NetworkKey(name)))
 			}
-			// The namespace's services may change network.
+			// The namespace's services and policies may change network.
 			for _, k := range r.namespaceServiceKeys(ctx, o.GetNamespace()) {
+				out = append(out, request(k))
+			}
+			for _, k := range r.namespacePolicyKeys(ctx, o.GetNamespace()) {
 				out = append(out, request(k))
 			}
 			// Pods of the namespace may wait for this network.
@@ -305,17 +353,25 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			}
 			return nil
 		})).
+		Watches(&networkingv1.NetworkPolicy{}, r.policyEvents()).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
 			for _, k := range r.namespaceServiceKeys(ctx, o.GetName()) {
 				out = append(out, request(k))
 			}
+			// Namespace selectors of policies may select it, or not any more.
+			for _, k := range r.namespaceSelectorKeys(ctx) {
+				out = append(out, request(k))
+			}
 			return out
 		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.resync, allKeys)).
-		WatchesRawSource(source.Channel(r.serviceEvents, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		WatchesRawSource(source.Channel(r.namespaceEvents, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
 			for _, k := range r.namespaceServiceKeys(ctx, o.GetName()) {
+				out = append(out, request(k))
+			}
+			for _, k := range r.namespacePolicyKeys(ctx, o.GetName()) {
 				out = append(out, request(k))
 			}
 			return out
@@ -336,6 +392,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			}
 			for owner := range svcOwners {
 				q.Add(request(owner))
+			}
+			// So do policies (and their default denies and peers).
+			for _, prefix := range []string{policyKeyPrefix, denyKeyPrefix, peerKeyPrefix} {
+				owners, err := r.Syncer.Owners(prefix)
+				if err != nil {
+					return err
+				}
+				for owner := range owners {
+					q.Add(request(owner))
+				}
 			}
 			q.Add(request(chassisKey))
 			q.Add(request(NetworkKey(nodeinfo.DefaultNetwork)))
@@ -392,7 +458,7 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 		return nil, nil, err
 	}
 	resync := make(chan event.GenericEvent, 1)
-	r := &Reconciler{resync: resync, serviceEvents: make(chan event.GenericEvent, 256)}
+	r := &Reconciler{resync: resync, namespaceEvents: make(chan event.GenericEvent, 256)}
 	nb, nbWriter, sb, err := Connect(ctx, opts, r.requestResync)
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,474 @@
+package zone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/ovn-org/libovsdb/model"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	libovsdbclient "github.com/ovn-org/libovsdb/client"
+
+	"github.com/ovn-udn/ovn-udn/internal/netpol"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+)
+
+// Reconcile keys (and OVSDB owners) of network policies:
+//   - "np:<namespace>/<name>": a policy's port group and ACLs;
+//   - "npdeny:<namespace>": a namespace's default-deny port groups;
+//   - "npas:<network>|<peer key>": a peer's address sets on a network.
+const (
+	policyKeyPrefix = "np:"
+	denyKeyPrefix   = "npdeny:"
+	peerKeyPrefix   = "npas:"
+)
+
+// PolicyKey is the reconcile key (and the OVSDB owner) of a network policy.
+func PolicyKey(namespace, name string) string { return policyKeyPrefix + namespace + "/" + name }
+
+// DenyKey is the reconcile key of a namespace's default-deny port groups.
+func DenyKey(namespace string) string { return denyKeyPrefix + namespace }
+
+// PeerKey is the reconcile key of a policy peer's address sets on a network.
+func PeerKey(network string, p netpol.Peer) string { return peerKeyPrefix + network + "|" + p.Key() }
+
+// policyPeersIndex indexes NetworkPolicies by the keys of their peers.
+const policyPeersIndex = "netpol.peers"
+
+func isPolicyKey(key string) bool {
+	return strings.HasPrefix(key, policyKeyPrefix) || strings.HasPrefix(key, denyKeyPrefix) || strings.HasPrefix(key, peerKeyPrefix)
+}
+
+// reconcilePolicyKey writes the rows of a policy, a namespace's default deny
+// or a peer, in one transaction.
+func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key string) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("owner", key, "zone", r.Zone)
+	rows, waiting, err := r.DesiredPolicy(ctx, key)
+	var held *NotRendered
+	if errors.As(err, &held) {
+		logger.V(1).Info("policy rows not rendered", "reason", held.Reason)
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p, err := r.Syncer.Sync(ctx, key, rows)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("%s: %w", key, err)
+	}
+	if !p.Empty() {
+		logger.Info("synced network policy rows", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
+	}
+	if len(waiting) > 0 {
+		// Pods whose ports the network has not written yet: the network's
+		// reconcile replans its namespaces' policies when it inserts rows;
+		// meanwhile retry with the queue's backoff.
+		logger.V(1).Info("policy waits for pods' ports", "ports", waiting)
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// DesiredPolicy returns the rows a policy key should have in the zone, and
+// the ports of selected pods the network has not written yet (the rows leave
+// them out). Nothing when the object is gone, its namespace has no network or
+// the zone has no node; a *NotRendered error while the namespace's network is
+// undecided or the zone's node unready.
+func (r *Reconciler) DesiredPolicy(ctx context.Context, key string) ([]model.Model, []string, error) {
+	switch {
+	case strings.HasPrefix(key, policyKeyPrefix):
+		ns, name, _ := strings.Cut(strings.TrimPrefix(key, policyKeyPrefix), "/")
+		return r.desiredPolicy(ctx, ns, name)
+	case strings.HasPrefix(key, denyKeyPrefix):
+		return r.desiredDeny(ctx, strings.TrimPrefix(key, denyKeyPrefix))
+	case strings.HasPrefix(key, peerKeyPrefix):
+		network, peerKey, _ := strings.Cut(strings.TrimPrefix(key, peerKeyPrefix), "|")
+		rows, err := r.desiredPeer(ctx, network, peerKey)
+		return rows, nil, err
+	}
+	return nil, nil, fmt.Errorf("%q is not a network policy key", key)
+}
+
+// policyScope is what a namespace's policies are rendered with in the zone.
+type policyScope struct {
+	primary podnet.Primary
+	network topology.Network
+	local   nodeinfo.Info // the zone's node
+}
+
+// scope returns the namespace's network and the zone's node; ok is false
+// when there is nothing to render (no network, no node).
+func (r *Reconciler) scope(ctx context.Context, namespace string) (policyScope, bool, error) {
+	primary, ok, err := r.namespacePrimary(ctx, namespace)
+	if err != nil {
+		return policyScope{}, false, err
+	}
+	if !ok {
+		return policyScope{}, false, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network yet", namespace)}
+	}
+	if primary.None() {
+		return policyScope{}, false, nil
+	}
+	n, exists, err := r.network(ctx, primary.Network)
+	if err != nil {
+		return policyScope{}, false, &NotRendered{Reason: err.Error()}
+	}
+	if !exists || !n.IsPrimary() {
+		return policyScope{}, false, nil
+	}
+	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
+	if err != nil {
+		return policyScope{}, false, err
+	}
+	for _, node := range nodes {
+		if node.Zone == r.Zone {
+			return policyScope{primary: primary, network: n, local: node}, true, nil
+		}
+	}
+	if r.hasLocalNode(nodes, bad) {
+		return policyScope{}, false, &NotRendered{Reason: "the zone's node is not ready"}
+	}
+	return policyScope{}, false, nil
+}
+
+func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) ([]model.Model, []string, error) {
+	pol := &networkingv1.NetworkPolicy{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pol); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	sc, ok, err := r.scope(ctx, namespace)
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	pods, waiting, err := r.policyPods(ctx, namespace, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	var peerPods map[string][]netpol.Pod
+	for _, p := range netpol.NamedPortPeers(pol) {
+		if peerPods == nil {
+			peerPods = map[string][]netpol.Pod{}
+		}
+		_, pp, err := r.peerPods(ctx, sc.network.Name, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		peerPods[p.Key()] = pp
+	}
+	return netpol.Render(netpol.Input{Policy: pol, Network: sc.network, Pods: pods, PeerPods: peerPods}), waiting, nil
+}
+
+func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model.Model, []string, error) {
+	var list networkingv1.NetworkPolicyList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, nil, nil
+	}
+	sc, ok, err := r.scope(ctx, namespace)
+	if err != nil || !ok {
+		return nil, nil, err
+	}
+	pods, waiting, err := r.policyPods(ctx, namespace, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	pols := make([]*networkingv1.NetworkPolicy, len(list.Items))
+	for i := range list.Items {
+		pols[i] = &list.Items[i]
+	}
+	return netpol.Deny(netpol.DenyInput{Namespace: namespace, Network: sc.network, Policies: pols, Pods: pods,
+		Management: topology.ManagementAddresses(sc.network, sc.local)}), waiting, nil
+}
+
+// policyPods returns the namespace's running pods on the zone's node with
+// their ports on the namespace's network, and the names of the ports not in
+// the Northbound yet.
+func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc policyScope) ([]netpol.Pod, []string, error) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{podNodeIndex: sc.local.Name}); err != nil {
+		return nil, nil, err
+	}
+	var out []netpol.Pod
+	var waiting []string
+	for i := range list.Items {
+		p := &list.Items[i]
+		pod, ok := policyPod(p, sc.primary.Key)
+		if !ok {
+			continue
+		}
+		name := podnet.PortName(sc.primary.Key, p.Namespace, p.Name)
+		lsp := &nbdb.LogicalSwitchPort{Name: name}
+		switch err := r.NB.Get(ctx, lsp); {
+		case errors.Is(err, libovsdbclient.ErrNotFound):
+			waiting = append(waiting, name)
+		case err != nil:
+			return nil, nil, err
+		default:
+			pod.PortUUID = lsp.UUID
+		}
+		out = append(out, pod)
+	}
+	return out, waiting, nil
+}
+
+// policyPod returns a pod as policies see it on the network of attachment
+// key; ok is false for pods that are done, not scheduled, or not (yet)
+// attached there.
+func policyPod(p *corev1.Pod, key string) (netpol.Pod, bool) {
+	if done(p) || p.Spec.NodeName == "" {
+		return netpol.Pod{}, false
+	}
+	nets, err := podnet.Parse(p.Annotations)
+	if err != nil {
+		return netpol.Pod{}, false
+	}
+	a, ok := nets[key]
+	if !ok {
+		return netpol.Pod{}, false
+	}
+	prefixes, err := a.Prefixes()
+	if err != nil {
+		return netpol.Pod{}, false
+	}
+	out := netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}
+	for _, pr := range prefixes {
+		out.IPs = append(out.IPs, pr.Addr())
+	}
+	for _, c := range p.Spec.Containers {
+		for _, cp := range c.Ports {
+			if cp.Name != "" {
+				out.Ports = append(out.Ports, netpol.ContainerPort{Name: cp.Name, Protocol: string(cp.Protocol), Number: cp.ContainerPort})
+			}
+		}
+	}
+	return out, true
+}
+
+// desiredPeer returns a peer's address sets on a network: while a policy of
+// a namespace on that network uses it, the addresses there of the pods it
+// selects in namespaces on that network.
+func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) ([]model.Model, error) {
+	p, err := netpol.ParsePeerKey(peerKey)
+	if err != nil {
+		return nil, nil // not a key this controller writes: its rows (if any) go
+	}
+	var pols networkingv1.NetworkPolicyList
+	if err := r.Client.List(ctx, &pols, client.MatchingFields{policyPeersIndex: peerKey}); err != nil {
+		return nil, err
+	}
+	used := false
+	for _, pol := range pols.Items {
+		primary, ok, err := r.namespacePrimary(ctx, pol.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network yet", pol.Namespace)}
+		}
+		if primary.Network == network && !primary.None() {
+			used = true
+			break
+		}
+	}
+	if !used {
+		return nil, nil
+	}
+	n, exists, err := r.network(ctx, network)
+	if err != nil {
+		return nil, &NotRendered{Reason: err.Error()}
+	}
+	if !exists {
+		return nil, nil
+	}
+	namespaces, pods, err := r.peerPods(ctx, network, p)
+	if err != nil {
+		return nil, err
+	}
+	return netpol.PeerRows(n, p, netpol.PeerAddresses(p, namespaces, pods)), nil
+}
+
+// peerPods returns the namespaces on a network a peer may select pods of,
+// and those namespaces' pods with their addresses on the network.
+func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer) ([]netpol.Namespace, []netpol.Pod, error) {
+	var candidates []corev1.Namespace
+	if p.Namespaces == nil {
+		ns := corev1.Namespace{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Namespace}, &ns); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil, nil
+			}
+			return nil, nil, err
+		}
+		candidates = append(candidates, ns)
+	} else {
+		var list corev1.NamespaceList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil, nil, err
+		}
+		candidates = list.Items
+	}
+	var namespaces []netpol.Namespace
+	var pods []netpol.Pod
+	for _, ns := range candidates {
+		nsv := netpol.Namespace{Name: ns.Name, Labels: ns.Labels}
+		if !p.SelectsNamespace(nsv) {
+			continue
+		}
+		primary, ok, err := r.namespacePrimary(ctx, ns.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !ok || primary.None() || primary.Network != network {
+			continue // another network's pods are never a peer here
+		}
+		namespaces = append(namespaces, nsv)
+		var list corev1.PodList
+		if err := r.Client.List(ctx, &list, client.InNamespace(ns.Name)); err != nil {
+			return nil, nil, err
+		}
+		for i := range list.Items {
+			if pod, ok := policyPod(&list.Items[i], primary.Key); ok {
+				pods = append(pods, pod)
+			}
+		}
+	}
+	return namespaces, pods, nil
+}
+
+// policyPeerKeys extracts policyPeersIndex.
+func policyPeerKeys(o client.Object) []string {
+	pol, ok := o.(*networkingv1.NetworkPolicy)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, p := range netpol.Peers(pol) {
+		out = append(out, p.Key())
+	}
+	return out
+}
+
+// policyKeysOf returns the keys a policy's change concerns: its own, its
+// namespace's default deny, and its peers on its namespace's network.
+func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.NetworkPolicy) []string {
+	out := []string{PolicyKey(pol.Namespace, pol.Name), DenyKey(pol.Namespace)}
+	primary, ok, err := r.namespacePrimary(ctx, pol.Namespace)
+	if err != nil || !ok || primary.None() {
+		return out
+	}
+	for _, p := range netpol.Peers(pol) {
+		out = append(out, PeerKey(primary.Network, p))
+	}
+	return out
+}
+
+// namespacePolicyKeys returns the keys of the policies of a namespace (every
+// namespace for ""), with their default denies and peers.
+func (r *Reconciler) namespacePolicyKeys(ctx context.Context, namespace string) []string {
+	var list networkingv1.NetworkPolicyList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	var out []string
+	for i := range list.Items {
+		out = append(out, r.policyKeysOf(ctx, &list.Items[i])...)
+	}
+	return out
+}
+
+// podPolicyKeys returns the keys a pod's change concerns: the policies of its
+// namespace that select it (and the namespace's default deny) when it is on
+// the zone's node, and every peer that selects it, on its namespace's
+// network (policies whose egress named ports resolve on such a peer too).
+func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []string {
+	var all networkingv1.NetworkPolicyList
+	if err := r.Client.List(ctx, &all); err != nil || len(all.Items) == 0 {
+		return nil
+	}
+	var out []string
+	if local, ok, err := r.localNode(ctx); err == nil && ok && pod.Spec.NodeName == local.Name {
+		selected := false
+		for i := range all.Items {
+			pol := &all.Items[i]
+			if netpol.Selects(pol, netpol.Pod{Namespace: pod.Namespace, Labels: pod.Labels}) {
+				out = append(out, PolicyKey(pol.Namespace, pol.Name))
+				selected = true
+			}
+		}
+		if selected {
+			out = append(out, DenyKey(pod.Namespace))
+		}
+	}
+	ns := &corev1.Namespace{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+		return out
+	}
+	primary, ok, err := r.namespacePrimary(ctx, pod.Namespace)
+	if err != nil || !ok || primary.None() {
+		return out
+	}
+	nsv := netpol.Namespace{Name: ns.Name, Labels: ns.Labels}
+	for i := range all.Items {
+		pol := &all.Items[i]
+		for _, p := range netpol.Peers(pol) {
+			if p.Selects(nsv, pod.Labels) {
+				out = append(out, PeerKey(primary.Network, p))
+			}
+		}
+		for _, p := range netpol.NamedPortPeers(pol) {
+			if p.Selects(nsv, pod.Labels) {
+				out = append(out, PolicyKey(pol.Namespace, pol.Name))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// namespaceSelectorKeys returns the keys a namespace's label change
+// concerns: every peer with a namespace selector, and every policy whose
+// egress named ports resolve on such a peer.
+func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []string {
+	var all networkingv1.NetworkPolicyList
+	if err := r.Client.List(ctx, &all); err != nil {
+		return nil
+	}
+	var out []string
+	for i := range all.Items {
+		pol := &all.Items[i]
+		primary, ok, err := r.namespacePrimary(ctx, pol.Namespace)
+		if err != nil || !ok || primary.None() {
+			continue
+		}
+		for _, p := range netpol.Peers(pol) {
+			if p.Namespaces != nil {
+				out = append(out, PeerKey(primary.Network, p))
+			}
+		}
+		if len(netpol.NamedPortPeers(pol)) > 0 {
+			out = append(out, PolicyKey(pol.Namespace, pol.Name))
+		}
+	}
+	return out
+}
+
+// policyKeys returns the keys of every policy, default deny and peer, and of
+// those that still hold rows in the zone's Northbound.
+func (r *Reconciler) policyKeys(ctx context.Context) ([]string, error) {
+	return r.withOwners(r.namespacePolicyKeys(ctx, ""), policyKeyPrefix, denyKeyPrefix, peerKeyPrefix)
+}

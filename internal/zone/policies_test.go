@@ -1,0 +1,128 @@
+package zone_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/clustertest"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netpol"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+)
+
+// TestPolicyLifecycle: a NetworkPolicy on a Layer3 UDN gets its port group
+// (the selected local pod), an ACL naming its peer's address set (the peer
+// pod's address on the UDN), and the namespace's default deny; a resync
+// writes nothing; a label change moves the peer's address out; deleting the
+// policy removes every row it and its peer and deny held.
+func TestPolicyLifecycle(t *testing.T) {
+	c := clustertest.Start(t, env, config.Default(), "node-a")
+	ctx := context.Background()
+	ns, network := udnIn(t, c.Admin, "np", v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary,
+		Subnets: []v1.NetworkSubnet{"10.128.0.0/16/24"}})
+	key := podnet.Key(ns, "net")
+	web := newPod(ns, "web", "node-a", nil)
+	web.Labels = map[string]string{"app": "web"}
+	db := newPod(ns, "db", "node-a", nil)
+	db.Labels = map[string]string{"app": "db"}
+	createPod(t, c.Admin, web)
+	createPod(t, c.Admin, db)
+	waitAnnotated(t, c.Admin, web, podnet.DefaultKey, key)
+	dbNets := waitAnnotated(t, c.Admin, db, podnet.DefaultKey, key)
+	dbIP := addr(t, dbNets[key], true).Addr().String()
+
+	pol := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-to-web"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(80))}},
+			}}}}
+	if err := c.Admin.Create(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+	z := c.Zones["node-a"]
+	nbctl := func(args ...string) string { return strings.TrimSpace(z.MustNBCtl(args...)) }
+	pg := netpol.PortGroupName(network, ns, "db-to-web")
+	deny := netpol.DenyPortGroupName(network, ns, "Ingress")
+	peer := netpol.Peer{Namespace: ns, Pods: labels.SelectorFromSet(labels.Set{"app": "db"})}
+	as := netpol.AddressSetName(network, peer, false)
+	webPort := podnet.PortName(key, ns, "web")
+	cmtest.Eventually(t, time.Minute, func() error {
+		webUUID := nbctl("--bare", "--columns=_uuid", "find", "Logical_Switch_Port", "name="+webPort)
+		if got := nbctl("--bare", "--columns=ports", "find", "Port_Group", "name="+pg); got != webUUID || got == "" {
+			return fmt.Errorf("policy port group %s ports %q, want web's port %q", pg, got, webUUID)
+		}
+		if got := nbctl("--bare", "--columns=ports", "find", "Port_Group", "name="+deny); got != webUUID {
+			return fmt.Errorf("default-deny port group ports %q, want %q", got, webUUID)
+		}
+		if got := nbctl("--bare", "--columns=addresses", "find", "Address_Set", "name="+as); got != dbIP {
+			return fmt.Errorf("address set %s holds %q, want db's %s", as, got, dbIP)
+		}
+		matches := nbctl("--bare", "--columns=match", "find", "ACL", "external_ids:k8s.ovn.org/name="+ns+"/db-to-web")
+		want := fmt.Sprintf("outport == @%s && (ip4.src == {$%s}) && (tcp.dst == 80)", pg, as)
+		if matches != want {
+			return fmt.Errorf("policy ACL match %q, want %q", matches, want)
+		}
+		return nil
+	})
+
+	r := c.Controller("node-a")
+	before := r.Transactions()
+	reconcileAll(t, r)
+	if got := r.Transactions() - before; got != 0 {
+		t.Errorf("a resync with nothing changed wrote %d transactions", got)
+	}
+
+	// The peer pod's label changes: its address leaves the set.
+	if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+		t.Fatal(err)
+	}
+	db.Labels["app"] = "other"
+	if err := c.Admin.Update(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, time.Minute, func() error {
+		if got := nbctl("--bare", "--columns=addresses", "find", "Address_Set", "name="+as); got != "" {
+			return fmt.Errorf("address set %s still holds %q after the pod's label changed", as, got)
+		}
+		return nil
+	})
+
+	if err := c.Admin.Delete(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, time.Minute, func() error {
+		for _, table := range []string{"Port_Group", "Address_Set", "ACL"} {
+			out := nbctl("--bare", "--columns=external_ids", "find", table)
+			for _, line := range strings.Split(out, "\n") {
+				for _, prefix := range []string{"np:", "npdeny:", "npas:"} {
+					if strings.Contains(line, "k8s.ovn.org/owner=\""+prefix) || strings.Contains(line, "k8s.ovn.org/owner="+prefix) {
+						return fmt.Errorf("%s row left after the policy was deleted: %s", table, line)
+					}
+				}
+			}
+		}
+		return nil
+	})
+	keys, err := r.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "np") }) {
+		t.Errorf("keys after the policy was deleted: %v", keys)
+	}
+}
