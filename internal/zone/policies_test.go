@@ -21,6 +21,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
+	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
 
@@ -76,6 +77,36 @@ func TestPolicyLifecycle(t *testing.T) {
 		want := fmt.Sprintf("outport == @%s && (ip4.src == {$%s}) && (tcp.dst == 80)", pg, as)
 		if matches != want {
 			return fmt.Errorf("policy ACL match %q, want %q", matches, want)
+		}
+		return nil
+	})
+
+	// What OVN makes of it (ovn-trace parses the ACLs' matches as
+	// ovn-controller does): db reaches web on TCP 80 only; web, not isolated
+	// in egress, reaches db. Two conntrack passes: the switch's egress
+	// pipeline runs its own.
+	webNets := waitAnnotated(t, c.Admin, web, podnet.DefaultKey, key)
+	sw := network + "_node-a"
+	c.WaitNB("node-a", "Address_Set:"+as)
+	pkt := func(from, to podnet.Attachment, fromPort string, dport int) ovntrace.Packet {
+		return ovntrace.Packet{InPort: fromPort, EthSrc: from.MAC, EthDst: to.MAC, IPSrc: addr(t, from, true).Addr().String(),
+			IPDst: addr(t, to, true).Addr().String(), Proto: "tcp", DstPort: dport}
+	}
+	dbPort := podnet.PortName(key, ns, "db")
+	ct := []string{"--ct=new", "--ct=new"}
+	// northd translates the rows after the controller wrote them: poll.
+	cmtest.Eventually(t, time.Minute, func() error {
+		for _, c := range []struct {
+			p    ovntrace.Packet
+			want []string
+		}{
+			{pkt(dbNets[key], webNets[key], dbPort, 80), []string{webPort}},
+			{pkt(dbNets[key], webNets[key], dbPort, 81), nil},
+			{pkt(webNets[key], dbNets[key], webPort, 5432), []string{dbPort}},
+		} {
+			if v := z.Trace(sw, c.p, ct...); !slices.Equal(v.Delivered(), c.want) {
+				return fmt.Errorf("%s: delivered to %v, want %v\n%s", v.Expr, v.Delivered(), c.want, v.Trace)
+			}
 		}
 		return nil
 	})
