@@ -104,10 +104,12 @@ type Reconciler struct {
 	nodes  nodeCache
 	ipam   podIPAM
 	resync chan event.GenericEvent
-	// namespaceEvents carries namespaces whose services and policies must be
-	// planned again (their network just inserted rows: its load balancer
-	// group, its pods' ports).
+	// namespaceEvents carries namespaces whose services must be planned
+	// again (their network just inserted rows: its load balancer group).
 	namespaceEvents chan event.GenericEvent
+	// keyEvents carries keys to reconcile now (the object's name is the key).
+	keyEvents chan event.GenericEvent
+	waiters   portWaiters
 	mu              sync.Mutex
 	noted           map[string]string // what was last reported per (network, node), to emit Events once
 	sbTxns          int64
@@ -185,15 +187,16 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	}
 	if p.Inserted > 0 {
 		r.replanNamespaces(ctx, name)
+		r.wakeWaiters(ctx)
 	}
 	return ctrl.Result{}, nil
 }
 
-// replanNamespaces asks for the services and policies of a network to be
-// planned again (rows they contribute to or refer to, such as the network's
-// load balancer group or its pods' ports, may have just been created): those
-// of the namespaces with the network's NADs, every namespace for the default
-// network (namespaceServiceKeys("") and namespacePolicyKeys("") list all).
+// replanNamespaces asks for the services of a network to be planned again
+// (rows they contribute to, such as the network's load balancer group, may
+// have just been created): those of the namespaces with the network's NADs,
+// every namespace for the default network (namespaceServiceKeys("") lists
+// all).
 func (r *Reconciler) replanNamespaces(ctx context.Context, network string) {
 	var namespaces []string
 	if network == nodeinfo.DefaultNetwork {

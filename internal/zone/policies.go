@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -71,12 +74,64 @@ func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key string) (ctrl.R
 	}
 	if len(waiting) > 0 {
 		// Pods whose ports the network has not written yet: the network's
-		// reconcile replans its namespaces' policies when it inserts rows;
-		// meanwhile retry with the queue's backoff.
+		// reconcile wakes the key when it inserts them (wakeWaiters); the
+		// queue's backoff retries it too, in case they came in between.
 		logger.V(1).Info("policy waits for pods' ports", "ports", waiting)
+		r.waiters.wait(key, waiting)
 		return ctrl.Result{Requeue: true}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// portWaiters are the keys waiting for pods' ports to be in the Northbound,
+// by port name.
+type portWaiters struct {
+	mu     sync.Mutex
+	byPort map[string]map[string]bool
+}
+
+func (w *portWaiters) wait(key string, ports []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byPort == nil {
+		w.byPort = map[string]map[string]bool{}
+	}
+	for _, p := range ports {
+		if w.byPort[p] == nil {
+			w.byPort[p] = map[string]bool{}
+		}
+		w.byPort[p][key] = true
+	}
+}
+
+// ready removes and returns the keys waiting for ports that exist now.
+func (w *portWaiters) ready(exists func(port string) bool) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for p, keys := range w.byPort {
+		if !exists(p) {
+			continue
+		}
+		for k := range keys {
+			out = append(out, k)
+		}
+		delete(w.byPort, p)
+	}
+	return out
+}
+
+// wakeWaiters requeues the keys whose ports a network's reconcile just
+// inserted.
+func (r *Reconciler) wakeWaiters(ctx context.Context) {
+	for _, k := range r.waiters.ready(func(port string) bool {
+		return r.NB.Get(ctx, &nbdb.LogicalSwitchPort{Name: port}) == nil
+	}) {
+		select {
+		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k)}}:
+		default: // full, or no controller (render): the backoff retries it
+		}
+	}
 }
 
 // DesiredPolicy returns the rows a policy key should have in the zone, and
@@ -153,7 +208,7 @@ func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) 
 	if err != nil || !ok {
 		return nil, nil, err
 	}
-	pods, waiting, err := r.policyPods(ctx, namespace, sc)
+	pods, waiting, err := r.policyPods(ctx, namespace, sc, func(p netpol.Pod) bool { return netpol.Selects(pol, p) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -183,22 +238,24 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 	if err != nil || !ok {
 		return nil, nil, err
 	}
-	pods, waiting, err := r.policyPods(ctx, namespace, sc)
-	if err != nil {
-		return nil, nil, err
-	}
 	pols := make([]*networkingv1.NetworkPolicy, len(list.Items))
 	for i := range list.Items {
 		pols[i] = &list.Items[i]
+	}
+	pods, waiting, err := r.policyPods(ctx, namespace, sc, func(p netpol.Pod) bool {
+		return slices.ContainsFunc(pols, func(pol *networkingv1.NetworkPolicy) bool { return netpol.Selects(pol, p) })
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return netpol.Deny(netpol.DenyInput{Namespace: namespace, Network: sc.network, Policies: pols, Pods: pods,
 		Management: topology.ManagementAddresses(sc.network, sc.local)}), waiting, nil
 }
 
-// policyPods returns the namespace's running pods on the zone's node with
-// their ports on the namespace's network, and the names of the ports not in
-// the Northbound yet.
-func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc policyScope) ([]netpol.Pod, []string, error) {
+// policyPods returns the namespace's running pods on the zone's node that
+// keep accepts, with their ports on the namespace's network, and the names of
+// the ports not in the Northbound yet.
+func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc policyScope, keep func(netpol.Pod) bool) ([]netpol.Pod, []string, error) {
 	var list corev1.PodList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{podNodeIndex: sc.local.Name}); err != nil {
 		return nil, nil, err
@@ -208,7 +265,7 @@ func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc policy
 	for i := range list.Items {
 		p := &list.Items[i]
 		pod, ok := policyPod(p, sc.primary.Key)
-		if !ok {
+		if !ok || !keep(pod) {
 			continue
 		}
 		name := podnet.PortName(sc.primary.Key, p.Namespace, p.Name)

@@ -371,10 +371,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			for _, k := range r.namespaceServiceKeys(ctx, o.GetName()) {
 				out = append(out, request(k))
 			}
-			for _, k := range r.namespacePolicyKeys(ctx, o.GetName()) {
-				out = append(out, request(k))
-			}
 			return out
+		}))).
+		WatchesRawSource(source.Channel(r.keyEvents, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{request(o.GetName())}
 		}))).
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			// Networks deleted while the controller was away still hold rows.
@@ -458,7 +458,7 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 		return nil, nil, err
 	}
 	resync := make(chan event.GenericEvent, 1)
-	r := &Reconciler{resync: resync, namespaceEvents: make(chan event.GenericEvent, 256)}
+	r := &Reconciler{resync: resync, namespaceEvents: make(chan event.GenericEvent, 256), keyEvents: make(chan event.GenericEvent, 1024)}
 	nb, nbWriter, sb, err := Connect(ctx, opts, r.requestResync)
 	if err != nil {
 		return nil, nil, err
