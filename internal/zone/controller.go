@@ -110,9 +110,9 @@ type Reconciler struct {
 	// keyEvents carries keys to reconcile now (the object's name is the key).
 	keyEvents chan event.GenericEvent
 	waiters   portWaiters
-	mu              sync.Mutex
-	noted           map[string]string // what was last reported per (network, node), to emit Events once
-	sbTxns          int64
+	mu        sync.Mutex
+	noted     map[string]string // what was last reported per (network, node), to emit Events once
+	sbTxns    int64
 }
 
 // Transactions is how many transactions the reconciler has committed (NB and SB).
