@@ -118,6 +118,14 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 		}
 		fmt.Fprintf(out, "\nServices per network (ClusterIPs through each zone's OVN load balancers, %d requests each):\n\n", DemoServiceRequests)
 		merr = errors.Join(merr, PrintAppChecks(out, svcChecks))
+		polChecks, err := PolicyChecks(ctx, opts.Dir, opts.Binary, c, DemoPolicyChecks)
+		if err != nil {
+			return errors.Join(merr, err)
+		}
+		if len(polChecks) > 0 {
+			fmt.Fprintf(out, "\nNetworkPolicy on a user-defined network (port groups, address sets and ACLs per policy in each zone):\n\n")
+			merr = errors.Join(merr, PrintAppChecks(out, polChecks))
+		}
 	}
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",
 		upTook.Round(100*time.Millisecond), len(pods), readyTook.Round(100*time.Millisecond),
