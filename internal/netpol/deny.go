@@ -7,6 +7,7 @@ import (
 
 	"github.com/ovn-org/libovsdb/model"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -32,18 +33,28 @@ type DenyInput struct {
 // allows), except ARP and neighbour discovery, and, for ingress, what comes
 // from the node's management port.
 func Deny(in DenyInput) []model.Model {
+	type compiled struct {
+		sel          labels.Selector
+		ingress, egr bool
+	}
+	pols := make([]compiled, 0, len(in.Policies))
+	for _, pol := range in.Policies {
+		if pol.Namespace != in.Namespace {
+			continue
+		}
+		i, e := Types(pol)
+		pols = append(pols, compiled{sel: selector(&pol.Spec.PodSelector), ingress: i, egr: e})
+	}
 	var ingress, egress []string
 	for _, p := range in.Pods {
-		if p.PortUUID == "" {
+		if p.PortUUID == "" || p.Namespace != in.Namespace {
 			continue
 		}
 		var in1, eg1 bool
-		for _, pol := range in.Policies {
-			if !Selects(pol, p) {
-				continue
+		for _, pol := range pols {
+			if (pol.ingress && !in1 || pol.egr && !eg1) && pol.sel.Matches(labels.Set(p.Labels)) {
+				in1, eg1 = in1 || pol.ingress, eg1 || pol.egr
 			}
-			i, e := Types(pol)
-			in1, eg1 = in1 || i, eg1 || e
 		}
 		if in1 {
 			ingress = append(ingress, p.PortUUID)

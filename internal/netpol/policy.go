@@ -9,6 +9,7 @@ import (
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
@@ -70,8 +71,9 @@ func Render(in Input) []model.Model {
 	pol := in.Policy
 	var ports []string
 	var selected []Pod
+	sel := selector(&pol.Spec.PodSelector)
 	for _, p := range in.Pods {
-		if p.PortUUID != "" && Selects(pol, p) {
+		if p.PortUUID != "" && p.Namespace == pol.Namespace && sel.Matches(labels.Set(p.Labels)) {
 			ports = append(ports, p.PortUUID)
 			selected = append(selected, p)
 		}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -208,7 +209,8 @@ func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) 
 	if err != nil || !ok {
 		return nil, nil, err
 	}
-	pods, waiting, err := r.policyPods(ctx, namespace, sc, func(p netpol.Pod) bool { return netpol.Selects(pol, p) })
+	sel := netpol.PodSelector(pol)
+	pods, waiting, err := r.policyPods(ctx, namespace, sc, func(p netpol.Pod) bool { return sel.Matches(labels.Set(p.Labels)) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -242,8 +244,12 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 	for i := range list.Items {
 		pols[i] = &list.Items[i]
 	}
+	sels := make([]labels.Selector, len(pols))
+	for i, pol := range pols {
+		sels[i] = netpol.PodSelector(pol)
+	}
 	pods, waiting, err := r.policyPods(ctx, namespace, sc, func(p netpol.Pod) bool {
-		return slices.ContainsFunc(pols, func(pol *networkingv1.NetworkPolicy) bool { return netpol.Selects(pol, p) })
+		return slices.ContainsFunc(sels, func(s labels.Selector) bool { return s.Matches(labels.Set(p.Labels)) })
 	})
 	if err != nil {
 		return nil, nil, err
@@ -253,7 +259,7 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 }
 
 // policyPods returns the namespace's running pods on the zone's node that
-// keep accepts, with their ports on the namespace's network, and the names of
+// keep accepts (by namespace, name and labels), with their ports on the namespace's network, and the names of
 // the ports not in the Northbound yet.
 func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc policyScope, keep func(netpol.Pod) bool) ([]netpol.Pod, []string, error) {
 	var list corev1.PodList
@@ -264,8 +270,11 @@ func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc policy
 	var waiting []string
 	for i := range list.Items {
 		p := &list.Items[i]
+		if !keep(netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}) {
+			continue // selectors first: parsing annotations costs more
+		}
 		pod, ok := policyPod(p, sc.primary.Key)
-		if !ok || !keep(pod) {
+		if !ok {
 			continue
 		}
 		name := podnet.PortName(sc.primary.Key, p.Namespace, p.Name)
@@ -399,6 +408,9 @@ func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer
 			return nil, nil, err
 		}
 		for i := range list.Items {
+			if !p.Pods.Matches(labels.Set(list.Items[i].Labels)) {
+				continue // selectors first: parsing annotations costs more
+			}
 			if pod, ok := policyPod(&list.Items[i], primary.Key); ok {
 				pods = append(pods, pod)
 			}
