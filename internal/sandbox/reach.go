@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -94,11 +95,16 @@ type ReachAnswer struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// ProbeMany probes every target at once, each waiting at most timeout for
-// an answer, and returns the answers in the targets' order. TCP connects and
-// reads a line; UDP sends a datagram and waits for the answer, sending again
-// twice within the timeout (a first datagram may be lost to address
-// resolution or a busy datapath).
+// probePace spaces the starts of ProbeMany's probes: a burst of a hundred
+// first packets at once overflows a userspace datapath's queues.
+const probePace = 2 * time.Millisecond
+
+// ProbeMany probes every target, starting one every probePace, each waiting
+// at most timeout for an answer, and returns the answers in the targets'
+// order. TCP connects and reads a line; UDP sends a datagram and waits for
+// the answer. Both try again twice within the timeout (a new connection, a
+// new datagram): a first packet may be lost to address resolution or a busy
+// datapath, and the kernel would retransmit a SYN only after a second.
 func ProbeMany(ctx context.Context, targets []ReachTarget, timeout time.Duration) []ReachAnswer {
 	out := make([]ReachAnswer, len(targets))
 	var wg sync.WaitGroup
@@ -106,6 +112,10 @@ func ProbeMany(ctx context.Context, targets []ReachTarget, timeout time.Duration
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			select {
+			case <-time.After(time.Duration(i) * probePace):
+			case <-ctx.Done():
+			}
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			addr := net.JoinHostPort(tg.Address, fmt.Sprint(tg.Port))
@@ -113,7 +123,7 @@ func ProbeMany(ctx context.Context, targets []ReachTarget, timeout time.Duration
 			var err error
 			switch tg.Protocol {
 			case "tcp":
-				answer, err = probeTCP(ctx, addr)
+				answer, err = probeTCP(ctx, addr, timeout/3)
 			case "udp":
 				answer, err = probeUDP(ctx, addr, timeout/3)
 			default:
@@ -129,7 +139,51 @@ func ProbeMany(ctx context.Context, targets []ReachTarget, timeout time.Duration
 	return out
 }
 
-func probeTCP(ctx context.Context, addr string) (string, error) {
+// probeTCP connects and reads the answer, opening another connection every
+// resend while none answered; the first answer wins. A refused connection
+// ends it at once.
+func probeTCP(ctx context.Context, addr string, resend time.Duration) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // the other attempts
+	type result struct {
+		answer string
+		err    error
+	}
+	results := make(chan result, 3)
+	attempt := func() {
+		a, err := tcpAnswer(ctx, addr)
+		results <- result{a, err}
+	}
+	go attempt()
+	tick := time.NewTicker(resend)
+	defer tick.Stop()
+	started := 1
+	var last error
+	for {
+		select {
+		case r := <-results:
+			if r.err == nil {
+				return r.answer, nil
+			}
+			if last = r.err; errors.Is(r.err, syscall.ECONNREFUSED) {
+				return "", r.err
+			}
+		case <-tick.C:
+			if started < 3 {
+				started++
+				go attempt()
+			}
+		case <-ctx.Done():
+			if last == nil {
+				last = ctx.Err()
+			}
+			return "", last
+		}
+	}
+}
+
+// tcpAnswer connects once and reads a line.
+func tcpAnswer(ctx context.Context, addr string) (string, error) {
 	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return "", err
@@ -255,6 +309,7 @@ type Reachability struct {
 	// Nodes, when set, are the pods' nodes (shown when printed).
 	Nodes   []string
 	reached []bool
+	notes   map[int]string // what a measured probe that did not reach got
 }
 
 // NewReachability returns a matrix of pods and probes with nothing reached.
@@ -272,29 +327,55 @@ func (r *Reachability) Set(from, to, probe int, reached bool) {
 	r.reached[r.index(from, to, probe)] = reached
 }
 
+// Note records what a probe that did not reach got instead (another pod's
+// answer, an error).
+func (r *Reachability) Note(from, to, probe int, note string) {
+	if r.notes == nil {
+		r.notes = map[int]string{}
+	}
+	r.notes[r.index(from, to, probe)] = note
+}
+
 // Reached reports whether pod from reached pod to with probe.
 func (r *Reachability) Reached(from, to, probe int) bool {
 	return r.reached[r.index(from, to, probe)]
 }
 
-// Diff lists every cell in which got differs from r, as
-// "from -> to probe: want reached, got blocked"; the matrices must have the
-// same pods and probes.
-func (r *Reachability) Diff(got *Reachability) []string {
-	if fmt.Sprint(r.Pods, r.Probes) != fmt.Sprint(got.Pods, got.Probes) {
-		return []string{fmt.Sprintf("matrices of different pods or probes: %v %v and %v %v", r.Pods, r.Probes, got.Pods, got.Probes)}
+// Mismatch is a cell in which two reach matrices differ.
+type Mismatch struct {
+	From, To  string
+	Probe     ReachProbe
+	Want, Got bool
+	// Note is what the probe got when it did not reach (see Note).
+	Note string
+}
+
+// String is "from -> to tcp/80: want reached, got blocked (note)".
+func (m Mismatch) String() string {
+	s := fmt.Sprintf("%s -> %s %s: want %s, got %s", m.From, m.To, m.Probe, verdictWord(m.Want), verdictWord(m.Got))
+	if m.Note != "" {
+		s += " (" + m.Note + ")"
 	}
-	var out []string
+	return s
+}
+
+// Mismatches lists every cell in which got differs from r; the matrices must
+// have the same pods and probes (else it is an error).
+func (r *Reachability) Mismatches(got *Reachability) ([]Mismatch, error) {
+	if fmt.Sprint(r.Pods, r.Probes) != fmt.Sprint(got.Pods, got.Probes) {
+		return nil, fmt.Errorf("matrices of different pods or probes: %v %v and %v %v", r.Pods, r.Probes, got.Pods, got.Probes)
+	}
+	var out []Mismatch
 	for i := range r.Pods {
 		for j := range r.Pods {
 			for k, p := range r.Probes {
 				if w, g := r.Reached(i, j, k), got.Reached(i, j, k); i != j && w != g {
-					out = append(out, fmt.Sprintf("%s -> %s %s: want %s, got %s", r.Pods[i], r.Pods[j], p, verdictWord(w), verdictWord(g)))
+					out = append(out, Mismatch{From: r.Pods[i], To: r.Pods[j], Probe: p, Want: w, Got: g, Note: got.notes[got.index(i, j, k)]})
 				}
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 func verdictWord(reached bool) string {
@@ -358,37 +439,53 @@ func boolIndex(b bool) int {
 	return 0
 }
 
-// Reach measures one round of a reach matrix: every pod probes every other
-// pod's Address with every probe, from one probe-many process per pod, all
-// at once, each probe waiting at most timeout. A probe counts as reached
-// only when the answer names the target pod.
-func Reach(ctx context.Context, binary string, pods []ReachPod, probes []ReachProbe, timeout time.Duration) (*Reachability, error) {
-	refs := make([]string, len(pods))
-	nodes := make([]string, len(pods))
-	for i, p := range pods {
-		refs[i], nodes[i] = p.Ref, p.Node
-	}
-	r := NewReachability(refs, probes)
-	r.Nodes = nodes
-	targets := make([][]ReachTarget, len(pods))
-	cells := make([][][2]int, len(pods)) // the target pod and probe of each target
-	for i := range pods {
-		for j, dst := range pods {
-			for k, p := range probes {
-				if i != j {
-					targets[i] = append(targets[i], ReachTarget{Address: dst.Address, Protocol: p.Protocol, Port: p.Port})
-					cells[i] = append(cells[i], [2]int{j, k})
+// Reach measures one round of reach matrices, one per group of pods: every
+// pod probes every other pod of its group at its Address with every probe,
+// from one probe-many process per pod, all pods at once, each probe waiting
+// at most timeout. A probe counts as reached only when the answer names the
+// target pod.
+func Reach(ctx context.Context, binary string, groups [][]ReachPod, probes []ReachProbe, timeout time.Duration) ([]*Reachability, error) {
+	type cell struct{ group, from, to, probe int }
+	var all []ReachPod
+	var targets [][]ReachTarget
+	var cells [][]cell // per pod of all, the cell of each of its targets
+	rs := make([]*Reachability, len(groups))
+	for g, pods := range groups {
+		refs := make([]string, len(pods))
+		nodes := make([]string, len(pods))
+		for i, p := range pods {
+			refs[i], nodes[i] = p.Ref, p.Node
+		}
+		rs[g] = NewReachability(refs, probes)
+		rs[g].Nodes = nodes
+		for i, src := range pods {
+			var ts []ReachTarget
+			var cs []cell
+			for j, dst := range pods {
+				for k, p := range probes {
+					if i != j {
+						ts = append(ts, ReachTarget{Address: dst.Address, Protocol: p.Protocol, Port: p.Port})
+						cs = append(cs, cell{g, i, j, k})
+					}
 				}
 			}
+			all, targets, cells = append(all, src), append(targets, ts), append(cells, cs)
 		}
 	}
-	err := probeAll(ctx, binary, pods, targets, timeout, func(i int, answers []ReachAnswer) {
-		for n, a := range answers {
-			j, k := cells[i][n][0], cells[i][n][1]
-			r.Set(i, j, k, a.Answer == pods[j].Ref)
+	err := probeAll(ctx, binary, all, targets, timeout, func(n int, answers []ReachAnswer) {
+		for m, a := range answers {
+			c := cells[n][m]
+			r := rs[c.group]
+			r.Set(c.from, c.to, c.probe, a.Answer == r.Pods[c.to])
+			switch {
+			case a.Answer != "" && a.Answer != r.Pods[c.to]:
+				r.Note(c.from, c.to, c.probe, "answered by "+a.Answer)
+			case a.Error != "":
+				r.Note(c.from, c.to, c.probe, a.Error)
+			}
 		}
 	})
-	return r, err
+	return rs, err
 }
 
 // ReachSelf has every pod probe its own Address with every probe and

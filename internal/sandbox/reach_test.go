@@ -26,8 +26,20 @@ func TestReachabilityDiffAndPrint(t *testing.T) {
 		}
 	}
 	got.Set(0, 0, 1, true) // a pod and itself: not compared
-	if diff := cmp.Diff([]string{"x/b -> x/a tcp/80: want reached, got blocked", "x/b -> y/a tcp/80: want reached, got blocked"}, want.Diff(got)); diff != "" {
-		t.Errorf("Diff (-want +got):\n%s", diff)
+	got.Note(1, 2, 0, "i/o timeout")
+	mismatches, err := want.Mismatches(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, m := range mismatches {
+		lines = append(lines, m.String())
+	}
+	if diff := cmp.Diff([]string{"x/b -> x/a tcp/80: want reached, got blocked", "x/b -> y/a tcp/80: want reached, got blocked (i/o timeout)"}, lines); diff != "" {
+		t.Errorf("Mismatches (-want +got):\n%s", diff)
+	}
+	if _, err := want.Mismatches(NewReachability(pods[:2], probes)); err == nil {
+		t.Errorf("Mismatches of matrices of different pods: no error")
 	}
 	var out bytes.Buffer
 	if err := got.Print(&out, want); err != nil {
