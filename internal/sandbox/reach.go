@@ -15,11 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/agnhost"
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
 
 // A reach matrix is the NetworkPolicy end-to-end tests' way of measuring
@@ -253,24 +251,15 @@ type ReachPod struct {
 func ReachPods(ctx context.Context, dir string, c client.Client, refs []string) ([]ReachPod, error) {
 	out := make([]ReachPod, 0, len(refs))
 	for _, ref := range refs {
-		ns, name, _ := strings.Cut(ref, "/")
-		pod := &corev1.Pod{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		p, err := lookupPod(ctx, dir, c, ref)
+		if err != nil {
 			return nil, err
 		}
-		nets, err := podnet.Parse(pod.Annotations)
-		if err != nil {
-			return nil, fmt.Errorf("pod %s: %w", ref, err)
-		}
-		a, ok := address(nets, OnPrimary, 4)
+		a, ok := address(p.nets, OnPrimary, 4)
 		if !ok {
-			return nil, fmt.Errorf("pod %s has no IPv4 address on its primary network: %s", ref, nets)
+			return nil, fmt.Errorf("pod %s has no IPv4 address on its primary network: %s", ref, p.nets)
 		}
-		netns, err := PodNetns(ctx, dir, c, ref)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ReachPod{Ref: ref, Node: pod.Spec.NodeName, Netns: netns, Address: a.String()})
+		out = append(out, ReachPod{Ref: ref, Node: p.node, Netns: p.netns, Address: a.String()})
 	}
 	return out, nil
 }
@@ -278,6 +267,22 @@ func ReachPods(ctx context.Context, dir string, c client.Client, refs []string) 
 // ReachServers starts in each pod's network namespace one server process
 // listening on ReachListens and answering with the pod's Ref; stop ends them.
 func ReachServers(binary string, pods []ReachPod) (stop func(), err error) {
+	netns := make([]string, len(pods))
+	for i, p := range pods {
+		netns[i] = p.Netns
+	}
+	return startInPods(netns, func(i int) []string {
+		argv := []string{binary, "sandbox", "serve", "--reply", pods[i].Ref}
+		for _, l := range ReachListens {
+			argv = append(argv, "--listen", l)
+		}
+		return argv
+	})
+}
+
+// startInPods starts argv(i) in network namespace netns[i], for each i, in
+// the background; stop kills them and waits for them.
+func startInPods(netns []string, argv func(i int) []string) (stop func(), err error) {
 	var cmds []*exec.Cmd
 	stop = func() {
 		for _, cmd := range cmds {
@@ -285,15 +290,11 @@ func ReachServers(binary string, pods []ReachPod) (stop func(), err error) {
 			_ = cmd.Wait()
 		}
 	}
-	for _, p := range pods {
-		argv := []string{binary, "sandbox", "serve", "--reply", p.Ref}
-		for _, l := range ReachListens {
-			argv = append(argv, "--listen", l)
-		}
-		cmd := Command(context.Background(), p.Netns, argv)
+	for i, n := range netns {
+		cmd := Command(context.Background(), n, argv(i))
 		if err := cmd.Start(); err != nil {
 			stop()
-			return nil, fmt.Errorf("server in %s: %w", p.Ref, err)
+			return nil, fmt.Errorf("starting %v in %s: %w", argv(i), n, err)
 		}
 		cmds = append(cmds, cmd)
 	}
