@@ -131,25 +131,29 @@ func ServeTCP(ctx context.Context, addr string, answer func(net.Conn)) error {
 }
 
 func udpServer(ctx context.Context, port int, answer func(string) string) func() error {
-	return func() error {
-		pc, err := net.ListenPacket("udp", fmt.Sprintf(":%d", port))
+	return func() error { return ServeUDP(ctx, fmt.Sprintf(":%d", port), answer) }
+}
+
+// ServeUDP answers every datagram to addr with answer(its payload), unless
+// that is empty, until ctx ends.
+func ServeUDP(ctx context.Context, addr string, answer func(string) string) error {
+	pc, err := (&net.ListenConfig{}).ListenPacket(ctx, "udp", addr)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = pc.Close() })
+	defer stop()
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := pc.ReadFrom(buf)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
 			return err
 		}
-		stop := context.AfterFunc(ctx, func() { _ = pc.Close() })
-		defer stop()
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-			if reply := answer(string(buf[:n])); reply != "" {
-				_, _ = pc.WriteTo([]byte(reply), from)
-			}
+		if reply := answer(string(buf[:n])); reply != "" {
+			_, _ = pc.WriteTo([]byte(reply), from)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -133,7 +134,7 @@ kubectl's flags from being read as this command's).`,
 		},
 	}
 	demo := sandboxDemoCommand(&dir)
-	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, kubectl, env, supervise, demo, sandboxServeCommand(), sandboxProbeCommand())
+	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, kubectl, env, supervise, demo, sandboxServeCommand(), sandboxProbeCommand(), sandboxProbeManyCommand())
 	return cmd
 }
 
@@ -160,18 +161,43 @@ any unexpected result. Tears the sandbox down unless --keep.`,
 }
 
 func sandboxServeCommand() *cobra.Command {
-	var listen, reply string
+	var listens []string
+	var reply string
 	cmd := &cobra.Command{
 		Use:    "serve",
-		Short:  "Answer TCP connections with a fixed line (run in a pod by the demo)",
+		Short:  "Answer TCP connections and UDP datagrams with a fixed line (run in a pod by the demo and the tests)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return sandbox.Serve(cmd.Context(), listen, reply)
+			return sandbox.ServeAll(cmd.Context(), listens, reply)
 		},
 	}
-	cmd.Flags().StringVar(&listen, "listen", fmt.Sprintf("[::]:%d", sandbox.ProbePort), "address to listen on")
+	cmd.Flags().StringArrayVar(&listens, "listen", []string{fmt.Sprintf("[::]:%d", sandbox.ProbePort)},
+		"where to listen, repeatable: tcp:ADDR, udp:ADDR, or ADDR for TCP")
 	cmd.Flags().StringVar(&reply, "reply", "", "the line to answer")
+	return cmd
+}
+
+func sandboxProbeManyCommand() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "probe-many",
+		Short: "Probe many targets at once (run in a pod by the tests)",
+		Long: `Read a JSON list of {"address", "protocol" (tcp or udp), "port"} on standard
+input, probe them all at once (TCP: connect and read a line; UDP: send a
+datagram, resent twice, and wait for the answer), and print the list with
+each "answer" or "error" as JSON.`,
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var targets []sandbox.ReachTarget
+			if err := json.NewDecoder(cmd.InOrStdin()).Decode(&targets); err != nil {
+				return fmt.Errorf("reading the targets: %w", err)
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(sandbox.ProbeMany(cmd.Context(), targets, timeout))
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Second, "how long each probe waits for its answer")
 	return cmd
 }
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os/exec"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -100,6 +99,25 @@ type podInfo struct {
 	nets        podnet.Networks
 }
 
+// lookupPod reads a pod's node, network namespace (it must be plumbed) and
+// attachments.
+func lookupPod(ctx context.Context, dir string, c client.Client, ref string) (*podInfo, error) {
+	ns, name, _ := strings.Cut(ref, "/")
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		return nil, err
+	}
+	nets, err := podnet.Parse(pod.Annotations)
+	if err != nil {
+		return nil, fmt.Errorf("pod %s: %w", ref, err)
+	}
+	netns, err := PodNetns(ctx, dir, c, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &podInfo{node: pod.Spec.NodeName, netns: netns, nets: nets}, nil
+}
+
 // Matrix runs the checks (a few at a time) from inside the pods' network
 // namespaces with real ping and TCP probes against Serve (see Servers), and
 // returns the results in order.
@@ -109,20 +127,10 @@ func Matrix(ctx context.Context, dir, binary string, c client.Client, checks []C
 		if p, ok := pods[ref]; ok {
 			return p, nil
 		}
-		ns, name, _ := strings.Cut(ref, "/")
-		pod := &corev1.Pod{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
-			return nil, err
-		}
-		nets, err := podnet.Parse(pod.Annotations)
+		p, err := lookupPod(ctx, dir, c, ref)
 		if err != nil {
 			return nil, err
 		}
-		netns, err := PodNetns(ctx, dir, c, ref)
-		if err != nil {
-			return nil, err
-		}
-		p := &podInfo{node: pod.Spec.NodeName, netns: netns, nets: nets}
 		pods[ref] = p
 		return p, nil
 	}
@@ -262,27 +270,15 @@ func probe(ctx context.Context, binary, netns, addr, target string) (string, boo
 // Servers starts a TCP server (Serve, answering "<namespace>/<name>") in each
 // pod's network namespace; stop ends them.
 func Servers(ctx context.Context, dir, binary string, c client.Client, refs []string) (stop func(), err error) {
-	var cmds []*exec.Cmd
-	stop = func() {
-		for _, cmd := range cmds {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	}
-	for _, ref := range refs {
-		netns, err := PodNetns(ctx, dir, c, ref)
-		if err != nil {
-			stop()
+	netns := make([]string, len(refs))
+	for i, ref := range refs {
+		if netns[i], err = PodNetns(ctx, dir, c, ref); err != nil {
 			return nil, err
 		}
-		cmd := Command(context.Background(), netns, []string{binary, "sandbox", "serve", "--listen", fmt.Sprintf("[::]:%d", ProbePort), "--reply", ref})
-		if err := cmd.Start(); err != nil {
-			stop()
-			return nil, err
-		}
-		cmds = append(cmds, cmd)
 	}
-	return stop, nil
+	return startInPods(netns, func(i int) []string {
+		return []string{binary, "sandbox", "serve", "--listen", fmt.Sprintf("[::]:%d", ProbePort), "--reply", refs[i]}
+	})
 }
 
 // PrintMatrix writes the results as a table with each row's verdict, and
