@@ -30,8 +30,8 @@ type DenyInput struct {
 // Deny returns the rows a namespace owns in the zone: for each direction in
 // which some policy selects some of its pods there, a port group of those
 // pods whose IP traffic in that direction is dropped (below every policy's
-// allows), except ARP and neighbour discovery, and, for ingress, what comes
-// from the node's management port.
+// allows), except ARP and neighbour discovery and traffic with the node's
+// management port.
 func Deny(in DenyInput) []model.Model {
 	type compiled struct {
 		sel          labels.Selector
@@ -99,16 +99,23 @@ func denyRows(in DenyInput, dir string, ports []string) []model.Model {
 	at := port + " == @" + name
 	add("drop", DenyPriority, at, nbdb.ACLActionDrop)
 	add("arp", AllowPriority, at+" && (arp || nd)", nbdb.ACLActionAllow)
-	if dir == "Ingress" {
-		mgmt := append([]netip.Addr(nil), in.Management...)
-		sort.Slice(mgmt, func(i, j int) bool { return mgmt[i].Less(mgmt[j]) })
-		for _, m := range mgmt {
-			fam := "ip4"
-			if m.Is6() {
-				fam = "ip6"
-			}
-			add("node-"+fam, AllowPriority, fmt.Sprintf("%s && %s.src == %s", at, fam, m), nbdb.ACLActionAllowRelated)
+	// Traffic between a pod and its node is always allowed (Kubernetes
+	// says so). The allow-related ACLs also make the switch stateful, so
+	// replies of connections an isolated pod accepted or opened are
+	// recognised as such (a switch without stateful ACLs does no conntrack,
+	// and its drops would take them).
+	side := "src"
+	if dir == "Egress" {
+		side = "dst"
+	}
+	mgmt := append([]netip.Addr(nil), in.Management...)
+	sort.Slice(mgmt, func(i, j int) bool { return mgmt[i].Less(mgmt[j]) })
+	for _, m := range mgmt {
+		fam := "ip4"
+		if m.Is6() {
+			fam = "ip6"
 		}
+		add("node-"+fam, AllowPriority, fmt.Sprintf("%s && %s.%s == %s", at, fam, side, m), nbdb.ACLActionAllowRelated)
 	}
 	return rows
 }

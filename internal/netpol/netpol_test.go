@@ -60,6 +60,29 @@ var (
 	remote = Pod{Namespace: "ns", Name: "web3", Labels: map[string]string{"app": "web"}, IPs: []netip.Addr{netip.MustParseAddr("10.128.2.5")}}
 )
 
+// mixesOperators reports whether a match has && and || at one parenthesis
+// depth, which OVN refuses to parse.
+func mixesOperators(m string) bool {
+	type ops struct{ and, or bool }
+	stack := []ops{{}}
+	for i := 0; i < len(m); i++ {
+		switch {
+		case m[i] == '(':
+			stack = append(stack, ops{})
+		case m[i] == ')':
+			stack = stack[:len(stack)-1]
+		case strings.HasPrefix(m[i:], "&&"):
+			stack[len(stack)-1].and = true
+		case strings.HasPrefix(m[i:], "||"):
+			stack[len(stack)-1].or = true
+		}
+		if top := stack[len(stack)-1]; top.and && top.or {
+			return true
+		}
+	}
+	return false
+}
+
 // summary prints rows as one line each, sorted, so table cases read as what
 // an operator sees in ovn-nbctl.
 func summary(rows []model.Model) []string {
@@ -69,6 +92,9 @@ func summary(rows []model.Model) []string {
 		case *nbdb.PortGroup:
 			out = append(out, fmt.Sprintf("PG %s ports=%v acls=%d", r.Name, r.Ports, len(r.ACLs)))
 		case *nbdb.ACL:
+			if mixesOperators(r.Match) {
+				out = append(out, "MIXES && AND || UNPARENTHESIZED: "+r.Match)
+			}
 			opts := ""
 			if r.Options["apply-after-lb"] == "true" {
 				opts = " after-lb"
@@ -190,6 +216,19 @@ func TestRender(t *testing.T) {
 			"ACL to-lport 1001 allow-related tier2: outport == @" + PortGroupName("dual", "ns", "pol") + " && ((ip4.src == {$" + AddressSetName("dual", sameNS, false) + "}) || (ip6.src == {$" + AddressSetName("dual", sameNS, true) + "}))",
 			"PG " + PortGroupName("dual", "ns", "pol") + " ports=[u-web1] acls=1",
 		},
+	}, {
+		name: "dual-stack named port: both families, parenthesized before the port",
+		net:  dual,
+		pol: policy(func(s *networkingv1.NetworkPolicySpec) {
+			s.Ingress = []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{port(corev1.ProtocolTCP, intstr.FromString("http"))}}}
+		}),
+		pods: []Pod{{Namespace: "ns", Name: "web1", Labels: map[string]string{"app": "web"}, PortUUID: "u-web1",
+			IPs:   []netip.Addr{netip.MustParseAddr("10.0.0.5"), netip.MustParseAddr("fd00::5")},
+			Ports: []ContainerPort{{Name: "http", Protocol: "TCP", Number: 8080}}}},
+		want: []string{
+			"ACL to-lport 1001 allow-related tier2: outport == @" + PortGroupName("dual", "ns", "pol") + " && (((ip4.dst == {10.0.0.5}) || (ip6.dst == {fd00::5})) && tcp.dst == 8080)",
+			"PG " + PortGroupName("dual", "ns", "pol") + " ports=[u-web1] acls=1",
+		},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			n := c.net
@@ -239,10 +278,11 @@ func TestDeny(t *testing.T) {
 		want: []string{
 			"ACL from-lport 1000 drop tier2 after-lb: inport == @" + eg,
 			"ACL from-lport 1001 allow tier2 after-lb: inport == @" + eg + " && (arp || nd)",
+			"ACL from-lport 1001 allow-related tier2 after-lb: inport == @" + eg + " && ip4.dst == 10.128.1.2",
 			"ACL to-lport 1000 drop tier2: outport == @" + in,
 			"ACL to-lport 1001 allow tier2: outport == @" + in + " && (arp || nd)",
 			"ACL to-lport 1001 allow-related tier2: outport == @" + in + " && ip4.src == 10.128.1.2",
-			"PG " + eg + " ports=[u-db] acls=2",
+			"PG " + eg + " ports=[u-db] acls=3",
 			"PG " + in + " ports=[u-web1] acls=3",
 		},
 	}} {

@@ -310,7 +310,11 @@ func namedTerms(name, proto string, resolve func(name, proto string) []numbered,
 		if len(l3) == 0 {
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s && %s.dst == %d", or(l3), proto, num))
+		dst := or(l3)
+		if len(l3) > 1 {
+			dst = "(" + dst + ")" // OVN refuses && and || mixed without parentheses
+		}
+		out = append(out, fmt.Sprintf("%s && %s.dst == %d", dst, proto, num))
 	}
 	return out
 }
