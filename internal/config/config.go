@@ -118,6 +118,24 @@ func MasqueradeFits(p netip.Prefix, maxNetworks int) error {
 // subnet are reserved for the nodes' own use before per-network pairs begin.
 const MasqueradeReserved = 16
 
+// ServiceHairpinIPs are the addresses a Service's load balancer gives a
+// connection it sends back to the pod that opened it (hairpin): the fifth
+// reserved address of each masquerade subnet (169.254.0.5, fd69::5 by
+// default), as OVN-Kubernetes uses them.
+func (c Cluster) ServiceHairpinIPs() []netip.Addr {
+	var out []netip.Addr
+	for _, p := range c.MasqueradeSubnets {
+		a := p.Masked().Addr()
+		for i := 0; i < 5; i++ {
+			a = a.Next()
+		}
+		if a.IsValid() && p.Contains(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // MaxNodeID is the largest node ID the transit subnets can address: each node
 // takes a /31 (or /127) at offset 2 × ID, and a logical port tunnel key is at
 // most 32767.

@@ -25,13 +25,18 @@ type DenyInput struct {
 	// Management are the node's management-port addresses on the network:
 	// what comes from them (kubelet probes) is never dropped.
 	Management []netip.Addr
+	// Hairpin are the source addresses of a pod's own connections that a
+	// Service sent back to it (config.Cluster.ServiceHairpinIPs): a pod is
+	// never isolated from itself.
+	Hairpin []netip.Addr
 }
 
 // Deny returns the rows a namespace owns in the zone: for each direction in
 // which some policy selects some of its pods there, a port group of those
 // pods whose IP traffic in that direction is dropped (below every policy's
-// allows), except ARP and neighbour discovery and traffic with the node's
-// management port.
+// allows), except ARP and neighbour discovery, traffic with the node's
+// management port, and (ingress) a pod's own connections a Service sent back
+// to it.
 func Deny(in DenyInput) []model.Model {
 	type compiled struct {
 		sel          labels.Selector
@@ -116,6 +121,15 @@ func denyRows(in DenyInput, dir string, ports []string) []model.Model {
 			fam = "ip6"
 		}
 		add("node-"+fam, AllowPriority, fmt.Sprintf("%s && %s.%s == %s", at, fam, side, m), nbdb.ACLActionAllowRelated)
+	}
+	if dir == "Ingress" {
+		for _, h := range in.Hairpin {
+			fam := "ip4"
+			if h.Is6() {
+				fam = "ip6"
+			}
+			add("hairpin-"+fam, AllowPriority, fmt.Sprintf("%s && %s.src == %s", at, fam, h), nbdb.ACLActionAllowRelated)
+		}
 	}
 	return rows
 }

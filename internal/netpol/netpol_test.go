@@ -269,7 +269,8 @@ func TestDeny(t *testing.T) {
 			"ACL to-lport 1000 drop tier2: outport == @" + in,
 			"ACL to-lport 1001 allow tier2: outport == @" + in + " && (arp || nd)",
 			"ACL to-lport 1001 allow-related tier2: outport == @" + in + " && ip4.src == 10.128.1.2",
-			"PG " + in + " ports=[u-web1 u-web2] acls=3",
+			"ACL to-lport 1001 allow-related tier2: outport == @" + in + " && ip4.src == 169.254.0.5",
+			"PG " + in + " ports=[u-web1 u-web2] acls=4",
 		},
 	}, {
 		name: "policies of both directions on different pods",
@@ -282,12 +283,14 @@ func TestDeny(t *testing.T) {
 			"ACL to-lport 1000 drop tier2: outport == @" + in,
 			"ACL to-lport 1001 allow tier2: outport == @" + in + " && (arp || nd)",
 			"ACL to-lport 1001 allow-related tier2: outport == @" + in + " && ip4.src == 10.128.1.2",
+			"ACL to-lport 1001 allow-related tier2: outport == @" + in + " && ip4.src == 169.254.0.5",
 			"PG " + eg + " ports=[u-db] acls=3",
-			"PG " + in + " ports=[u-web1] acls=3",
+			"PG " + in + " ports=[u-web1] acls=4",
 		},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
-			got := summary(Deny(DenyInput{Namespace: "ns", Network: blue, Policies: c.pols, Pods: c.pods, Management: mgmt}))
+			got := summary(Deny(DenyInput{Namespace: "ns", Network: blue, Policies: c.pols, Pods: c.pods, Management: mgmt,
+				Hairpin: []netip.Addr{netip.MustParseAddr("169.254.0.5")}}))
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("rows (-want +got):\n%s", diff)
 			}

@@ -49,6 +49,9 @@ type Input struct {
 	// Node is the zone's node (internalTrafficPolicy: Local keeps its
 	// endpoints only).
 	Node string
+	// HairpinIPs are the source addresses of connections a load balancer
+	// sends back to the pod that opened them (config.Cluster.ServiceHairpinIPs).
+	HairpinIPs []netip.Addr
 	// Infrastructure is true for the services pods with a primary
 	// user-defined network reach through the default network (only
 	// meaningful when Network is the default network).
@@ -160,6 +163,13 @@ func loadBalancer(in Input, proto corev1.Protocol, ips []netip.Addr) *nbdb.LoadB
 			timeout = int(*c.ClientIP.TimeoutSeconds)
 		}
 		options["affinity_timeout"] = strconv.Itoa(timeout)
+	}
+	if len(in.HairpinIPs) > 0 {
+		hp := make([]string, len(in.HairpinIPs))
+		for i, a := range in.HairpinIPs {
+			hp[i] = a.String()
+		}
+		options["hairpin_snat_ip"] = strings.Join(hp, " ")
 	}
 	return &nbdb.LoadBalancer{
 		UUID:     fmt.Sprintf("lb:%s:%s", in.Network.Name, proto),

@@ -1,6 +1,7 @@
 package services
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -83,6 +84,12 @@ func TestRender(t *testing.T) {
 		in: Input{Service: svc(), Network: blue, Slices: []discoveryv1.EndpointSlice{slice(v4, map[string]int32{"http": 8080},
 			ep{addr: "10.128.1.5", ready: yes}, ep{addr: "10.128.0.4"}, ep{addr: "10.128.2.9", ready: no})}},
 		rows:   []any{lb(tcpName, "tcp", map[string]string{"10.96.0.20:80": "10.128.0.4:8080,10.128.1.5:8080"})},
+		contrb: []ovsdbsync.Contribution{group("lb:blue:TCP")},
+	}, {
+		name: "hairpin: connections sent back to their own pod come from the hairpin addresses",
+		in: Input{Service: svc(), Network: blue, HairpinIPs: []netip.Addr{netip.MustParseAddr("169.254.0.5"), netip.MustParseAddr("fd69::5")},
+			Slices: []discoveryv1.EndpointSlice{slice(v4, map[string]int32{"http": 8080}, ep{addr: "10.128.1.5", ready: yes})}},
+		rows:   []any{lb(tcpName, "tcp", map[string]string{"10.96.0.20:80": "10.128.1.5:8080"}, "hairpin_snat_ip", "169.254.0.5 fd69::5")},
 		contrb: []ovsdbsync.Contribution{group("lb:blue:TCP")},
 	}, {
 		name: "no endpoints: the VIP rejects",

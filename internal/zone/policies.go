@@ -255,7 +255,7 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 		return nil, nil, err
 	}
 	return netpol.Deny(netpol.DenyInput{Namespace: namespace, Network: sc.network, Policies: pols, Pods: pods,
-		Management: topology.ManagementAddresses(sc.network, sc.local)}), waiting, nil
+		Management: topology.ManagementAddresses(sc.network, sc.local), Hairpin: r.Cluster.ServiceHairpinIPs()}), waiting, nil
 }
 
 // policyPods returns the namespace's running pods on the zone's node that

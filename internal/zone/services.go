@@ -109,7 +109,7 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 		return services.Output{}, nil // the zone has no node: nothing to serve
 	}
 	return services.Render(services.Input{
-		Service: svc, Network: n, Slices: slices, Node: node,
+		Service: svc, Network: n, Slices: slices, Node: node, HairpinIPs: r.Cluster.ServiceHairpinIPs(),
 		Infrastructure: r.Cluster.IsInfrastructureService(ns, name),
 	}), nil
 }
