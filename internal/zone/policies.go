@@ -460,6 +460,22 @@ func (r *Reconciler) namespacePolicyKeys(ctx context.Context, namespace string) 
 	return out
 }
 
+// namespacePeerKeys returns the keys of the peers of a namespace's policies
+// on a given network (whether or not it is still the namespace's).
+func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network string) []string {
+	var list networkingv1.NetworkPolicyList
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil
+	}
+	var out []string
+	for i := range list.Items {
+		for _, p := range netpol.Peers(&list.Items[i]) {
+			out = append(out, PeerKey(network, p))
+		}
+	}
+	return out
+}
+
 // podPolicyKeys returns the keys a pod's change concerns: the policies of its
 // namespace that select it (and the namespace's default deny) when it is on
 // the zone's node, and every peer that selects it, on its namespace's

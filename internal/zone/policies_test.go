@@ -157,3 +157,70 @@ func TestPolicyLifecycle(t *testing.T) {
 		t.Errorf("keys after the policy was deleted: %v", keys)
 	}
 }
+
+// TestPolicyRowsLeaveWithTheNetwork: a Layer2 UDN's policy rows; when its
+// pod goes, only the peer's address set stays; when the UDN is deleted under
+// the policy (the namespace stays labelled, the policy stays), that goes too.
+func TestPolicyRowsLeaveWithTheNetwork(t *testing.T) {
+	c := clustertest.Start(t, env, config.Default(), "node-a")
+	ctx := context.Background()
+	ns, _ := udnIn(t, c.Admin, "npnet", v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Primary,
+		Subnets: []v1.NetworkSubnet{"10.100.0.0/24"}})
+	web := newPod(ns, "web", "node-a", nil)
+	web.Labels = map[string]string{"app": "web"}
+	createPod(t, c.Admin, web)
+	waitAnnotated(t, c.Admin, web, podnet.DefaultKey, podnet.Key(ns, "net"))
+	pol := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-db"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
+			}}}}
+	if err := c.Admin.Create(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+	z := c.Zones["node-a"]
+	owned := func() []string {
+		var out []string
+		for _, table := range []string{"Port_Group", "Address_Set", "ACL"} {
+			for _, line := range strings.Split(z.MustNBCtl("--bare", "--columns=external_ids", "find", table), "\n") {
+				if strings.Contains(line, "k8s.ovn.org/kind=NetworkPolicy") {
+					out = append(out, table)
+				}
+			}
+		}
+		return out
+	}
+	cmtest.Eventually(t, time.Minute, func() error {
+		// Port group, its ACL, the default deny's port group and 4 ACLs
+		// (drop, ARP/ND, node, hairpin), the peer's address set.
+		if got := owned(); len(got) != 9 {
+			return fmt.Errorf("policy rows %v, want 9", got)
+		}
+		return nil
+	})
+	// The pod goes (a network with pods is not deleted): the policy selects
+	// nothing here any more, its peer's address set stays while the policy
+	// names it on the network.
+	if err := c.Admin.Delete(ctx, web, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, time.Minute, func() error {
+		if got := owned(); !slices.Equal(got, []string{"Address_Set"}) {
+			return fmt.Errorf("policy rows %v once the pod is gone, want the peer's address set only", got)
+		}
+		return nil
+	})
+	udn := &v1.UserDefinedNetwork{}
+	if err := c.Admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "net"}, udn); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Admin.Delete(ctx, udn); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, time.Minute, func() error {
+		if got := owned(); len(got) != 0 {
+			return fmt.Errorf("policy rows left after the network was deleted: %v", got)
+		}
+		return nil
+	})
+}

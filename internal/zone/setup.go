@@ -316,6 +316,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			for _, k := range r.namespacePolicyKeys(ctx, o.GetNamespace()) {
 				out = append(out, request(k))
 			}
+			// Their peers on this NAD's network, which they may be leaving.
+			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
+				for _, k := range r.namespacePeerKeys(ctx, o.GetNamespace(), name) {
+					out = append(out, request(k))
+				}
+			}
 			// Pods of the namespace may wait for this network.
 			var pods corev1.PodList
 			if err := r.Client.List(ctx, &pods, client.InNamespace(o.GetNamespace())); err == nil {
