@@ -16,6 +16,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,6 +72,7 @@ var kinds = map[schema.GroupVersionKind]kind{
 	corev1.SchemeGroupVersion.WithKind("Pod"):                        {func() client.Object { return &corev1.Pod{} }, true},
 	corev1.SchemeGroupVersion.WithKind("Service"):                    {func() client.Object { return &corev1.Service{} }, true},
 	discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"):         {func() client.Object { return &discoveryv1.EndpointSlice{} }, true},
+	networkingv1.SchemeGroupVersion.WithKind("NetworkPolicy"):        {func() client.Object { return &networkingv1.NetworkPolicy{} }, true},
 	nadv1.SchemeGroupVersion.WithKind("NetworkAttachmentDefinition"): {func() client.Object { return &nadv1.NetworkAttachmentDefinition{} }, true},
 	v1.GroupVersion.WithKind("UserDefinedNetwork"):                   {func() client.Object { return &v1.UserDefinedNetwork{} }, true},
 	v1.GroupVersion.WithKind("ClusterUserDefinedNetwork"):            {func() client.Object { return &v1.ClusterUserDefinedNetwork{} }, false},

@@ -56,6 +56,15 @@ func writeNBCtl(w io.Writer, res *Result) error {
 				fmt.Fprintf(&b, "## service %s\n(not rendered: %s)\n", s.Service, s.NotRendered)
 			}
 		}
+		if len(z.Policies) > 0 {
+			b.WriteString("## network policies\n")
+			b.WriteString(describePolicies(z.Policies))
+			for _, p := range z.Policies {
+				if p.NotRendered != "" {
+					fmt.Fprintf(&b, "(%s not rendered: %s)\n", p.Owner, p.NotRendered)
+				}
+			}
+		}
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/manifest"
+	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/render"
 )
@@ -348,5 +349,65 @@ spec:
 	}
 	if out := output(t, res, "json"); !strings.Contains(out, `"excludeSubnets": "10.0.0.64/26"`) {
 		t.Errorf("the NAD's config lacks the masked exclusion:\n%s", out)
+	}
+}
+
+// TestNetworkPolicy: render shows a policy's rows in the zone of the pods it
+// selects, with the ports by name and the peer's addresses on the
+// namespace's network (not the peer pod's default-network address).
+func TestNetworkPolicy(t *testing.T) {
+	res := run(t, docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop, labels: {k8s.ovn.org/primary-user-defined-network: ""}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: net, namespace: shop}
+spec: {topology: Layer3, role: Primary, subnets: [10.132.0.0/16/24]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: shop, labels: {app: web}}
+spec: {nodeName: n1, containers: [{name: c, image: busybox}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: shop, labels: {role: frontend}}
+spec: {nodeName: n2, containers: [{name: c, image: busybox}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: web, namespace: shop}
+spec:
+  podSelector: {matchLabels: {app: web}}
+  ingress: [{from: [{podSelector: {matchLabels: {role: frontend}}}], ports: [{port: 80}]}]
+`), render.Options{})
+	var b strings.Builder
+	if err := render.Write(&b, res, "nbctl"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	n1, n2, _ := strings.Cut(out, "# zone n2")
+	pg := netpol.PortGroupName("shop.net", "shop", "web")
+	peer, err := netpol.ParsePeerKey("ns:shop;pods:role=frontend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	as := netpol.AddressSetName("shop.net", peer, false)
+	for _, want := range []string{
+		"port-group " + pg + " [shop.net_shop_web]",
+		"acl to-lport 1001 outport == @" + pg + " && (ip4.src == {$" + as + "}) && (tcp.dst == 80) allow-related",
+		"address-set " + as + " [10.132.",
+	} {
+		if !strings.Contains(n1, want) {
+			t.Errorf("zone n1 lacks %q:\n%s", want, n1)
+		}
+	}
+	if strings.Contains(n2, "port-group "+pg) {
+		t.Errorf("zone n2 has the policy's port group, and no pod it selects:\n%s", n2)
+	}
+	if !strings.Contains(n2, "address-set "+as+" [10.132.") {
+		t.Errorf("zone n2 lacks the peer's address set (its pods are everywhere's peers):\n%s", n2)
 	}
 }

@@ -93,6 +93,7 @@ type Zone struct {
 	Name     string        `json:"name"`
 	Networks []NetworkRows `json:"networks"`
 	Services []ServiceRows `json:"services,omitempty"`
+	Policies []PolicyRows  `json:"policies,omitempty"`
 }
 
 // ServiceRows are the rows of one Service in one zone, and the members it
@@ -205,7 +206,11 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		if err != nil {
 			return err
 		}
-		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs})
+		pols, err := policyRows(ctx, e.zones[name])
+		if err != nil {
+			return err
+		}
+		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols})
 	}
 	return nil
 }

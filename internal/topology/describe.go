@@ -20,6 +20,7 @@ func Describe(rows []model.Model) string {
 	var switches []*nbdb.LogicalSwitch
 	var groups []*nbdb.PortGroup
 	var lbGroups []*nbdb.LoadBalancerGroup
+	var sets []*nbdb.AddressSet
 	for _, r := range rows {
 		byID[RowID(r)] = r
 		switch v := r.(type) {
@@ -31,6 +32,8 @@ func Describe(rows []model.Model) string {
 			groups = append(groups, v)
 		case *nbdb.LoadBalancerGroup:
 			lbGroups = append(lbGroups, v)
+		case *nbdb.AddressSet:
+			sets = append(sets, v)
 		}
 	}
 	sort.Slice(lbGroups, func(i, j int) bool { return lbGroups[i].Name < lbGroups[j].Name })
@@ -181,6 +184,10 @@ func Describe(rows []model.Model) string {
 		}
 		sort.Strings(lines)
 		b.WriteString(join(lines))
+	}
+	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
+	for _, s := range sets {
+		fmt.Fprintf(&b, "address-set %s [%s]%s\n", s.Name, strings.Join(sorted(s.Addresses), " "), kv(s.ExternalIDs))
 	}
 	return b.String()
 }

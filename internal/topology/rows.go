@@ -87,7 +87,11 @@ func (b *builder) add(m ...model.Model) { b.rows = append(b.rows, m...) }
 func lsID(name string) string  { return "ls:" + name }
 func lrID(name string) string  { return "lr:" + name }
 func lspID(name string) string { return "lsp:" + name }
-func lrpID(name string) string { return "lrp:" + name }
+
+// PortRowID is the ID of a logical switch port's row among a network's
+// desired rows (what refers to the port without a database, as render does).
+func PortRowID(name string) string { return lspID(name) }
+func lrpID(name string) string     { return "lrp:" + name }
 
 func routeID(router, policy, prefix, nexthop string) string {
 	return fmt.Sprintf("route:%s:%s:%s:%s", router, policy, prefix, nexthop)

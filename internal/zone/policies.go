@@ -278,6 +278,12 @@ func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc policy
 			continue
 		}
 		name := podnet.PortName(sc.primary.Key, p.Namespace, p.Name)
+		if r.NB == nil {
+			// No database (render): the port's row ID among its network's rows.
+			pod.PortUUID = topology.PortRowID(name)
+			out = append(out, pod)
+			continue
+		}
 		lsp := &nbdb.LogicalSwitchPort{Name: name}
 		switch err := r.NB.Get(ctx, lsp); {
 		case errors.Is(err, libovsdbclient.ErrNotFound):
@@ -550,6 +556,14 @@ func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []string {
 		}
 	}
 	return out
+}
+
+// PolicyKeys returns the keys of every policy, default deny and peer the
+// cluster's NetworkPolicies make, sorted (`ovn-udn render` renders them).
+func (r *Reconciler) PolicyKeys(ctx context.Context) []string {
+	keys := r.namespacePolicyKeys(ctx, "")
+	slices.Sort(keys)
+	return slices.Compact(keys)
 }
 
 // policyKeys returns the keys of every policy, default deny and peer, and of
