@@ -29,6 +29,10 @@ type DenyInput struct {
 	// Service sent back to it (config.Cluster.ServiceHairpinIPs): a pod is
 	// never isolated from itself.
 	Hairpin []netip.Addr
+	// Keep are the directions whose port groups exist: they stay, empty,
+	// when no pod needs them (so a policy replaced by another does not
+	// delete and recreate a port group of the same name).
+	Keep map[string]bool
 }
 
 // Deny returns the rows a namespace owns in the zone: for each direction in
@@ -69,16 +73,17 @@ func Deny(in DenyInput) []model.Model {
 		}
 	}
 	var rows []model.Model
-	if len(ingress) > 0 {
+	if len(ingress) > 0 || in.Keep["Ingress"] {
 		rows = append(rows, denyRows(in, "Ingress", ingress)...)
 	}
-	if len(egress) > 0 {
+	if len(egress) > 0 || in.Keep["Egress"] {
 		rows = append(rows, denyRows(in, "Egress", egress)...)
 	}
 	return rows
 }
 
 func denyRows(in DenyInput, dir string, ports []string) []model.Model {
+	ports = append([]string{}, ports...)
 	sort.Strings(ports)
 	name := DenyPortGroupName(in.Network.Name, in.Namespace, dir)
 	pg := &nbdb.PortGroup{UUID: "pg:" + dir, Name: name, Ports: ports,
@@ -123,10 +128,14 @@ func denyRows(in DenyInput, dir string, ports []string) []model.Model {
 		add("node-"+fam, AllowPriority, fmt.Sprintf("%s && %s.%s == %s", at, fam, side, m), nbdb.ACLActionAllowRelated)
 	}
 	if dir == "Ingress" {
+		v4, v6 := families(in.Network)
 		for _, h := range in.Hairpin {
 			fam := "ip4"
 			if h.Is6() {
 				fam = "ip6"
+			}
+			if h.Is4() && !v4 || h.Is6() && !v6 {
+				continue // not an address of the network's families
 			}
 			add("hairpin-"+fam, AllowPriority, fmt.Sprintf("%s && %s.src == %s", at, fam, h), nbdb.ACLActionAllowRelated)
 		}

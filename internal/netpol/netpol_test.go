@@ -257,6 +257,7 @@ func TestDeny(t *testing.T) {
 		name string
 		pols []*networkingv1.NetworkPolicy
 		pods []Pod
+		keep map[string]bool
 		want []string
 	}{{
 		name: "no policy: nothing",
@@ -287,10 +288,20 @@ func TestDeny(t *testing.T) {
 			"PG " + eg + " ports=[u-db] acls=3",
 			"PG " + in + " ports=[u-web1] acls=4",
 		},
+	}, {
+		name: "no policy, but the egress group exists: it stays, empty",
+		pods: []Pod{web1},
+		keep: map[string]bool{"Egress": true},
+		want: []string{
+			"ACL from-lport 1000 drop tier2 after-lb: inport == @" + eg,
+			"ACL from-lport 1001 allow tier2 after-lb: inport == @" + eg + " && (arp || nd)",
+			"ACL from-lport 1001 allow-related tier2 after-lb: inport == @" + eg + " && ip4.dst == 10.128.1.2",
+			"PG " + eg + " ports=[] acls=3",
+		},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
 			got := summary(Deny(DenyInput{Namespace: "ns", Network: blue, Policies: c.pols, Pods: c.pods, Management: mgmt,
-				Hairpin: []netip.Addr{netip.MustParseAddr("169.254.0.5")}}))
+				Hairpin: []netip.Addr{netip.MustParseAddr("169.254.0.5")}, Keep: c.keep}))
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Errorf("rows (-want +got):\n%s", diff)
 			}

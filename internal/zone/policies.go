@@ -233,12 +233,23 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil, nil, err
 	}
-	if len(list.Items) == 0 {
-		return nil, nil, nil
-	}
 	sc, ok, err := r.scope(ctx, namespace)
 	if err != nil || !ok {
 		return nil, nil, err
+	}
+	// The groups that exist stay while the namespace has its network: a
+	// policy replaced by another (delete, create) must not delete and
+	// recreate a port group of the same name, which OVN may not follow.
+	keep := map[string]bool{}
+	if r.NB != nil {
+		for _, dir := range []string{"Ingress", "Egress"} {
+			if r.NB.Get(ctx, &nbdb.PortGroup{Name: netpol.DenyPortGroupName(sc.network.Name, namespace, dir)}) == nil {
+				keep[dir] = true
+			}
+		}
+	}
+	if len(list.Items) == 0 && len(keep) == 0 {
+		return nil, nil, nil
 	}
 	pols := make([]*networkingv1.NetworkPolicy, len(list.Items))
 	for i := range list.Items {
@@ -255,7 +266,7 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 		return nil, nil, err
 	}
 	return netpol.Deny(netpol.DenyInput{Namespace: namespace, Network: sc.network, Policies: pols, Pods: pods,
-		Management: topology.ManagementAddresses(sc.network, sc.local), Hairpin: r.Cluster.ServiceHairpinIPs()}), waiting, nil
+		Management: topology.ManagementAddresses(sc.network, sc.local), Hairpin: r.Cluster.ServiceHairpinIPs(), Keep: keep}), waiting, nil
 }
 
 // policyPods returns the namespace's running pods on the zone's node that

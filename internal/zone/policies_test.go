@@ -20,6 +20,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
@@ -136,16 +137,22 @@ func TestPolicyLifecycle(t *testing.T) {
 	if err := c.Admin.Delete(ctx, pol); err != nil {
 		t.Fatal(err)
 	}
+	// The policy's and its peer's rows go; the namespace's default-deny
+	// group stays, empty, while the namespace has its network (so a policy
+	// replaced by another does not churn it).
 	cmtest.Eventually(t, time.Minute, func() error {
 		for _, table := range []string{"Port_Group", "Address_Set", "ACL"} {
 			out := nbctl("--bare", "--columns=external_ids", "find", table)
 			for _, line := range strings.Split(out, "\n") {
-				for _, prefix := range []string{"np:", "npdeny:", "npas:"} {
+				for _, prefix := range []string{"np:", "npas:"} {
 					if strings.Contains(line, "k8s.ovn.org/owner=\""+prefix) || strings.Contains(line, "k8s.ovn.org/owner="+prefix) {
 						return fmt.Errorf("%s row left after the policy was deleted: %s", table, line)
 					}
 				}
 			}
+		}
+		if got := nbctl("--bare", "--columns=ports", "find", "Port_Group", "name="+deny); got != "" {
+			return fmt.Errorf("default-deny group still holds %q with no policy", got)
 		}
 		return nil
 	})
@@ -153,13 +160,14 @@ func TestPolicyLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "np") }) {
+	if slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "np:") || strings.HasPrefix(k, "npas:") }) {
 		t.Errorf("keys after the policy was deleted: %v", keys)
 	}
 }
 
 // TestPolicyRowsLeaveWithTheNetwork: a Layer2 UDN's policy rows; when its
-// pod goes, only the peer's address set stays; when the UDN is deleted under
+// pod goes, the policy's port group goes (the namespace's default deny stays,
+// empty, and the peer's address set); when the UDN is deleted under
 // the policy (the namespace stays labelled, the policy stays), that goes too.
 func TestPolicyRowsLeaveWithTheNetwork(t *testing.T) {
 	c := clustertest.Start(t, env, config.Default(), "node-a")
@@ -193,8 +201,8 @@ func TestPolicyRowsLeaveWithTheNetwork(t *testing.T) {
 	cmtest.Eventually(t, time.Minute, func() error {
 		// Port group, its ACL, the default deny's port group and 4 ACLs
 		// (drop, ARP/ND, node, hairpin), the peer's address set.
-		if got := owned(); len(got) != 9 {
-			return fmt.Errorf("policy rows %v, want 9", got)
+		if got := owned(); len(got) != 8 {
+			return fmt.Errorf("policy rows %v, want 8", got)
 		}
 		return nil
 	})
@@ -204,9 +212,13 @@ func TestPolicyRowsLeaveWithTheNetwork(t *testing.T) {
 	if err := c.Admin.Delete(ctx, web, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
+	pg := netpol.PortGroupName(netconf.UDNNetworkName(ns, "net"), ns, "from-db")
 	cmtest.Eventually(t, time.Minute, func() error {
-		if got := owned(); !slices.Equal(got, []string{"Address_Set"}) {
-			return fmt.Errorf("policy rows %v once the pod is gone, want the peer's address set only", got)
+		if got := strings.TrimSpace(z.MustNBCtl("--bare", "--columns=name", "find", "Port_Group", "name="+pg)); got != "" {
+			return fmt.Errorf("the policy's port group is still there with no pod it selects")
+		}
+		if got := owned(); len(got) != 6 { // the empty default deny and its 4 ACLs, the address set
+			return fmt.Errorf("policy rows %v once the pod is gone, want 6", got)
 		}
 		return nil
 	})

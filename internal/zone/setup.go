@@ -316,7 +316,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			for _, k := range r.namespacePolicyKeys(ctx, o.GetNamespace()) {
 				out = append(out, request(k))
 			}
-			// Their peers on this NAD's network, which they may be leaving.
+			// Its default-deny groups and their peers on this NAD's network,
+			// which they may be leaving.
+			out = append(out, request(DenyKey(o.GetNamespace())))
 			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
 				for _, k := range r.namespacePeerKeys(ctx, o.GetNamespace(), name) {
 					out = append(out, request(k))
@@ -365,10 +367,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			for _, k := range r.namespaceServiceKeys(ctx, o.GetName()) {
 				out = append(out, request(k))
 			}
-			// Namespace selectors of policies may select it, or not any more.
+			// Namespace selectors of policies may select it, or not any more;
+			// its default-deny groups stay until it goes.
 			for _, k := range r.namespaceSelectorKeys(ctx) {
 				out = append(out, request(k))
 			}
+			out = append(out, request(DenyKey(o.GetName())))
 			return out
 		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WatchesRawSource(source.Channel(r.resync, allKeys)).
