@@ -42,6 +42,7 @@ other nodes' chassis in the zone's Southbound.`,
 	fs.StringVar(&opts.SB, "sb", "", "the zone's Southbound database, e.g. tcp:127.0.0.1:6642")
 	fs.IntVar(&opts.Workers, "workers", 4, "networks reconciled at once")
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
+	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "0", "/metrics listen address, e.g. 127.0.0.1:9412 (0 disables; see docs/metrics.md)")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/podalloc"
 	"github.com/ovn-udn/ovn-udn/internal/udncontroller"
@@ -87,6 +88,8 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := kubeobj.AddHealthChecks(mgr); err != nil {
 		return nil, err
 	}
+	// Served on MetricsAddr with controller-runtime's own (docs/metrics.md).
+	metrics.ServeNetworks(mgr.GetClient(), opts.Cluster.MaxNetworks)
 	return mgr, nil
 }
 

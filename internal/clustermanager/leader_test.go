@@ -3,7 +3,6 @@ package clustermanager_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,25 +28,9 @@ import (
 func TestLeaderElection(t *testing.T) {
 	ns := cmtest.UniqueName("leader")
 	admin := cmtest.Admin(t, env)
-	// start runs a cluster-manager; stop ends it (once) and returns how
-	// Start returned.
-	start := func() (m manager.Manager, stop func() error) {
-		mgr, err := clustermanager.New(cmtest.Identity(t, env), clustermanager.Options{Cluster: config.Default(),
+	start := func() (manager.Manager, func() error) {
+		return runManager(t, clustermanager.Options{Cluster: config.Default(),
 			LeaderElection: true, LeaderElectionNamespace: "kube-system", MetricsAddr: "0", HealthAddr: "0"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(ctx) }()
-		var once sync.Once
-		var result error
-		stop = func() error {
-			once.Do(func() { cancel(); result = <-done })
-			return result
-		}
-		t.Cleanup(func() { _ = stop() })
-		return mgr, stop
 	}
 	elected := func(m manager.Manager) bool {
 		select {

@@ -128,7 +128,22 @@ type Syncer struct {
 
 	transactions atomic.Int64
 	names        atomic.Int64 // named-UUID sequence, unique across plans
+	observe      func(Applied)
 }
+
+// Applied describes one Apply of a plan that changed something: for
+// observers (metrics), see Observe.
+type Applied struct {
+	Plan *Plan
+	// Duration is from the transaction's start until the cache showed its
+	// result (or the error).
+	Duration time.Duration
+	Err      error
+}
+
+// Observe calls f after every Apply of a non-empty plan (set it before
+// use; f must be quick).
+func (s *Syncer) Observe(f func(Applied)) { s.observe = f }
 
 // New returns a Syncer for the given tables, listed so that referenced tables
 // come before the tables referencing them (that is the insertion order).
@@ -698,9 +713,13 @@ var ErrNotConverged = errors.New("the cache did not show the transaction's resul
 
 // Apply commits a plan in one transaction (none when it is empty) and waits
 // until the cache shows the result.
-func (s *Syncer) Apply(ctx context.Context, p *Plan) error {
+func (s *Syncer) Apply(ctx context.Context, p *Plan) (err error) {
 	if p.Empty() {
 		return nil
+	}
+	if s.observe != nil {
+		start := time.Now()
+		defer func() { s.observe(Applied{Plan: p, Duration: time.Since(start), Err: err}) }()
 	}
 	res, err := s.writer.Transact(ctx, p.Ops...)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
@@ -53,6 +55,8 @@ func TestPolicyLifecycle(t *testing.T) {
 				From:  []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(80))}},
 			}}}}
+	npTxns := func() float64 { return testutil.ToFloat64(metrics.Transactions.WithLabelValues("node-a", "np", "ok")) }
+	txnsBefore := npTxns()
 	if err := c.Admin.Create(ctx, pol); err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +115,11 @@ func TestPolicyLifecycle(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The zone's metrics counted the policy's transaction.
+	if got := npTxns() - txnsBefore; got < 1 {
+		t.Errorf("ovn_udn_ovsdb_transactions_total{owner_kind=np} grew by %v, want at least 1", got)
+	}
 
 	r := c.Controller("node-a")
 	before := r.Transactions()

@@ -34,6 +34,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
@@ -59,6 +60,9 @@ type Options struct {
 	// HealthAddr serves /healthz and /readyz (ready: caches synced, NB and
 	// SB connected); "" or "0" disables it.
 	HealthAddr string
+	// MetricsAddr serves /metrics (controller-runtime's and ovn-udn's, see
+	// docs/metrics.md); "" or "0" disables it.
+	MetricsAddr string
 }
 
 // Scheme returns the scheme a zone controller needs.
@@ -109,6 +113,9 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 		return err
 	}
 	s.WithWriter(nbWriter)
+	s.Observe(metrics.ObserveSync(opts.Zone))
+	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "nb", nb.Connected))
+	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "sb", sb.Connected))
 	r.Zone, r.Cluster, r.Client, r.NB, r.nbWriter, r.SB, r.Syncer = opts.Zone, opts.Cluster, mgr.GetClient(), nb, nbWriter, sb, s
 	r.gate = &northdgate.Gate{NB: nbWriter}
 	r.Recorder = mgr.GetEventRecorderFor("ovn-udn-zone-" + opts.Zone)
@@ -457,7 +464,7 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metricsserver.Options{BindAddress: kubeobj.ListenAddr(opts.MetricsAddr)},
 		HealthProbeBindAddress: kubeobj.ListenAddr(opts.HealthAddr),
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 	})

@@ -1,0 +1,101 @@
+// Package metrics defines ovn-udn's own Prometheus metrics and registers
+// them in controller-runtime's registry, which each component's manager
+// serves on its --metrics-addr beside controller-runtime's reconcile
+// metrics. docs/metrics.md lists every series.
+package metrics
+
+import (
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+)
+
+// Zone controller metrics: what each owner kind writes to its zone's
+// Northbound. Owner kinds are the reconcile keys' prefixes: "net" (a
+// network's topology), "svc" (a Service), "np" (a NetworkPolicy), "npdeny"
+// (a namespace's default deny), "npas" (a policy peer's address sets).
+var (
+	Transactions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ovn_udn_ovsdb_transactions_total",
+		Help: "Northbound transactions a zone controller committed, by owner kind and result (ok, error).",
+	}, []string{"zone", "owner_kind", "result"})
+	TransactionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ovn_udn_ovsdb_transaction_duration_seconds",
+		Help:    "From a transaction's start until the zone controller's cache shows its result, by owner kind.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms .. 16 s
+	}, []string{"zone", "owner_kind"})
+	Rows = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ovn_udn_ovsdb_rows_written_total",
+		Help: "Northbound rows a zone controller inserted, updated or deleted, and members it added to or removed from other owners' rows, by owner kind.",
+	}, []string{"zone", "owner_kind", "op"})
+)
+
+var register sync.Once
+
+// Register registers the metrics in controller-runtime's registry (once per
+// process).
+func Register() {
+	register.Do(func() {
+		for _, c := range []prometheus.Collector{Transactions, TransactionSeconds, Rows} {
+			ctrlmetrics.Registry.MustRegister(c)
+		}
+	})
+}
+
+// MustRegisterOnce registers a collector, accepting one already registered
+// (several components or zones may run in one process, as in tests).
+func MustRegisterOnce(c prometheus.Collector) {
+	var already prometheus.AlreadyRegisteredError
+	if err := ctrlmetrics.Registry.Register(c); err != nil && !errors.As(err, &already) {
+		panic(err)
+	}
+}
+
+// OwnerKind is the kind of an ovsdbsync owner key: its prefix before ":".
+func OwnerKind(owner string) string {
+	kind, _, _ := strings.Cut(owner, ":")
+	return kind
+}
+
+// ObserveSync returns an ovsdbsync observer (Syncer.Observe) that counts a
+// zone's transactions and rows.
+func ObserveSync(zone string) func(ovsdbsync.Applied) {
+	Register()
+	return func(a ovsdbsync.Applied) {
+		kind := OwnerKind(a.Plan.Owner)
+		result := "ok"
+		if a.Err != nil {
+			result = "error"
+		}
+		Transactions.WithLabelValues(zone, kind, result).Inc()
+		TransactionSeconds.WithLabelValues(zone, kind).Observe(a.Duration.Seconds())
+		if a.Err != nil {
+			return
+		}
+		for op, n := range map[string]int{"insert": a.Plan.Inserted, "update": a.Plan.Updated, "delete": a.Plan.Deleted,
+			"member_add": a.Plan.Added, "member_remove": a.Plan.Removed} {
+			if n > 0 {
+				Rows.WithLabelValues(zone, kind, op).Add(float64(n))
+			}
+		}
+	}
+}
+
+// Connected is a gauge function of a database connection: 1 while connected.
+func Connected(zone, db string, connected func() bool) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "ovn_udn_ovsdb_connected",
+		Help:        "1 while the zone controller is connected to the database (nb, sb), else 0.",
+		ConstLabels: prometheus.Labels{"zone": zone, "db": db},
+	}, func() float64 {
+		if connected() {
+			return 1
+		}
+		return 0
+	})
+}
