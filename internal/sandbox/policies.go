@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,14 +71,6 @@ func PolicyChecks(ctx context.Context, dir, binary string, c client.Client, chec
 			}
 		})
 	}
-	var wg sync.WaitGroup
-	for i := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			jobs[i](&out[i])
-		}()
-	}
-	wg.Wait()
+	runChecks(out, jobs)
 	return out, nil
 }

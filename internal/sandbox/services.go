@@ -133,15 +133,7 @@ func ServiceChecks(ctx context.Context, dir, binary string, c client.Client, nam
 				})
 			})
 	}
-	var wg sync.WaitGroup
-	for i := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			jobs[i](&out[i])
-		}()
-	}
-	wg.Wait()
+	runChecks(out, jobs)
 	return out, nil
 }
 
@@ -191,4 +183,17 @@ func spread(ctx context.Context, dir, binary, from, url string, backends map[str
 		return got, nil
 	}
 	return got, err
+}
+
+// runChecks runs jobs[i] on out[i], all at once, and waits for them.
+func runChecks(out []AppCheck, jobs []func(*AppCheck)) {
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			jobs[i](&out[i])
+		}()
+	}
+	wg.Wait()
 }
