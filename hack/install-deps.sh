@@ -167,9 +167,11 @@ host_packages
 kube_binaries
 ovn_root
 ovn_wrappers
-"$CACHE/ovn/bin/ovn-nbctl" --version | head -n1 | sed 's/^/    /'
+# sed -n reads all of each version's output: head would close the pipe early,
+# and with pipefail the writer's SIGPIPE (exit 141) would fail the install.
+"$CACHE/ovn/bin/ovn-nbctl" --version | sed -n '1s/^/    /p'
 "$CACHE/kube/bin/kube-apiserver" --version | sed 's/^/    /'
-"$CACHE/kube/bin/etcd" --version | head -n1 | sed 's/^/    /'
+"$CACHE/kube/bin/etcd" --version | sed -n '1s/^/    /p'
 "$CACHE/kube/bin/kubectl" version --client 2>/dev/null | sed -n '1s/^/    kubectl /p'
 "$CACHE/kube/bin/coredns" -version | sed -n '1s/^/    /p'
 step "dependencies ready in $CACHE ($(($(date +%s) - start)) s)"
