@@ -21,7 +21,6 @@ import (
 	libovsdbclient "github.com/ovn-org/libovsdb/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
-	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -155,48 +154,6 @@ func (r *Reconciler) DesiredPolicy(ctx context.Context, key string) ([]model.Mod
 	return nil, nil, fmt.Errorf("%q is not a network policy key", key)
 }
 
-// policyScope is what a namespace's policies are rendered with in the zone.
-type policyScope struct {
-	primary podnet.Primary
-	network topology.Network
-	local   nodeinfo.Info // the zone's node
-}
-
-// scope returns the namespace's network and the zone's node; ok is false
-// when there is nothing to render (no network, no node).
-func (r *Reconciler) scope(ctx context.Context, namespace string) (policyScope, bool, error) {
-	primary, ok, err := r.namespacePrimary(ctx, namespace)
-	if err != nil {
-		return policyScope{}, false, err
-	}
-	if !ok {
-		return policyScope{}, false, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network yet", namespace)}
-	}
-	if primary.None() {
-		return policyScope{}, false, nil
-	}
-	n, exists, err := r.network(ctx, primary.Network)
-	if err != nil {
-		return policyScope{}, false, &NotRendered{Reason: err.Error()}
-	}
-	if !exists || !n.IsPrimary() {
-		return policyScope{}, false, nil
-	}
-	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
-	if err != nil {
-		return policyScope{}, false, err
-	}
-	for _, node := range nodes {
-		if node.Zone == r.Zone {
-			return policyScope{primary: primary, network: n, local: node}, true, nil
-		}
-	}
-	if r.hasLocalNode(nodes, bad) {
-		return policyScope{}, false, &NotRendered{Reason: "the zone's node is not ready"}
-	}
-	return policyScope{}, false, nil
-}
-
 func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) ([]model.Model, []string, error) {
 	pol := &networkingv1.NetworkPolicy{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pol); err != nil {
@@ -272,7 +229,7 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 // policyPods returns the namespace's running pods on the zone's node that
 // keep accepts (by namespace, name and labels), with their ports on the namespace's network, and the names of
 // the ports not in the Northbound yet.
-func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc policyScope, keep func(netpol.Pod) bool) ([]netpol.Pod, []string, error) {
+func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc nsScope, keep func(netpol.Pod) bool) ([]netpol.Pod, []string, error) {
 	var list corev1.PodList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{podNodeIndex: sc.local.Name}); err != nil {
 		return nil, nil, err

@@ -16,8 +16,10 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/services"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
 // Reconcile keys (and OVSDB owners) of services: "svc:<namespace>/<name>".
@@ -69,49 +71,61 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 		}
 		return services.Output{}, err
 	}
-	primary, ok, err := r.namespacePrimary(ctx, ns)
+	sc, ok, err := r.scope(ctx, ns)
+	if err != nil || !ok {
+		return services.Output{}, err // no network, no node: nothing to serve
+	}
+	slices, err := epslicemirror.ForService(ctx, r.Client, svc, sc.network.Name)
 	if err != nil {
 		return services.Output{}, err
 	}
+	return services.Render(services.Input{
+		Service: svc, Network: sc.network, Slices: slices, Node: sc.local.Name, HairpinIPs: r.Cluster.ServiceHairpinIPs(),
+		Infrastructure: r.Cluster.IsInfrastructureService(ns, name),
+	}), nil
+}
+
+// nsScope is what a namespace's Services and policies are rendered with in
+// the zone: its primary network and the zone's node.
+type nsScope struct {
+	primary podnet.Primary
+	network topology.Network
+	local   nodeinfo.Info // the zone's node
+}
+
+// scope returns the namespace's network and the zone's node; ok is false
+// when there is nothing to render (no network, no node).
+func (r *Reconciler) scope(ctx context.Context, namespace string) (nsScope, bool, error) {
+	primary, ok, err := r.namespacePrimary(ctx, namespace)
+	if err != nil {
+		return nsScope{}, false, err
+	}
 	if !ok {
-		return services.Output{}, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network yet", ns)}
+		return nsScope{}, false, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network yet", namespace)}
 	}
 	if primary.None() {
-		return services.Output{}, nil // labelled for a network that is gone (or not made yet): nothing to serve
+		return nsScope{}, false, nil
 	}
 	n, exists, err := r.network(ctx, primary.Network)
 	if err != nil {
-		return services.Output{}, &NotRendered{Reason: err.Error()}
+		return nsScope{}, false, &NotRendered{Reason: err.Error()}
 	}
-	if !exists {
-		return services.Output{}, nil
-	}
-	slices, err := epslicemirror.ForService(ctx, r.Client, svc, primary.Network)
-	if err != nil {
-		return services.Output{}, err
+	if !exists || !n.IsPrimary() {
+		return nsScope{}, false, nil
 	}
 	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
 	if err != nil {
-		return services.Output{}, err
+		return nsScope{}, false, err
 	}
-	node := ""
-	for _, n := range nodes {
-		if n.Zone == r.Zone {
-			node = n.Name
+	for _, node := range nodes {
+		if node.Zone == r.Zone {
+			return nsScope{primary: primary, network: n, local: node}, true, nil
 		}
 	}
-	if node == "" {
-		if r.hasLocalNode(nodes, bad) {
-			// The node's annotations do not parse: its rows stay, as the
-			// networks' do.
-			return services.Output{}, &NotRendered{Reason: "the zone's node is not ready"}
-		}
-		return services.Output{}, nil // the zone has no node: nothing to serve
+	if r.hasLocalNode(nodes, bad) {
+		return nsScope{}, false, &NotRendered{Reason: "the zone's node is not ready"}
 	}
-	return services.Render(services.Input{
-		Service: svc, Network: n, Slices: slices, Node: node, HairpinIPs: r.Cluster.ServiceHairpinIPs(),
-		Infrastructure: r.Cluster.IsInfrastructureService(ns, name),
-	}), nil
+	return nsScope{}, false, nil
 }
 
 // namespacePrimary returns a namespace's primary network (podnet's rule);

@@ -3,13 +3,18 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	libovsdb "github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,10 +25,12 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/manifest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/render"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 
@@ -39,17 +46,19 @@ func TestRenderMatchesCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	syncers := map[string]*ovsdbsync.Syncer{}
+	nbs := map[string]libovsdb.Client{}
 	for _, n := range st.Nodes {
 		nb, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: n.NB, Tables: zone.NBTables, Indexes: ovsdbsync.Indexes(zone.NBTableNames...)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nb.Close)
+		nbs[n.Name] = nb
 		if syncers[n.Name], err = zone.NewSyncer(nb); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rendered := 0
+	rendered, policyOwners := 0, 0
 	eventually(t, func() error {
 		docs, live, err := snapshot(ctx)
 		if err != nil {
@@ -69,7 +78,7 @@ func TestRenderMatchesCluster(t *testing.T) {
 		if err := sameAnnotations(res, live); err != nil {
 			return err
 		}
-		rendered = 0
+		rendered, policyOwners = 0, 0
 		for _, z := range res.Zones {
 			s := syncers[z.Name]
 			if s == nil {
@@ -122,13 +131,80 @@ func TestRenderMatchesCluster(t *testing.T) {
 			if len(svcOwners) > 0 {
 				return fmt.Errorf("zone %s: the Northbound has services render does not: %v", z.Name, svcOwners)
 			}
+			// Policies: render names ports by their row IDs; the zone's
+			// Northbound gives them UUIDs.
+			polOwners := map[string]bool{}
+			for _, prefix := range []string{"np:", "npdeny:", "npas:"} {
+				o, err := s.Owners(prefix)
+				if err != nil {
+					return err
+				}
+				maps.Copy(polOwners, o)
+			}
+			for _, p := range z.Policies {
+				if p.NotRendered != "" {
+					return fmt.Errorf("zone %s: %s not rendered: %s", z.Name, p.Owner, p.NotRendered)
+				}
+				rows, err := livePorts(ctx, nbs[z.Name], p.Models)
+				if err != nil {
+					return fmt.Errorf("zone %s: %s: %w", z.Name, p.Owner, err)
+				}
+				delete(polOwners, p.Owner)
+				plan, err := s.Plan(p.Owner, rows)
+				if err != nil {
+					return err
+				}
+				if !plan.Empty() {
+					return fmt.Errorf("zone %s: render and the zone controller differ on %s: %s\n%v", z.Name, p.Owner, plan, plan.Ops)
+				}
+				rendered += len(rows)
+				policyOwners++
+			}
+			for o := range polOwners {
+				// A namespace's default-deny groups outlive its policies,
+				// empty (the controller keeps what exists; render has no
+				// database to know it): those alone may be missing here.
+				var groups []nbdb.PortGroup
+				if err := nbs[z.Name].WhereCache(func(pg *nbdb.PortGroup) bool {
+					return pg.ExternalIDs[ovsdbsync.OwnerKey] == o
+				}).List(ctx, &groups); err != nil {
+					return err
+				}
+				if !strings.HasPrefix(o, "npdeny:") || slices.ContainsFunc(groups, func(pg nbdb.PortGroup) bool { return len(pg.Ports) > 0 }) {
+					return fmt.Errorf("zone %s: the Northbound has network policy rows render does not: %s", z.Name, o)
+				}
+			}
 		}
 		if len(res.Zones) != len(st.Nodes) {
 			return fmt.Errorf("render has %d zones, the sandbox %d nodes", len(res.Zones), len(st.Nodes))
 		}
 		return nil
 	})
-	t.Logf("%d rows in %d zones identical", rendered, len(st.Nodes))
+	if policyOwners == 0 {
+		t.Error("no network policy rows compared (examples/ has a policy)")
+	}
+	t.Logf("%d rows in %d zones identical (%d network policy owners among them)", rendered, len(st.Nodes), policyOwners)
+}
+
+// livePorts returns policy rows with their port groups' ports (row IDs of
+// logical switch ports, as render names them) replaced by the ports' UUIDs in
+// a zone's Northbound.
+func livePorts(ctx context.Context, nb libovsdb.Client, rows []model.Model) ([]model.Model, error) {
+	out := make([]model.Model, len(rows))
+	for i, m := range rows {
+		c := model.Clone(m)
+		if pg, ok := c.(*nbdb.PortGroup); ok {
+			for j, id := range pg.Ports {
+				lsp := &nbdb.LogicalSwitchPort{Name: strings.TrimPrefix(id, topology.PortRowID(""))}
+				if err := nb.Get(ctx, lsp); err != nil {
+					return nil, fmt.Errorf("port %s: %w", lsp.Name, err)
+				}
+				pg.Ports[j] = lsp.UUID
+			}
+		}
+		out[i] = c
+	}
+	return out, nil
 }
 
 // snapshot reads the objects render takes from the API server, as
@@ -137,7 +213,7 @@ func TestRenderMatchesCluster(t *testing.T) {
 func snapshot(ctx context.Context) ([]manifest.Document, map[string]map[string]string, error) {
 	lists := []client.ObjectList{&corev1.NamespaceList{}, &corev1.NodeList{}, &v1.UserDefinedNetworkList{},
 		&v1.ClusterUserDefinedNetworkList{}, &nadv1.NetworkAttachmentDefinitionList{}, &corev1.PodList{},
-		&corev1.ServiceList{}, &discoveryv1.EndpointSliceList{}}
+		&corev1.ServiceList{}, &discoveryv1.EndpointSliceList{}, &networkingv1.NetworkPolicyList{}}
 	var docs []manifest.Document
 	live := map[string]map[string]string{}
 	for _, l := range lists {
