@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,9 +151,11 @@ func benchPolicyAdd(b *testing.B, existing, policies int) {
 	var acls []nbdb.ACL
 	var pgs []nbdb.PortGroup
 	var sets []nbdb.AddressSet
-	_ = nb.WhereCache(func(a *nbdb.ACL) bool { return a.ExternalIDs[netpol.KindKey] != "" }).List(ctx, &acls)
-	_ = nb.WhereCache(func(p *nbdb.PortGroup) bool { return p.ExternalIDs[netpol.KindKey] != "" }).List(ctx, &pgs)
-	_ = nb.WhereCache(func(s *nbdb.AddressSet) bool { return s.ExternalIDs[netpol.KindKey] != "" }).List(ctx, &sets)
+	// Policy rows only (a Service's ACLs carry a kind too).
+	policyRow := func(ext map[string]string) bool { return strings.HasPrefix(ext[netpol.KindKey], netpol.KindPolicy) }
+	_ = nb.WhereCache(func(a *nbdb.ACL) bool { return policyRow(a.ExternalIDs) }).List(ctx, &acls)
+	_ = nb.WhereCache(func(p *nbdb.PortGroup) bool { return policyRow(p.ExternalIDs) }).List(ctx, &pgs)
+	_ = nb.WhereCache(func(s *nbdb.AddressSet) bool { return policyRow(s.ExternalIDs) }).List(ctx, &sets)
 
 	unselected := addPods("unselected", "none", 100)
 	var selected []time.Duration
