@@ -110,6 +110,7 @@ type Reconciler struct {
 	// keyEvents carries keys to reconcile now (the object's name is the key).
 	keyEvents chan event.GenericEvent
 	waiters   portWaiters
+	policies  policyCache
 	mu        sync.Mutex
 	noted     map[string]string // what was last reported per (network, node), to emit Events once
 	sbTxns    int64

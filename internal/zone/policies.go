@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -393,6 +394,44 @@ func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer
 	return namespaces, pods, nil
 }
 
+// compiled is what the event handlers match pods and namespaces against: a
+// policy's selectors, converted once per resource version (pod events come
+// often and are matched against every policy).
+type compiled struct {
+	version string
+	pods    labels.Selector
+	peers   []netpol.Peer
+	named   []netpol.Peer // peers its egress named ports resolve on
+}
+
+// policyCache holds compiled policies by UID.
+type policyCache struct {
+	mu    sync.Mutex
+	byUID map[types.UID]compiled
+}
+
+// get returns a policy compiled.
+func (c *policyCache) get(pol *networkingv1.NetworkPolicy) compiled {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.byUID[pol.UID]; ok && e.version == pol.ResourceVersion {
+		return e
+	}
+	e := compiled{version: pol.ResourceVersion, pods: netpol.PodSelector(pol), peers: netpol.Peers(pol), named: netpol.NamedPortPeers(pol)}
+	if c.byUID == nil {
+		c.byUID = map[types.UID]compiled{}
+	}
+	c.byUID[pol.UID] = e
+	return e
+}
+
+// forget drops a deleted policy.
+func (c *policyCache) forget(pol *networkingv1.NetworkPolicy) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byUID, pol.UID)
+}
+
 // policyPeerKeys extracts policyPeersIndex.
 func policyPeerKeys(o client.Object) []string {
 	pol, ok := o.(*networkingv1.NetworkPolicy)
@@ -414,7 +453,7 @@ func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.Network
 	if err != nil || !ok || primary.None() {
 		return out
 	}
-	for _, p := range netpol.Peers(pol) {
+	for _, p := range r.policies.get(pol).peers {
 		out = append(out, PeerKey(primary.Network, p))
 	}
 	return out
@@ -443,7 +482,7 @@ func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network s
 	}
 	var out []string
 	for i := range list.Items {
-		for _, p := range netpol.Peers(&list.Items[i]) {
+		for _, p := range r.policies.get(&list.Items[i]).peers {
 			out = append(out, PeerKey(network, p))
 		}
 	}
@@ -464,7 +503,7 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []strin
 		selected := false
 		for i := range all.Items {
 			pol := &all.Items[i]
-			if netpol.Selects(pol, netpol.Pod{Namespace: pod.Namespace, Labels: pod.Labels}) {
+			if pol.Namespace == pod.Namespace && r.policies.get(pol).pods.Matches(labels.Set(pod.Labels)) {
 				out = append(out, PolicyKey(pol.Namespace, pol.Name))
 				selected = true
 			}
@@ -484,12 +523,13 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []strin
 	nsv := netpol.Namespace{Name: ns.Name, Labels: ns.Labels}
 	for i := range all.Items {
 		pol := &all.Items[i]
-		for _, p := range netpol.Peers(pol) {
+		cp := r.policies.get(pol)
+		for _, p := range cp.peers {
 			if p.Selects(nsv, pod.Labels) {
 				out = append(out, PeerKey(primary.Network, p))
 			}
 		}
-		for _, p := range netpol.NamedPortPeers(pol) {
+		for _, p := range cp.named {
 			if p.Selects(nsv, pod.Labels) {
 				out = append(out, PolicyKey(pol.Namespace, pol.Name))
 				break
@@ -514,12 +554,13 @@ func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []string {
 		if err != nil || !ok || primary.None() {
 			continue
 		}
-		for _, p := range netpol.Peers(pol) {
+		cp := r.policies.get(pol)
+		for _, p := range cp.peers {
 			if p.Namespaces != nil {
 				out = append(out, PeerKey(primary.Network, p))
 			}
 		}
-		if len(netpol.NamedPortPeers(pol)) > 0 {
+		if len(cp.named) > 0 {
 			out = append(out, PolicyKey(pol.Namespace, pol.Name))
 		}
 	}

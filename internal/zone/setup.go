@@ -259,6 +259,9 @@ func (r *Reconciler) policyEvents() handler.EventHandler {
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(ctx, q, e.Object)
+			if pol, ok := e.Object.(*networkingv1.NetworkPolicy); ok {
+				r.policies.forget(pol)
+			}
 		},
 	}
 }
