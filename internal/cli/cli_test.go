@@ -55,7 +55,7 @@ spec: {topology: Localnet, role: Primary, subnets: [10.2.0.0/24]}
 	if err := os.WriteFile(f, []byte(input), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, format := range []string{"yaml", "json", "nbctl"} {
+	for _, format := range []string{"yaml", "json", "nbctl", "dot"} {
 		root := NewRootCommand()
 		var out, errOut bytes.Buffer
 		root.SetOut(&out)
@@ -69,7 +69,8 @@ spec: {topology: Localnet, role: Primary, subnets: [10.2.0.0/24]}
 			!strings.Contains(errOut.String(), "Localnet topology is not supported for a Primary network") {
 			t.Errorf("-o %s: stderr does not report the bad network:\n%s", format, errOut.String())
 		}
-		want := map[string]string{"yaml": "name: red.good", "json": `"name": "red.good"`, "nbctl": "switch red.good_ovn_layer2_switch"}[format]
+		want := map[string]string{"yaml": "name: red.good", "json": `"name": "red.good"`, "nbctl": "switch red.good_ovn_layer2_switch",
+			"dot": `label="network red.good\nlayer2 primary\nsubnets 10.1.0.0/24";`}[format]
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("-o %s: output lacks %q:\n%.2000s", format, want, out.String())
 		}

@@ -18,7 +18,7 @@ func newRenderCommand() *cobra.Command {
 	var output string
 	var verbose bool
 	cmd := &cobra.Command{
-		Use:   "render -f FILE|DIR... [--zone NODE] [-o yaml|json|nbctl]",
+		Use:   "render -f FILE|DIR... [--zone NODE] [-o yaml|json|nbctl|dot|svg]",
 		Short: "Show what manifests become: NADs, allocations, conditions, pod addresses and OVN rows, offline",
 		Long: `Render reads Namespaces, Nodes, UserDefinedNetworks, ClusterUserDefinedNetworks,
 NetworkAttachmentDefinitions and Pods from manifests and runs the controllers'
@@ -26,7 +26,9 @@ own code over them, with no API server and no OVN: validation (the CRDs' schemas
 and CEL rules), cluster-manager's allocation, and each zone's pod addressing and
 topology. It prints the NADs that would be created with their allocation, the
 Node and Pod annotations, the networks' conditions, the Events, and each zone's
-Northbound rows grouped by network.
+Northbound rows grouped by network. -o dot draws each zone's networks (routers,
+switches, their ports and addresses) as a Graphviz graph; -o svg runs Graphviz's
+dot command on it.
 
 Values already in the input (a Node's node-id or subnets, a NAD's network-id, a
 Pod's addresses) are kept; the rest are allocated deterministically: the same
@@ -36,7 +38,8 @@ agent annotations (reported as warnings).
 Objects that the API server would refuse are reported with their file and the
 reason, and the rest is still rendered; the exit status is then 1.`,
 		Example: `  ovn-udn render -f examples/
-  ovn-udn render -f examples/tenant-layer3.yaml --zone node1 -o nbctl`,
+  ovn-udn render -f examples/tenant-layer3.yaml --zone node1 -o nbctl
+  ovn-udn render -f examples/tenant-layer3.yaml --zone node1 -o svg > node1.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {

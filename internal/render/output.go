@@ -2,21 +2,25 @@ package render
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os/exec"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/ovn-udn/ovn-udn/internal/render/dot"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
 // Formats are the output formats Write knows.
-var Formats = []string{"yaml", "json", "nbctl"}
+var Formats = []string{"yaml", "json", "nbctl", "dot", "svg"}
 
 // Write prints a result: everything as YAML or JSON, or only the Northbound
 // rows as an OVN operator reads `ovn-nbctl show` ("nbctl"), zone by zone and
-// network by network.
+// network by network, or drawn as a Graphviz graph ("dot"; "svg" runs
+// Graphviz's dot command on it).
 func Write(w io.Writer, res *Result, format string) error {
 	switch format {
 	case "json":
@@ -35,8 +39,45 @@ func Write(w io.Writer, res *Result, format string) error {
 		return err
 	case "nbctl":
 		return writeNBCtl(w, res)
+	case "dot":
+		_, err := io.WriteString(w, dot.Graph(dotZones(res)))
+		return err
+	case "svg":
+		return writeSVG(w, res)
 	}
 	return fmt.Errorf("unknown output format %q (want one of %s)", format, strings.Join(Formats, ", "))
+}
+
+// dotZones are the result's zones as package dot draws them.
+func dotZones(res *Result) []dot.Zone {
+	out := make([]dot.Zone, 0, len(res.Zones))
+	for _, z := range res.Zones {
+		dz := dot.Zone{Name: z.Name}
+		for _, n := range z.Networks {
+			def := n.Definition
+			def.Name = n.Network
+			dz.Networks = append(dz.Networks, dot.Network{Definition: def, NotRendered: n.NotRendered, Rows: n.Models})
+		}
+		out = append(out, dz)
+	}
+	return out
+}
+
+// writeSVG pipes the DOT graph through Graphviz's dot command.
+func writeSVG(w io.Writer, res *Result) error {
+	path, err := exec.LookPath("dot")
+	if err != nil {
+		return errors.New("-o svg runs Graphviz's dot command, which is not on PATH: install graphviz, or use -o dot and run dot -Tsvg where Graphviz is installed")
+	}
+	cmd := exec.Command(path, "-Tsvg")
+	cmd.Stdin = strings.NewReader(dot.Graph(dotZones(res)))
+	cmd.Stdout = w
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("dot -Tsvg: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return nil
 }
 
 func writeNBCtl(w io.Writer, res *Result) error {

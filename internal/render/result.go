@@ -16,6 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/services"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -127,6 +130,9 @@ type NetworkRows struct {
 	Rows        []Row  `json:"rows,omitempty"`
 	// Models are the rows as the zone controller hands them to the database.
 	Models []model.Model `json:"-"`
+	// Definition is the network's topology, role and subnets, as far as
+	// the input defines them (for -o dot's labels).
+	Definition topology.Network `json:"-"`
 }
 
 // Row is one Northbound row: its table, its stable ID (references between
@@ -197,8 +203,9 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		}
 	}
 	sort.Strings(names)
+	defs := definitions(nads.Items, e.nodes.Config)
 	for _, name := range names {
-		rows, err := zoneRows(ctx, e.zones[name])
+		rows, err := zoneRows(ctx, e.zones[name], defs)
 		if err != nil {
 			return err
 		}
@@ -213,6 +220,31 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols})
 	}
 	return nil
+}
+
+// definitions returns the networks' names, topologies, roles and subnets:
+// the default network's from the cluster configuration, the others' from
+// the first NAD, in namespace and name order, whose config parses.
+func definitions(nads []nadv1.NetworkAttachmentDefinition, cfg config.Cluster) map[string]topology.Network {
+	out := map[string]topology.Network{nodeinfo.DefaultNetwork: topology.DefaultNetwork(cfg)}
+	sorted := make([]*nadv1.NetworkAttachmentDefinition, len(nads))
+	for i := range nads {
+		sorted[i] = &nads[i]
+	}
+	sort.Slice(sorted, func(i, j int) bool {
+		return key(sorted[i].Namespace, sorted[i].Name) < key(sorted[j].Namespace, sorted[j].Name)
+	})
+	for _, nad := range sorted {
+		c, err := netconf.Parse(nad)
+		if err != nil || c == nil {
+			continue
+		}
+		if _, ok := out[c.Name]; ok {
+			continue
+		}
+		out[c.Name] = topology.Network{Name: c.Name, Topology: c.Topology, Role: c.Role, Subnets: c.ParsedSubnets()}
+	}
+	return out
 }
 
 func conditions(cs []metav1.Condition) []Condition {

@@ -29,6 +29,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podalloc"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/udncontroller"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
@@ -371,8 +372,9 @@ func metaItems(list client.ObjectList) ([]client.Object, error) {
 	return out, nil
 }
 
-// zoneRows renders every network of a zone.
-func zoneRows(ctx context.Context, r *zone.Reconciler) ([]NetworkRows, error) {
+// zoneRows renders every network of a zone; defs are the networks'
+// definitions by name.
+func zoneRows(ctx context.Context, r *zone.Reconciler, defs map[string]topology.Network) ([]NetworkRows, error) {
 	names, err := r.Networks(ctx)
 	if err != nil {
 		return nil, err
@@ -382,13 +384,13 @@ func zoneRows(ctx context.Context, r *zone.Reconciler) ([]NetworkRows, error) {
 		rows, err := r.Desired(ctx, name)
 		var held *zone.NotRendered
 		if errors.As(err, &held) {
-			out = append(out, NetworkRows{Network: name, NotRendered: held.Reason})
+			out = append(out, NetworkRows{Network: name, NotRendered: held.Reason, Definition: defs[name]})
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("zone %s, network %s: %w", r.Zone, name, err)
 		}
-		out = append(out, NetworkRows{Network: name, Models: rows, Rows: toRows(rows)})
+		out = append(out, NetworkRows{Network: name, Models: rows, Rows: toRows(rows), Definition: defs[name]})
 	}
 	return out, nil
 }

@@ -1,6 +1,8 @@
 package dot
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -146,6 +148,16 @@ func TestDotQuoting(t *testing.T) {
 			t.Errorf("no %s in\n%s", want, got)
 		}
 	}
+}
+
+// TestDotGoldenReferences: every edge of render's golden (three topologies,
+// two zones) ends at a declared node and port.
+func TestDotGoldenReferences(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "two-nodes.dot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReferences(t, string(b))
 }
 
 var (
