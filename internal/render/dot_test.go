@@ -59,3 +59,18 @@ func TestDotSVGWithoutGraphviz(t *testing.T) {
 		t.Errorf("printed %q before failing", b.String())
 	}
 }
+
+// TestDotDocsPictures: docs/images holds what the commands docs/topology.md
+// names print (ovn-udn render -f examples/<file> --zone <zone> -o dot);
+// -update rewrites them.
+func TestDotDocsPictures(t *testing.T) {
+	for _, tc := range []struct{ example, zone, picture string }{
+		{"tenant-layer3.yaml", "node1", "layer3.dot"},
+		{"tenant-layer2.yaml", "node1", "layer2.dot"},
+		{"secondary-localnet.yaml", "node2", "localnet.dot"},
+	} {
+		res := run(t, read(t, filepath.Join(examples, tc.example)), render.Options{Zones: []string{tc.zone}})
+		// The commands write where docs/topology.md says.
+		goldenFile(t, filepath.Join("..", "..", "docs", "images", tc.picture), output(t, res, "dot"))
+	}
+}

@@ -60,7 +60,12 @@ func read(t testing.TB, paths ...string) []manifest.Document {
 // golden compares got with testdata/name, or rewrites it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
+	goldenFile(t, filepath.Join("testdata", name), got)
+}
+
+// goldenFile compares got with the file at path, or rewrites it with -update.
+func goldenFile(t *testing.T, path, got string) {
+	t.Helper()
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)

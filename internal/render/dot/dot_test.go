@@ -151,13 +151,20 @@ func TestDotQuoting(t *testing.T) {
 }
 
 // TestDotGoldenReferences: every edge of render's golden (three topologies,
-// two zones) ends at a declared node and port.
+// two zones) and of the pictures in docs/images ends at a declared node and
+// port.
 func TestDotGoldenReferences(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "two-nodes.dot"))
+	docs, err := filepath.Glob(filepath.Join("..", "..", "..", "docs", "images", "*.dot"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkReferences(t, string(b))
+	for _, path := range append([]string{filepath.Join("..", "testdata", "two-nodes.dot")}, docs...) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(path), func(t *testing.T) { checkReferences(t, string(b)) })
+	}
 }
 
 var (
