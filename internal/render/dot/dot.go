@@ -138,6 +138,8 @@ type graph struct {
 	edges     []string
 }
 
+// build reads a network's routers and switches, their ports and the edges
+// between them; prefix starts their DOT IDs.
 func build(prefix string, n Network) graph {
 	byID := map[string]model.Model{}
 	for _, r := range n.Rows {
@@ -146,10 +148,16 @@ func build(prefix string, n Network) graph {
 	routes := staticRoutes(n.Rows)
 	var g graph
 	routerPorts := map[string]end{} // LRP name -> its cell
-	var switchPorts []*nbdb.LogicalSwitchPort
-	var switchOf []*datapath
-	var routerPeers []*nbdb.LogicalRouterPort
-	var routerOf []*datapath
+	type lspAt struct {
+		p  *nbdb.LogicalSwitchPort
+		dp *datapath
+	}
+	type lrpAt struct {
+		p  *nbdb.LogicalRouterPort
+		dp *datapath
+	}
+	var switchPorts []lspAt
+	var peered []lrpAt
 	for _, r := range n.Rows {
 		switch v := r.(type) {
 		case *nbdb.LogicalRouter:
@@ -163,7 +171,7 @@ func build(prefix string, n Network) graph {
 				dp.ports = append(dp.ports, routerPort(p, routes))
 				routerPorts[p.Name] = end{dp, p.Name}
 				if p.Peer != nil {
-					routerPeers, routerOf = append(routerPeers, p), append(routerOf, dp)
+					peered = append(peered, lrpAt{p, dp})
 				}
 			}
 			g.datapaths = append(g.datapaths, dp)
@@ -173,7 +181,7 @@ func build(prefix string, n Network) graph {
 			for _, id := range v.Ports {
 				if p, ok := byID[id].(*nbdb.LogicalSwitchPort); ok {
 					dp.ports = append(dp.ports, switchPort(p, routes))
-					switchPorts, switchOf = append(switchPorts, p), append(switchOf, dp)
+					switchPorts = append(switchPorts, lspAt{p, dp})
 				}
 			}
 			g.datapaths = append(g.datapaths, dp)
@@ -187,8 +195,8 @@ func build(prefix string, n Network) graph {
 		edges[a.String()+" -- "+b.String()] = true
 	}
 	physical := map[string]bool{}
-	for i, p := range switchPorts {
-		here := end{switchOf[i], p.Name}
+	for _, at := range switchPorts {
+		p, here := at.p, end{at.dp, at.p.Name}
 		switch p.Type {
 		case "router":
 			if peer, ok := routerPorts[p.Options["router-port"]]; ok {
@@ -200,9 +208,9 @@ func build(prefix string, n Network) graph {
 			edges[quote(id)+" -- "+here.String()] = true
 		}
 	}
-	for i, p := range routerPeers {
-		if peer, ok := routerPorts[*p.Peer]; ok {
-			link(end{routerOf[i], p.Name}, peer)
+	for _, at := range peered {
+		if peer, ok := routerPorts[*at.p.Peer]; ok {
+			link(end{at.dp, at.p.Name}, peer)
 		}
 	}
 	for _, dp := range g.datapaths {
