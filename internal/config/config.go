@@ -118,15 +118,23 @@ func MasqueradeFits(p netip.Prefix, maxNetworks int) error {
 // subnet are reserved for the nodes' own use before per-network pairs begin.
 const MasqueradeReserved = 16
 
-// ServiceHairpinIPs are the addresses a Service's load balancer gives a
-// connection it sends back to the pod that opened it (hairpin): the fifth
-// reserved address of each masquerade subnet (169.254.0.5, fd69::5 by
-// default), as OVN-Kubernetes uses them.
-func (c Cluster) ServiceHairpinIPs() []netip.Addr {
+// HostMasqueradeIPs are what the node's external bridge SNATs the host's
+// connections to services to, before handing them to a gateway router: the
+// second reserved address of each masquerade subnet (169.254.0.2, fd69::2).
+func (c Cluster) HostMasqueradeIPs() []netip.Addr { return c.reservedMasquerade(2) }
+
+// MasqueradeNextHops are the next hops of the host's routes to the service
+// CIDRs and of the gateway routers' routes back to HostMasqueradeIPs: the
+// fourth reserved address (169.254.0.4, fd69::4). Nothing holds them; each
+// side has a static neighbour entry with the gateway MAC.
+func (c Cluster) MasqueradeNextHops() []netip.Addr { return c.reservedMasquerade(4) }
+
+// reservedMasquerade returns the n-th address of each masquerade subnet.
+func (c Cluster) reservedMasquerade(n int) []netip.Addr {
 	var out []netip.Addr
 	for _, p := range c.MasqueradeSubnets {
 		a := p.Masked().Addr()
-		for i := 0; i < 5; i++ {
+		for i := 0; i < n; i++ {
 			a = a.Next()
 		}
 		if a.IsValid() && p.Contains(a) {
@@ -135,6 +143,12 @@ func (c Cluster) ServiceHairpinIPs() []netip.Addr {
 	}
 	return out
 }
+
+// ServiceHairpinIPs are the addresses a Service's load balancer gives a
+// connection it sends back to the pod that opened it (hairpin): the fifth
+// reserved address of each masquerade subnet (169.254.0.5, fd69::5 by
+// default), as OVN-Kubernetes uses them.
+func (c Cluster) ServiceHairpinIPs() []netip.Addr { return c.reservedMasquerade(5) }
 
 // MaxNodeID is the largest node ID the transit subnets can address: each node
 // takes a /31 (or /127) at offset 2 × ID, and a logical port tunnel key is at

@@ -52,6 +52,9 @@ type Input struct {
 	// HairpinIPs are the source addresses of connections a load balancer
 	// sends back to the pod that opened them (config.Cluster.ServiceHairpinIPs).
 	HairpinIPs []netip.Addr
+	// NodeIPs are the zone node's addresses on the external network (its
+	// gateway routers' external addresses): node ports listen there.
+	NodeIPs []netip.Addr
 	// Infrastructure is true for the services pods with a primary
 	// user-defined network reach through the default network (only
 	// meaningful when Network is the default network).
@@ -87,6 +90,20 @@ func Render(in Input) Output {
 	out.Contributions = append(out.Contributions, ovsdbsync.Contribution{
 		Target: &nbdb.LoadBalancerGroup{Name: in.Network.ClusterLBGroup()}, Column: "load_balancer", Members: members,
 	})
+	if in.Network.IsPrimary() && len(in.NodeIPs) > 0 {
+		var routerLBs []string
+		for _, proto := range protocols(svc) {
+			if lb := nodeLoadBalancer(in, proto); lb != nil {
+				out.Rows = append(out.Rows, lb)
+				routerLBs = append(routerLBs, lb.UUID)
+			}
+		}
+		if len(routerLBs) > 0 {
+			out.Contributions = append(out.Contributions, ovsdbsync.Contribution{
+				Target: &nbdb.LogicalRouter{Name: in.Network.GatewayRouter(in.Node)}, Column: "load_balancer", Members: routerLBs,
+			})
+		}
+	}
 	if in.Infrastructure && in.Network.IsDefault() {
 		acls := infrastructureACLs(in, vips)
 		var ids []string
@@ -192,11 +209,16 @@ func loadBalancer(in Input, proto corev1.Protocol, ips []netip.Addr) *nbdb.LoadB
 // terminating ones (as kube-proxy does); with internalTrafficPolicy Local,
 // only the zone's node's.
 func Backends(in Input, port corev1.ServicePort, ipv4 bool) []string {
+	local := in.Service.Spec.InternalTrafficPolicy != nil && *in.Service.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
+	return backends(in, port, ipv4, local)
+}
+
+// backends is Backends with the node-local choice made by the caller.
+func backends(in Input, port corev1.ServicePort, ipv4, local bool) []string {
 	family := discoveryv1.AddressTypeIPv6
 	if ipv4 {
 		family = discoveryv1.AddressTypeIPv4
 	}
-	local := in.Service.Spec.InternalTrafficPolicy != nil && *in.Service.Spec.InternalTrafficPolicy == corev1.ServiceInternalTrafficPolicyLocal
 	ready, serving := map[string]bool{}, map[string]bool{}
 	for _, s := range in.Slices {
 		if s.AddressType != family {

@@ -197,11 +197,7 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	extPorts, extRoutes, nats := b.external(local, gr, cfg)
 	b.gatewayRouter = &nbdb.LogicalRouter{UUID: lrID(gr), Name: gr, Ports: append(grPorts, extPorts...),
 		StaticRoutes: append(grRoutes, extRoutes...), Nat: nats,
-		Options: map[string]string{
-			"chassis":                       local.ChassisID,
-			"always_learn_from_arp_request": "false",
-			"dynamic_neigh_routers":         "true",
-		},
+		Options:     b.gatewayRouterOptions(local),
 		ExternalIDs: b.ext(local.Name)}
 	b.add(b.gatewayRouter)
 	return nil

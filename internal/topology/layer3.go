@@ -271,11 +271,7 @@ func (b *builder) gateway(local nodeinfo.Info, cfg config.Cluster) (string, []st
 	grRoutes = append(grRoutes, routes...)
 	nats = append(nats, natIDs...)
 	b.gatewayRouter = &nbdb.LogicalRouter{UUID: lrID(gr), Name: gr, Ports: grPorts, StaticRoutes: grRoutes, Nat: nats,
-		Options: map[string]string{
-			"chassis":                       local.ChassisID,
-			"always_learn_from_arp_request": "false",
-			"dynamic_neigh_routers":         "true",
-		},
+		Options:     b.gatewayRouterOptions(local),
 		ExternalIDs: b.ext(local.Name)}
 	b.add(b.gatewayRouter)
 	return crPort, crRoutes
@@ -305,6 +301,16 @@ func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (
 		}
 		routes = append(routes, b.route(gr, "", def, hop.String(), rtoe, local.Name))
 	}
+	// Replies to the host's connections to services (br-ex SNATs them to
+	// the host masquerade address) go back out the external port, to a next
+	// hop br-ex answers ARP for.
+	for _, host := range cfg.HostMasqueradeIPs() {
+		hop, ok := familyOf(prefixesOf(cfg.MasqueradeNextHops()), host)
+		if !ok || !hasAddrFamily(g.IPs, host) {
+			continue
+		}
+		routes = append(routes, b.route(gr, "", netip.PrefixFrom(host, host.BitLen()), hop.Addr().String(), rtoe, local.Name))
+	}
 	for _, s := range n.Subnets {
 		var external netip.Addr
 		if n.IsDefault() {
@@ -330,6 +336,51 @@ func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (
 		nats = append(nats, id)
 	}
 	return ports, routes, nats
+}
+
+// gatewayRouterOptions are the options of a network's gateway router on the
+// local node: bound to the node's chassis; load-balanced traffic SNATed to
+// the address of the port it leaves by (so replies of a node port or of the
+// host's connection to a service served on another node come back through
+// this router; load balancers with skip_snat, externalTrafficPolicy Local,
+// keep the client's address); a user-defined network SNATs in its own
+// conntrack zone (gateway.NetworkZone), distinct on every node, since br-ex
+// then SNATs every network to the same node address.
+func (b *builder) gatewayRouterOptions(local nodeinfo.Info) map[string]string {
+	o := map[string]string{
+		"chassis":                       local.ChassisID,
+		"always_learn_from_arp_request": "false",
+		"dynamic_neigh_routers":         "true",
+		"lb_force_snat_ip":              "router_ip",
+	}
+	if !b.n.IsDefault() {
+		o["snat-ct-zone"] = strconv.Itoa(GatewaySNATZone(b.n.ID))
+	}
+	return o
+}
+
+// GatewaySNATZoneBase + a network ID is the conntrack zone of a user-defined
+// network's gateway router SNAT: 61441..65535, above the zones
+// ovn-controller allocates (upward from 1). The node's external bridge uses
+// the slot of ID 0 and the one below (internal/gateway).
+const GatewaySNATZoneBase = 61440
+
+// GatewaySNATZone is the SNAT conntrack zone of network id's gateway routers.
+func GatewaySNATZone(id int) int { return GatewaySNATZoneBase + id }
+
+// hasAddrFamily reports whether some prefix has a's IP family.
+func hasAddrFamily(ps []netip.Prefix, a netip.Addr) bool {
+	_, ok := familyOf(ps, a)
+	return ok
+}
+
+// prefixesOf turns addresses into host prefixes.
+func prefixesOf(as []netip.Addr) []netip.Prefix {
+	out := make([]netip.Prefix, len(as))
+	for i, a := range as {
+		out[i] = netip.PrefixFrom(a, a.BitLen())
+	}
+	return out
 }
 
 // hasFamily reports whether the network has a subnet of a's IP family.

@@ -78,12 +78,13 @@ func TestLayer3(t *testing.T) {
 			name:  "layer3 primary UDN, one remote node, one node not ready",
 			net:   blue(),
 			nodes: []nodeinfo.Info{node1, node2, node3},
-			want: `router GR_ns1.blue_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true}
+			want: `router GR_ns1.blue_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true lb_force_snat_ip=router_ip snat-ct-zone=61443}
   load-balancer-group ns1.blue_clusterLBGroup
   port rtoe-GR_ns1.blue_node1 mac 02:42:ac:12:00:02 networks 172.18.0.2/16
   port rtoj-GR_ns1.blue_node1 mac 0a:58:64:41:00:02 networks 100.65.0.2/16
   route 0.0.0.0/0 via 172.18.0.1 dev rtoe-GR_ns1.blue_node1
   route 10.128.0.0/16 via 100.65.0.1
+  route 169.254.0.2/32 via 169.254.0.4 dev rtoe-GR_ns1.blue_node1
   nat snat 10.128.0.0/16 -> 169.254.0.22
 router ns1.blue_ovn_cluster_router
   port rtoj-ns1.blue_ovn_cluster_router mac 0a:58:64:41:00:01 networks 100.65.0.1/16
@@ -115,12 +116,13 @@ load-balancer-group ns1.blue_clusterLBGroup
 			name:  "default network, dual stack, rendered by the same code without a name prefix",
 			net:   DefaultNetwork(cfg),
 			nodes: []nodeinfo.Info{node1, node2},
-			want: `router GR_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true}
+			want: `router GR_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true lb_force_snat_ip=router_ip}
   load-balancer-group clusterLBGroup
   port rtoe-GR_node1 mac 02:42:ac:12:00:02 networks 172.18.0.2/16
   port rtoj-GR_node1 mac 0a:58:64:40:00:02 networks 100.64.0.2/16,fd98::2/64
   route 0.0.0.0/0 via 172.18.0.1 dev rtoe-GR_node1
   route 10.244.0.0/16 via 100.64.0.1
+  route 169.254.0.2/32 via 169.254.0.4 dev rtoe-GR_node1
   route fd00:10:244::/48 via fd98::1
   nat snat 10.244.0.0/16 -> 172.18.0.2
 router ovn_cluster_router

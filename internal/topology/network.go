@@ -145,6 +145,18 @@ func (n Network) ServiceLoadBalancer(namespace, name, protocol string) string {
 	return n.prefix() + "Service_" + namespace + "/" + name + "_" + protocol + "_cluster"
 }
 
+// NodeServiceLoadBalancer is the load balancer of a service's protocol that
+// serves it from outside on one node's gateway router (node ports, external
+// IPs), as OVN-Kubernetes names its per-node router load balancers.
+func (n Network) NodeServiceLoadBalancer(namespace, name, protocol, node string) string {
+	return n.prefix() + "Service_" + namespace + "/" + name + "_" + protocol + "_node_router_" + node
+}
+
+// GatewayLocalnetPort is the localnet port of the network's external switch
+// on a node; ovn-controller names the patch port to the external bridge
+// after it (external_ids:ovn-localnet-port on the OVS interface).
+func (n Network) GatewayLocalnetPort(node string) string { return localnetPort(n, node) }
+
 // HasServices reports whether the network load-balances Kubernetes services:
 // primary Layer3 and Layer2 networks (the default network included).
 func (n Network) HasServices() bool {

@@ -79,6 +79,9 @@ func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 	if err := s.Share(&nbdb.PortGroup{}, "acls"); err != nil {
 		return nil, err
 	}
+	if err := s.Share(&nbdb.LogicalRouter{}, "load_balancer"); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -81,8 +81,21 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 	}
 	return services.Render(services.Input{
 		Service: svc, Network: sc.network, Slices: slices, Node: sc.local.Name, HairpinIPs: r.Cluster.ServiceHairpinIPs(),
-		Infrastructure: r.Cluster.IsInfrastructureService(ns, name),
+		NodeIPs: gatewayAddrs(sc.local), Infrastructure: r.Cluster.IsInfrastructureService(ns, name),
 	}), nil
+}
+
+// gatewayAddrs returns a node's external addresses (its gateway routers'),
+// none when it publishes no gateway.
+func gatewayAddrs(n nodeinfo.Info) []netip.Addr {
+	if n.Gateway == nil {
+		return nil
+	}
+	out := make([]netip.Addr, len(n.Gateway.IPs))
+	for i, p := range n.Gateway.IPs {
+		out[i] = p.Addr()
+	}
+	return out
 }
 
 // nsScope is what a namespace's Services and policies are rendered with in
