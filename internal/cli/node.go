@@ -50,6 +50,7 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 				return err
 			}
 			opts.Host.Command, opts.Host.Path = tools(toolsDir)
+			opts.Gateway.Netns = opts.Host.Netns
 			if opts.WorkloadDir != "" {
 				if opts.Workloads, err = workloadPrograms(toolsDir); err != nil {
 					return err
@@ -76,6 +77,8 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 	fs.StringVar(&gw.IP, "gateway-ip", "", "address with prefix length of the node's external interface for gateway routers (none: no gateway)")
 	fs.StringVar(&gw.NextHop, "gateway-next-hop", "", "the external next hop of gateway routers")
 	fs.StringVar(&gw.MAC, "gateway-mac", "", "the MAC address of gateway routers' external ports")
+	fs.StringVar(&opts.Gateway.Bridge, "external-bridge", "", "the external bridge whose OpenFlow table the agent owns (shared gateway mode: egress, node ports, host to services; e.g. br-ex; empty: leave it alone)")
+	fs.StringVar(&opts.Gateway.Interface, "external-interface", "eth0", "the uplink port of --external-bridge")
 	fs.StringVar(&toolsDir, "tools-dir", "", "directory holding ip, ethtool and ovs-vsctl (default: $PATH)")
 	fs.IntVar(&opts.Workers, "workers", 4, "pods plumbed at once")
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")

@@ -68,6 +68,9 @@ type Options struct {
 	// which pods running a workload reach the API server inside their own
 	// network namespace (see apiProxies); empty: none.
 	APIProxy string
+	// Gateway is the external bridge the agent keeps the flows of (shared
+	// gateway mode); off when Gateway.Bridge is empty or Info.Gateway nil.
+	Gateway GatewayOptions
 }
 
 // Scheme returns the scheme the agent needs.
@@ -126,6 +129,11 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
+	}
+	if opts.Gateway.Bridge != "" && opts.Info.Gateway != nil {
+		if err := (&GatewayReconciler{Client: mgr.GetClient(), Opts: opts}).SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
 	}
 	if err := mgr.Add(publisher{client: mgr.GetClient(), opts: opts}); err != nil {
 		return nil, err

@@ -1,0 +1,325 @@
+// Package gateway computes, as a pure function, the OpenFlow table of a
+// node's external bridge (br-ex) in shared gateway mode: which packets go to
+// the host, which to the physical interface, and which to the gateway router
+// of which network (each network's gateway router reaches br-ex through its
+// own patch port, with the node's address and MAC on its external port).
+//
+// The node agent (internal/nodeagent) gathers the input (patch ports from
+// OVS, networks from NADs, services from the API) and writes the result with
+// one `ovs-ofctl replace-flows`, so the bridge holds exactly these flows.
+// docs/gateway.md draws the paths.
+package gateway
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+)
+
+// Conntrack zones of the external bridge. OVN's ovn-controller allocates its
+// zones upward from 1; the user-defined networks' gateway routers SNAT in
+// topology.GatewaySNATZone(ID) (61441..65535); these take the slot of ID 0
+// (the default network keeps the zone OVN gives it) and the one below.
+const (
+	// NodeZone is where br-ex SNATs every network's egress to the node's
+	// address and marks it with the network.
+	NodeZone = topology.GatewaySNATZoneBase
+	// HostServiceZone is where br-ex SNATs the host's connections to
+	// services to the host masquerade address.
+	HostServiceZone = topology.GatewaySNATZoneBase - 1
+)
+
+// Mark is the conntrack mark br-ex gives the node-address SNAT of a
+// network's egress (in NodeZone), so replies find their gateway router: the
+// network ID plus one, never 0 (0 is the host's own connections).
+func Mark(id int) int { return id + 1 }
+
+// Network is one network's gateway router as br-ex sees it.
+type Network struct {
+	Name string
+	ID   int
+	// Patch is the OpenFlow port number of the network's patch port on
+	// br-ex (ovn-controller creates it for the network's localnet port).
+	Patch int
+}
+
+// Port is one service port reached from outside.
+type Port struct {
+	// Protocol is "tcp", "udp" or "sctp".
+	Protocol string
+	// Port is the service port (on external IPs); NodePort is the node port
+	// (on the node's addresses), 0 when none.
+	Port, NodePort int
+}
+
+// Service is one service as br-ex steers it.
+type Service struct {
+	// Name is "<namespace>/<name>" (for sorting and comments).
+	Name string
+	// Network is the name of the service's network (one of Input.Networks).
+	Network    string
+	ClusterIPs []netip.Addr
+	// ExternalIPs are spec.externalIPs and status.loadBalancer.ingress IPs.
+	ExternalIPs []netip.Addr
+	Ports       []Port
+}
+
+// Input is everything the table depends on.
+type Input struct {
+	// Physical is the OpenFlow port number of the uplink (eth0).
+	Physical int
+	// NodeIPs are the node's addresses on the external network: the host's
+	// and every gateway router's.
+	NodeIPs []netip.Addr
+	// MAC is the gateway routers' external MAC (the bridge's own).
+	MAC string
+	// HostMasqueradeIPs are what the host's connections to services are
+	// SNATed to (config.Cluster.HostMasqueradeIPs), one per family.
+	HostMasqueradeIPs []netip.Addr
+	// MasqueradeNextHops are the routers' next hop toward
+	// HostMasqueradeIPs (config.Cluster.MasqueradeNextHops): br-ex answers
+	// the routers' ARP for it with NextHopMAC of the address (not MAC: a
+	// router's switch would send a frame to its own MAC back to it).
+	MasqueradeNextHops []netip.Addr
+	// ServiceCIDRs are the cluster's service ranges: the host reaches the
+	// default network's services through them.
+	ServiceCIDRs []netip.Prefix
+	// TunnelPort is the Geneve UDP port, passed between the uplink and the
+	// host without conntrack (default 6081).
+	TunnelPort int
+	Networks   []Network
+	Services   []Service
+}
+
+// Tables of the external bridge.
+const (
+	tableClassify    = 0 // by ingress port
+	tableFromUplink  = 1 // after the node-zone lookup: which gateway router
+	tableToRouter    = 2 // host → service, after its SNAT: to reg0's port
+	tableToHost      = 3 // service → host replies, after their un-SNAT
+	tableToPhysical  = 4 // OVN egress, after the node SNAT
+	defaultGeneve    = 6081
+	cookie           = "0x0de7e4a1"
+	prioTunnel       = 1000
+	prioIngress      = 700
+	prioHostService  = 600
+	prioHostServices = 500 // the default network's service CIDR
+	prioResponder    = 450
+	prioNeighbor     = 400
+	prioNeighborReq  = 390
+	prioEgress       = 100
+	prioFromUplink   = 50
+	prioRest         = 10
+)
+
+// Flows returns the bridge's flows in `ovs-ofctl add-flows` syntax, sorted:
+// the same input gives the same text. Networks without a patch port yet, and
+// services of networks not in Networks, are left out.
+func Flows(in Input) []string {
+	f := flows{}
+	if in.TunnelPort == 0 {
+		in.TunnelPort = defaultGeneve
+	}
+	nets := map[string]Network{}
+	var patches []Network
+	for _, n := range in.Networks {
+		if n.Patch > 0 {
+			nets[n.Name] = n
+			patches = append(patches, n)
+		}
+	}
+	sort.Slice(patches, func(i, j int) bool { return patches[i].ID < patches[j].ID })
+	phys := in.Physical
+
+	for _, ip := range in.NodeIPs {
+		fam := familyOf(ip)
+		// Geneve between the uplink and the host's tunnel endpoint: no
+		// conntrack, so the overlay never pays for it.
+		f.add(tableClassify, prioTunnel, fmt.Sprintf("in_port=%d,%s,%s=%s,tp_dst=%d", phys, fam.udp, fam.dst, ip, in.TunnelPort), "LOCAL")
+		f.add(tableClassify, prioTunnel, fmt.Sprintf("in_port=LOCAL,%s,%s=%s,tp_dst=%d", fam.udp, fam.src, ip, in.TunnelPort), fmt.Sprintf("output:%d", phys))
+		// Everything else to the node's address: is it a reply to egress
+		// of a network? The node zone knows (un-SNAT, and its mark).
+		f.add(tableClassify, prioFromUplink, fmt.Sprintf("in_port=%d,%s,%s=%s", phys, fam.ip, fam.dst, ip),
+			fmt.Sprintf("ct(zone=%d,nat,table=%d)", NodeZone, tableFromUplink))
+	}
+
+	// Neighbour resolution: requests from outside are the host's to answer
+	// (the routers have the same address and MAC); replies go to every
+	// router and the host, whoever asked; the routers' requests go out.
+	var all []string
+	all = append(all, "LOCAL")
+	for _, n := range patches {
+		all = append(all, fmt.Sprintf("output:%d", n.Patch))
+	}
+	f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,arp,arp_op=2", phys), strings.Join(all, ","))
+	f.add(tableClassify, prioNeighborReq, fmt.Sprintf("in_port=%d,arp", phys), "LOCAL")
+	f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,icmp6,icmp_type=136", phys), strings.Join(all, ","))
+	f.add(tableClassify, prioNeighborReq, fmt.Sprintf("in_port=%d,icmp6,icmp_type=135", phys), "LOCAL")
+
+	for _, n := range patches {
+		// A router's neighbour requests and everything it sends that no
+		// rule below claims go out the uplink.
+		f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,arp", n.Patch), fmt.Sprintf("output:%d", phys))
+		for _, hop := range in.MasqueradeNextHops {
+			if hop.Is4() {
+				f.add(tableClassify, prioResponder, fmt.Sprintf("in_port=%d,arp,arp_op=1,arp_tpa=%s", n.Patch, hop), arpReply(NextHopMAC(hop), hop))
+			}
+		}
+		f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,icmp6,icmp_type=135", n.Patch), fmt.Sprintf("output:%d", phys))
+		for _, ip := range in.NodeIPs {
+			fam := familyOf(ip)
+			// Egress: SNAT to the node's address in the node zone, marked
+			// with the network, then out. Conntrack moves the source port
+			// when two networks' connections would collide.
+			f.add(tableClassify, prioEgress, fmt.Sprintf("in_port=%d,%s", n.Patch, fam.ip),
+				fmt.Sprintf("ct(commit,zone=%d,nat(src=%s),exec(set_field:%d->ct_mark),table=%d)", NodeZone, ip, Mark(n.ID), tableToPhysical))
+		}
+		f.add(tableFromUplink, 100, fmt.Sprintf("ct_state=+trk+est,ct_mark=%d", Mark(n.ID)), fmt.Sprintf("mod_dl_dst:%s,output:%d", in.MAC, n.Patch))
+		f.add(tableFromUplink, 100, fmt.Sprintf("ct_state=+trk+rel,ct_mark=%d", Mark(n.ID)), fmt.Sprintf("mod_dl_dst:%s,output:%d", in.MAC, n.Patch))
+		// Replies to the host's connections to services.
+		for _, m := range in.HostMasqueradeIPs {
+			fam := familyOf(m)
+			f.add(tableClassify, prioHostService, fmt.Sprintf("in_port=%d,%s,%s=%s", n.Patch, fam.ip, fam.dst, m),
+				fmt.Sprintf("ct(zone=%d,nat,table=%d)", HostServiceZone, tableToHost))
+		}
+	}
+	f.add(tableFromUplink, 0, "", "LOCAL")
+	f.add(tableToPhysical, 0, "", fmt.Sprintf("output:%d", phys))
+	f.add(tableToRouter, 0, "", fmt.Sprintf("mod_dl_dst:%s,output:NXM_NX_REG0[]", in.MAC))
+	f.add(tableToHost, 100, "ct_state=+trk+est", "mod_dl_dst:"+in.MAC+",LOCAL")
+	f.add(tableToHost, 100, "ct_state=+trk+rel", "mod_dl_dst:"+in.MAC+",LOCAL")
+	f.add(tableToHost, 0, "", "drop")
+
+	// The host's connections to services: to the service's network's
+	// router, SNATed to the host masquerade address (the router answers it
+	// through its external port).
+	toRouter := func(patch int, ip netip.Addr, match string) {
+		for _, m := range in.HostMasqueradeIPs {
+			if m.Is4() != ip.Is4() {
+				continue
+			}
+			f.add(tableClassify, prioHostService, match,
+				fmt.Sprintf("load:%d->NXM_NX_REG0[],ct(commit,zone=%d,nat(src=%s),table=%d)", patch, HostServiceZone, m, tableToRouter))
+		}
+	}
+	if def, ok := defaultNetwork(patches); ok {
+		for _, c := range in.ServiceCIDRs {
+			fam := familyOf(c.Addr())
+			for _, m := range in.HostMasqueradeIPs {
+				if m.Is4() == c.Addr().Is4() {
+					f.add(tableClassify, prioHostServices, fmt.Sprintf("in_port=LOCAL,%s,%s=%s", fam.ip, fam.dst, c.Masked()),
+						fmt.Sprintf("load:%d->NXM_NX_REG0[],ct(commit,zone=%d,nat(src=%s),table=%d)", def.Patch, HostServiceZone, m, tableToRouter))
+				}
+			}
+		}
+	}
+
+	for _, s := range in.Services {
+		n, ok := nets[s.Network]
+		if !ok {
+			continue
+		}
+		if n.ID != 0 {
+			for _, ip := range s.ClusterIPs {
+				fam := familyOf(ip)
+				toRouter(n.Patch, ip, fmt.Sprintf("in_port=LOCAL,%s,%s=%s", fam.ip, fam.dst, ip))
+			}
+		}
+		// From outside: node ports on the node's addresses, service ports on
+		// external IPs, straight to the router and its replies straight out.
+		for _, p := range s.Ports {
+			for _, ip := range in.NodeIPs {
+				if p.NodePort > 0 {
+					f.steer(phys, n.Patch, p.Protocol, ip, p.NodePort)
+				}
+			}
+			for _, ip := range s.ExternalIPs {
+				f.steer(phys, n.Patch, p.Protocol, ip, p.Port)
+			}
+		}
+	}
+
+	f.add(tableClassify, prioRest, fmt.Sprintf("in_port=%d", phys), "LOCAL")
+	// The host's own connections are committed (unmarked) in the node zone,
+	// so the networks' SNAT never picks a tuple the host uses.
+	for _, ip := range in.NodeIPs {
+		fam := familyOf(ip)
+		f.add(tableClassify, prioEgress, fmt.Sprintf("in_port=LOCAL,%s,%s=%s", fam.ip, fam.src, ip),
+			fmt.Sprintf("ct(commit,zone=%d),output:%d", NodeZone, phys))
+	}
+	f.add(tableClassify, prioRest, "in_port=LOCAL", fmt.Sprintf("output:%d", phys))
+	return f.sorted()
+}
+
+// steer sends a service port's traffic from the uplink to a router, and the
+// router's replies from it back to the uplink.
+func (f flows) steer(phys, patch int, proto string, ip netip.Addr, port int) {
+	fam := familyOf(ip)
+	p := proto
+	if !ip.Is4() {
+		p += "6"
+	}
+	f.add(tableClassify, prioIngress, fmt.Sprintf("in_port=%d,%s,%s=%s,tp_dst=%d", phys, p, fam.dst, ip, port), fmt.Sprintf("output:%d", patch))
+	f.add(tableClassify, prioIngress, fmt.Sprintf("in_port=%d,%s,%s=%s,tp_src=%d", patch, p, fam.src, ip, port), fmt.Sprintf("output:%d", phys))
+}
+
+// NextHopMAC is the MAC br-ex answers for a masquerade next hop: derived
+// from its address as OVN-Kubernetes derives MACs (169.254.0.4 →
+// 0a:58:a9:fe:00:04).
+func NextHopMAC(hop netip.Addr) string { return allocator.MAC(hop).String() }
+
+// arpReply turns an ARP request into the reply "ip is at mac" and sends it
+// back where it came from.
+func arpReply(mac string, ip netip.Addr) string {
+	return strings.Join([]string{
+		"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]", "mod_dl_src:" + mac,
+		"load:0x2->NXM_OF_ARP_OP[]",
+		"move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[]", "move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[]",
+		"set_field:" + mac + "->arp_sha", "set_field:" + ip.String() + "->arp_spa",
+		"IN_PORT",
+	}, ",")
+}
+
+func defaultNetwork(nets []Network) (Network, bool) {
+	for _, n := range nets {
+		if n.ID == 0 {
+			return n, true
+		}
+	}
+	return Network{}, false
+}
+
+// family holds the match field names of an IP family.
+type family struct{ ip, udp, src, dst string }
+
+func familyOf(a netip.Addr) family {
+	if a.Is4() {
+		return family{"ip", "udp", "nw_src", "nw_dst"}
+	}
+	return family{"ipv6", "udp6", "ipv6_src", "ipv6_dst"}
+}
+
+// flows is a set of flows keyed by their match (table, priority, match), so
+// a duplicate match keeps one flow.
+type flows map[string]string
+
+func (f flows) add(table, priority int, match, actions string) {
+	key := fmt.Sprintf("table=%d,priority=%d", table, priority)
+	if match != "" {
+		key += "," + match
+	}
+	f[key] = actions
+}
+
+func (f flows) sorted() []string {
+	out := make([]string, 0, len(f))
+	for k, a := range f {
+		out = append(out, "cookie="+cookie+","+k+",actions="+a)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,134 @@
+package gateway
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func input() Input {
+	return Input{
+		Physical:           1,
+		NodeIPs:            []netip.Addr{netip.MustParseAddr("192.168.100.11")},
+		MAC:                "02:00:c0:a8:64:0b",
+		HostMasqueradeIPs:  []netip.Addr{netip.MustParseAddr("169.254.0.2")},
+		MasqueradeNextHops: []netip.Addr{netip.MustParseAddr("169.254.0.4")},
+		ServiceCIDRs:       []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16")},
+		Networks: []Network{
+			{Name: "default", ID: 0, Patch: 2},
+			{Name: "blue", ID: 3, Patch: 5},
+			{Name: "pending", ID: 9}, // no patch port yet
+		},
+		Services: []Service{
+			{Name: "blue/web", Network: "blue", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.50")},
+				ExternalIPs: []netip.Addr{netip.MustParseAddr("172.30.0.10")},
+				Ports:       []Port{{Protocol: "tcp", Port: 80, NodePort: 30080}}},
+			{Name: "default/kubernetes", Network: "default", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.1")},
+				Ports: []Port{{Protocol: "tcp", Port: 443}}},
+			{Name: "gone/x", Network: "pending", ClusterIPs: []netip.Addr{netip.MustParseAddr("10.96.0.99")},
+				Ports: []Port{{Protocol: "udp", Port: 53, NodePort: 30053}}},
+		},
+	}
+}
+
+// pick returns the flows of f containing every fragment, without the cookie.
+func pick(f []string, fragments ...string) []string {
+	var out []string
+next:
+	for _, l := range f {
+		for _, s := range fragments {
+			if !strings.Contains(l, s) {
+				continue next
+			}
+		}
+		out = append(out, strings.TrimPrefix(l, "cookie="+cookie+","))
+	}
+	return out
+}
+
+func TestFlows(t *testing.T) {
+	f := Flows(input())
+	for _, tc := range []struct {
+		name      string
+		fragments []string
+		want      []string
+	}{{
+		name:      "egress of each network: SNAT to the node in the node zone, marked",
+		fragments: []string{"priority=100,in_port="},
+		want: []string{
+			"table=0,priority=100,in_port=2,ip,actions=ct(commit,zone=61440,nat(src=192.168.100.11),exec(set_field:1->ct_mark),table=4)",
+			"table=0,priority=100,in_port=5,ip,actions=ct(commit,zone=61440,nat(src=192.168.100.11),exec(set_field:4->ct_mark),table=4)",
+			"table=0,priority=100,in_port=LOCAL,ip,nw_src=192.168.100.11,actions=ct(commit,zone=61440),output:1",
+		},
+	}, {
+		name:      "replies find their router by mark",
+		fragments: []string{"table=1,"},
+		want: []string{
+			"table=1,priority=0,actions=LOCAL",
+			"table=1,priority=100,ct_state=+trk+est,ct_mark=1,actions=mod_dl_dst:02:00:c0:a8:64:0b,output:2",
+			"table=1,priority=100,ct_state=+trk+est,ct_mark=4,actions=mod_dl_dst:02:00:c0:a8:64:0b,output:5",
+			"table=1,priority=100,ct_state=+trk+rel,ct_mark=1,actions=mod_dl_dst:02:00:c0:a8:64:0b,output:2",
+			"table=1,priority=100,ct_state=+trk+rel,ct_mark=4,actions=mod_dl_dst:02:00:c0:a8:64:0b,output:5",
+		},
+	}, {
+		name:      "node port and external IP steered both ways, nothing for a network without a patch port",
+		fragments: []string{"priority=700"},
+		want: []string{
+			"table=0,priority=700,in_port=1,tcp,nw_dst=172.30.0.10,tp_dst=80,actions=output:5",
+			"table=0,priority=700,in_port=1,tcp,nw_dst=192.168.100.11,tp_dst=30080,actions=output:5",
+			"table=0,priority=700,in_port=5,tcp,nw_src=172.30.0.10,tp_src=80,actions=output:1",
+			"table=0,priority=700,in_port=5,tcp,nw_src=192.168.100.11,tp_src=30080,actions=output:1",
+		},
+	}, {
+		name:      "host to a UDN ClusterIP and to the default network's service CIDR",
+		fragments: []string{"in_port=LOCAL", "nat(src=169.254.0.2)"},
+		want: []string{
+			"table=0,priority=500,in_port=LOCAL,ip,nw_dst=10.96.0.0/16,actions=load:2->NXM_NX_REG0[],ct(commit,zone=61439,nat(src=169.254.0.2),table=2)",
+			"table=0,priority=600,in_port=LOCAL,ip,nw_dst=10.96.0.50,actions=load:5->NXM_NX_REG0[],ct(commit,zone=61439,nat(src=169.254.0.2),table=2)",
+		},
+	}, {
+		name:      "Geneve passes without conntrack",
+		fragments: []string{"tp_dst=6081"},
+		want: []string{
+			"table=0,priority=1000,in_port=1,udp,nw_dst=192.168.100.11,tp_dst=6081,actions=LOCAL",
+			"table=0,priority=1000,in_port=LOCAL,udp,nw_src=192.168.100.11,tp_dst=6081,actions=output:1",
+		},
+	}, {
+		name:      "ARP replies reach every router and the host",
+		fragments: []string{"arp_op=2"},
+		want:      []string{"table=0,priority=400,in_port=1,arp,arp_op=2,actions=LOCAL,output:2,output:5"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, pick(f, tc.fragments...)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got := pick(f, "10.96.0.99"); len(got) != 0 {
+		t.Errorf("flows for a network without a patch port: %v", got)
+	}
+	if got := pick(f, "arp_tpa=169.254.0.4"); len(got) != 2 || !strings.Contains(got[0], "set_field:0a:58:a9:fe:00:04->arp_sha") {
+		t.Errorf("ARP responder for the masquerade next hop: %v", got)
+	}
+}
+
+func TestFlowsDeterministic(t *testing.T) {
+	in := input()
+	a := Flows(in)
+	in.Networks[0], in.Networks[1] = in.Networks[1], in.Networks[0]
+	in.Services[0], in.Services[2] = in.Services[2], in.Services[0]
+	if diff := cmp.Diff(a, Flows(in)); diff != "" {
+		t.Errorf("order of the input changed the flows (-first +second):\n%s", diff)
+	}
+}
+
+func TestZonesAndMarks(t *testing.T) {
+	if NodeZone != 61440 || HostServiceZone != 61439 {
+		t.Fatalf("zones moved: node %d, host service %d (documented in docs/gateway.md)", NodeZone, HostServiceZone)
+	}
+	if Mark(0) == 0 {
+		t.Fatal("the default network's mark must not be 0 (the host's)")
+	}
+}

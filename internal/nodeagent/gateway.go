@@ -1,0 +1,431 @@
+package nodeagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/gateway"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/services"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+)
+
+// GatewayOptions configure the external bridge the agent keeps (shared
+// gateway mode): see internal/gateway.
+type GatewayOptions struct {
+	// Bridge is the external bridge (br-ex); "" leaves it alone.
+	Bridge string
+	// Interface is the uplink port on Bridge (eth0).
+	Interface string
+	// Netns is the network namespace holding Bridge's host interface, for
+	// the host's routes to the service CIDRs ("" for the agent's own).
+	Netns string
+	// Resync is how often the bridge is checked without any event (patch
+	// ports come and go with ovn-controller); default 5 s.
+	Resync time.Duration
+}
+
+// gatewayKey is the one key of the gateway controller: the bridge is one
+// table, computed and written whole.
+var gatewayKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "br-ex"}}
+
+// GatewayReconciler keeps the external bridge's flows equal to
+// gateway.Flows of the node's networks and services, and the host's routes
+// to the service CIDRs through it.
+type GatewayReconciler struct {
+	Client client.Client
+	Opts   Options
+
+	mu      sync.Mutex
+	applied string // the flows last written (or found equal)
+	routed  bool
+	// Writes counts replace-flows runs that changed the bridge (tests).
+	Writes int
+}
+
+// SetupWithManager registers the controller: every Service, NAD and
+// Namespace event queues the single key.
+func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{gatewayKey}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("node-gateway").
+		Watches(&corev1.Service{}, one).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, one).
+		Watches(&corev1.Namespace{}, one).
+		Complete(r)
+}
+
+// Reconcile computes the bridge's flows and writes them when they differ
+// from what the bridge holds.
+func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	resync := r.Opts.Gateway.Resync
+	if resync == 0 {
+		resync = 5 * time.Second
+	}
+	in, missing, err := r.input(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.ensureRoutes(); err != nil {
+		return reconcile.Result{}, err
+	}
+	flows := strings.Join(gateway.Flows(in), "\n") + "\n"
+	changed, err := r.apply(flows)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if changed {
+		log.Info("external bridge flows written", "bridge", r.Opts.Gateway.Bridge, "flows", strings.Count(flows, "\n"),
+			"networks", len(in.Networks), "services", len(in.Services), "waitingForPatchPorts", missing)
+	}
+	if len(missing) > 0 {
+		return reconcile.Result{RequeueAfter: time.Second}, nil
+	}
+	return reconcile.Result{RequeueAfter: resync}, nil
+}
+
+// apply writes flows with one atomic replace-flows (a bundle) unless the
+// bridge already holds exactly them.
+func (r *GatewayReconciler) apply(flows string) (bool, error) {
+	cur, err := r.dump()
+	if err != nil {
+		return false, err
+	}
+	r.mu.Lock()
+	same := r.applied == flows && cur == canonicalCount(flows)
+	r.mu.Unlock()
+	if same {
+		return false, nil
+	}
+	cmd := r.ofctl("--bundle", "replace-flows", r.Opts.Gateway.Bridge, "-")
+	cmd.Stdin = strings.NewReader(flows)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return false, fmt.Errorf("writing the flows of %s: %v: %s", r.Opts.Gateway.Bridge, err, strings.TrimSpace(string(out)))
+	}
+	r.mu.Lock()
+	r.applied = flows
+	r.Writes++
+	r.mu.Unlock()
+	return true, nil
+}
+
+// dump returns how many flows the bridge holds (a cheap check that nobody
+// changed it behind the agent's back: replace-flows itself diffs contents).
+func (r *GatewayReconciler) dump() (int, error) {
+	out, err := r.ofctl("dump-flows", "--no-stats", r.Opts.Gateway.Bridge).Output()
+	if err != nil {
+		return 0, fmt.Errorf("reading the flows of %s: %w", r.Opts.Gateway.Bridge, err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "actions=") {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func canonicalCount(flows string) int { return strings.Count(flows, "\n") }
+
+// ofctl runs ovs-ofctl against the node's vswitchd (its run directory is the
+// OVS database socket's), speaking OpenFlow 1.5 for bundles.
+func (r *GatewayReconciler) ofctl(args ...string) *exec.Cmd {
+	mgmt := "unix:" + filepath.Join(ovsRunDir(r.Opts.Host.OVSDB), r.Opts.Gateway.Bridge+".mgmt")
+	full := append([]string{"-O", "OpenFlow15"}, args...)
+	// the target follows the command name
+	for i, a := range full {
+		if a == r.Opts.Gateway.Bridge {
+			full[i] = mgmt
+			break
+		}
+	}
+	return r.Opts.Host.Command("ovs-ofctl", full...)
+}
+
+// ovsRunDir is the directory of an OVS database's unix socket.
+func ovsRunDir(db string) string {
+	return filepath.Dir(strings.TrimPrefix(db, "unix:"))
+}
+
+// ensureRoutes gives the host routes to the service CIDRs through the
+// external bridge, to a next hop nothing holds, whose neighbour entry is the
+// gateway MAC (br-ex then steers by destination).
+func (r *GatewayReconciler) ensureRoutes() error {
+	r.mu.Lock()
+	done := r.routed
+	r.mu.Unlock()
+	if done || r.Opts.Info.Gateway == nil {
+		return nil
+	}
+	dev := r.Opts.Gateway.Bridge
+	for _, hop := range r.Opts.Cluster.MasqueradeNextHops() {
+		if !hasFamily(r.Opts.Info.Gateway.IPs, hop) {
+			continue
+		}
+		if err := r.ip("neigh", "replace", hop.String(), "lladdr", r.Opts.Info.Gateway.MAC, "dev", dev, "nud", "permanent"); err != nil {
+			return err
+		}
+		for _, c := range r.Opts.Cluster.ServiceCIDRs {
+			if c.Addr().Is4() != hop.Is4() {
+				continue
+			}
+			if err := r.ip("route", "replace", c.Masked().String(), "via", hop.String(), "dev", dev, "onlink"); err != nil {
+				return err
+			}
+		}
+	}
+	r.mu.Lock()
+	r.routed = true
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *GatewayReconciler) ip(args ...string) error {
+	if r.Opts.Gateway.Netns != "" {
+		args = append([]string{"-n", r.Opts.Gateway.Netns}, args...)
+	}
+	if out, err := r.Opts.Host.Command("ip", args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func hasFamily(ps []netip.Prefix, a netip.Addr) bool {
+	for _, p := range ps {
+		if p.Addr().Is4() == a.Is4() {
+			return true
+		}
+	}
+	return false
+}
+
+// input gathers gateway.Flows' input: the bridge's ports from OVS, the
+// networks from NADs, the services from the cache. missing names networks
+// whose patch port ovn-controller has not made yet.
+func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, []string, error) {
+	g := r.Opts.Info.Gateway
+	in := gateway.Input{MAC: g.MAC, HostMasqueradeIPs: r.Opts.Cluster.HostMasqueradeIPs(),
+		MasqueradeNextHops: r.Opts.Cluster.MasqueradeNextHops(), ServiceCIDRs: r.Opts.Cluster.ServiceCIDRs}
+	for _, p := range g.IPs {
+		in.NodeIPs = append(in.NodeIPs, p.Addr())
+	}
+	ports, err := r.bridgePorts()
+	if err != nil {
+		return in, nil, err
+	}
+	phys, ok := ports.byName[r.Opts.Gateway.Interface]
+	if !ok {
+		return in, nil, fmt.Errorf("bridge %s has no port %s", r.Opts.Gateway.Bridge, r.Opts.Gateway.Interface)
+	}
+	in.Physical = phys
+	nets, err := r.networks(ctx)
+	if err != nil {
+		return in, nil, err
+	}
+	var missing []string
+	for _, n := range nets {
+		patch, ok := ports.byLocalnet[n.GatewayLocalnetPort(r.Opts.Node)]
+		if !ok {
+			missing = append(missing, n.Name)
+			continue
+		}
+		in.Networks = append(in.Networks, gateway.Network{Name: n.Name, ID: n.ID, Patch: patch})
+	}
+	if in.Services, err = r.services(ctx); err != nil {
+		return in, nil, err
+	}
+	return in, missing, nil
+}
+
+// networks returns the networks with a gateway router on the node: the
+// default network and every allocated primary Layer3 or Layer2 network.
+func (r *GatewayReconciler) networks(ctx context.Context) ([]topology.Network, error) {
+	out := []topology.Network{topology.DefaultNetwork(r.Opts.Cluster)}
+	nads := &nadv1.NetworkAttachmentDefinitionList{}
+	if err := r.Client.List(ctx, nads); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for i := range nads.Items {
+		nad := &nads.Items[i]
+		c, err := netconf.Parse(nad)
+		if err != nil || c == nil || !c.IsPrimary() || c.Topology == netconf.TopologyLocalnet || seen[c.Name] {
+			continue
+		}
+		id, keys, ok, err := netconf.ParseAllocation(nad.Annotations)
+		if err != nil || !ok {
+			continue
+		}
+		n, err := topology.FromNetConf(c, id, keys, r.Opts.Cluster)
+		if err != nil {
+			continue
+		}
+		seen[c.Name] = true
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// services returns every service with its network (its namespace's primary
+// network, podnet's rule).
+func (r *GatewayReconciler) services(ctx context.Context) ([]gateway.Service, error) {
+	list := &corev1.ServiceList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		return nil, err
+	}
+	primaries := map[string]string{}
+	var out []gateway.Service
+	for i := range list.Items {
+		svc := &list.Items[i]
+		network, ok := primaries[svc.Namespace]
+		if !ok {
+			ns := &corev1.Namespace{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: svc.Namespace}, ns); err != nil {
+				continue
+			}
+			nads, err := podnet.NamespaceNADs(ctx, r.Client, svc.Namespace)
+			if err != nil {
+				return nil, err
+			}
+			if p, ok := podnet.NamespacePrimary(ns, nads, v1.PrimaryNetworkLabel); ok && !p.None() {
+				network = p.Network
+			}
+			primaries[svc.Namespace] = network
+		}
+		if network == "" {
+			continue
+		}
+		s := gateway.Service{Name: svc.Namespace + "/" + svc.Name, Network: network, ExternalIPs: services.ExternalIPs(svc)}
+		for _, ip := range svc.Spec.ClusterIPs {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				s.ClusterIPs = append(s.ClusterIPs, a)
+			}
+		}
+		for _, p := range svc.Spec.Ports {
+			proto := strings.ToLower(string(p.Protocol))
+			if proto == "" {
+				proto = "tcp"
+			}
+			s.Ports = append(s.Ports, gateway.Port{Protocol: proto, Port: int(p.Port), NodePort: int(p.NodePort)})
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// bridgePorts are the external bridge's OpenFlow ports by interface name,
+// and its patch ports by the localnet port ovn-controller made them for.
+type bridgePorts struct {
+	byName     map[string]int
+	byLocalnet map[string]int
+}
+
+func (r *GatewayReconciler) bridgePorts() (bridgePorts, error) {
+	bp := bridgePorts{byName: map[string]int{}, byLocalnet: map[string]int{}}
+	out, err := r.vsctl("list-ports", r.Opts.Gateway.Bridge)
+	if err != nil {
+		return bp, err
+	}
+	onBridge := map[string]bool{}
+	for _, n := range strings.Fields(string(out)) {
+		onBridge[n] = true
+	}
+	ifaces, err := r.vsctlTable("Interface", "name,ofport")
+	if err != nil {
+		return bp, err
+	}
+	for _, row := range ifaces {
+		var name string
+		var ofport int
+		if json.Unmarshal(row[0], &name) == nil && json.Unmarshal(row[1], &ofport) == nil && ofport > 0 && onBridge[name] {
+			bp.byName[name] = ofport
+		}
+	}
+	ports, err := r.vsctlTable("Port", "name,external_ids")
+	if err != nil {
+		return bp, err
+	}
+	for _, row := range ports {
+		var name string
+		if json.Unmarshal(row[0], &name) != nil {
+			continue
+		}
+		if ln := ovsMapValue(row[1], "ovn-localnet-port"); ln != "" {
+			if of, ok := bp.byName[name]; ok {
+				bp.byLocalnet[ln] = of
+			}
+		}
+	}
+	return bp, nil
+}
+
+func (r *GatewayReconciler) vsctl(args ...string) ([]byte, error) {
+	out, err := r.Opts.Host.Command("ovs-vsctl", append([]string{"--db=" + r.Opts.Host.OVSDB, "--timeout=10"}, args...)...).Output()
+	if err != nil {
+		return nil, fmt.Errorf("ovs-vsctl %s: %w", strings.Join(args, " "), err)
+	}
+	return out, nil
+}
+
+// vsctlTable lists columns of every row of an OVS table (JSON values).
+func (r *GatewayReconciler) vsctlTable(table, columns string) ([][]json.RawMessage, error) {
+	out, err := r.vsctl("--format=json", "--columns="+columns, "list", table)
+	if err != nil {
+		return nil, err
+	}
+	var t struct {
+		Data [][]json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(bytes.NewReader(out)).Decode(&t); err != nil {
+		return nil, fmt.Errorf("listing OVS %s: %w", table, err)
+	}
+	n := len(strings.Split(columns, ","))
+	rows := t.Data[:0]
+	for _, row := range t.Data {
+		if len(row) == n {
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// ovsMapValue reads key from an OVSDB JSON map (["map", [[k, v], ...]]).
+func ovsMapValue(raw json.RawMessage, key string) string {
+	var m []json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || len(m) != 2 {
+		return ""
+	}
+	var pairs [][2]string
+	if json.Unmarshal(m[1], &pairs) != nil {
+		return ""
+	}
+	for _, p := range pairs {
+		if p[0] == key {
+			return p[1]
+		}
+	}
+	return ""
+}
