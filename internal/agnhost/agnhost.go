@@ -137,6 +137,11 @@ func udpServer(ctx context.Context, port int, answer func(string) string) func()
 // ServeUDP answers every datagram to addr with answer(its payload), unless
 // that is empty, until ctx ends.
 func ServeUDP(ctx context.Context, addr string, answer func(string) string) error {
+	return ServeUDPFrom(ctx, addr, func(payload string, _ net.Addr) string { return answer(payload) })
+}
+
+// ServeUDPFrom is ServeUDP whose answer also sees the sender's address.
+func ServeUDPFrom(ctx context.Context, addr string, answer func(payload string, from net.Addr) string) error {
 	pc, err := (&net.ListenConfig{}).ListenPacket(ctx, "udp", addr)
 	if err != nil {
 		return err
@@ -152,7 +157,7 @@ func ServeUDP(ctx context.Context, addr string, answer func(string) string) erro
 			}
 			return err
 		}
-		if reply := answer(string(buf[:n])); reply != "" {
+		if reply := answer(string(buf[:n]), from); reply != "" {
 			_, _ = pc.WriteTo([]byte(reply), from)
 		}
 	}

@@ -94,14 +94,31 @@ Needs root (network namespaces) and the components make deps installs.`,
 		},
 	}
 	apply.Flags().StringSliceVarP(&applyFiles, "filename", "f", nil, "manifests (files or directories)")
+	var external bool
+	var onNode string
 	exec := &cobra.Command{
-		Use:   "exec NAMESPACE/POD -- COMMAND [ARG...]",
-		Short: "Run a command in a pod's network namespace",
-		Args:  cobra.MinimumNArgs(2),
+		Use:   "exec {NAMESPACE/POD | --external | --node NODE} -- COMMAND [ARG...]",
+		Short: "Run a command in a pod's network namespace, the outside world's, or a node's",
+		Long: `Run a command in a pod's network namespace; with --external, in the outside
+world's (the nodes' next hop ` + sandbox.ExternalRouterIP + `, with echo servers on ` + sandbox.ExternalServerIP + `
+port ` + fmt.Sprint(sandbox.ExternalPort) + ` answering with the client address they saw); with --node, in
+a node's (its host network).`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if external || onNode != "" {
+				if external && onNode != "" {
+					return fmt.Errorf("--external and --node exclude each other")
+				}
+				return exited(sandbox.ExecNetns(cmd.Context(), dir, onNode, args, os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+			}
+			if len(args) < 2 {
+				return fmt.Errorf("want NAMESPACE/POD -- COMMAND")
+			}
 			return exited(sandbox.Exec(cmd.Context(), dir, args[0], args[1:], os.Stdin, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
+	exec.Flags().BoolVar(&external, "external", false, "run in the outside world's network namespace")
+	exec.Flags().StringVar(&onNode, "node", "", "run in this node's network namespace (host network)")
 	supervise := &cobra.Command{
 		Use:    "supervise",
 		Short:  "Run a sandbox in the foreground (up starts this detached)",
@@ -203,13 +220,14 @@ each "answer" or "error" as JSON.`,
 
 func sandboxProbeCommand() *cobra.Command {
 	var timeout time.Duration
+	var localPort int
 	cmd := &cobra.Command{
 		Use:    "probe HOST:PORT",
 		Short:  "Connect over TCP and print the server's answer (run in a pod by the demo)",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			answer, err := sandbox.Probe(args[0], timeout)
+			answer, err := sandbox.ProbeFrom(args[0], localPort, timeout)
 			if err != nil {
 				return err
 			}
@@ -218,6 +236,7 @@ func sandboxProbeCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "connect and read timeout")
+	cmd.Flags().IntVar(&localPort, "local-port", 0, "connect from this source port (0: any)")
 	return cmd
 }
 

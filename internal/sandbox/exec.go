@@ -105,6 +105,27 @@ func Exec(ctx context.Context, dir, ref string, argv []string, stdin io.Reader, 
 	return runStreams(Command(ctx, netns, argv), stdin, stdout, stderr)
 }
 
+// ExecNetns runs argv in one of the sandbox's own network namespaces: the
+// outside world (node "") or a node's (its host network), and returns its
+// exit code.
+func ExecNetns(ctx context.Context, dir, node string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if len(argv) == 0 {
+		return 0, fmt.Errorf("no command given")
+	}
+	l, err := NewLayout(dir)
+	if err != nil {
+		return 0, err
+	}
+	netns := l.ExternalNetns()
+	if node != "" {
+		netns = l.NodeNetns(node)
+	}
+	if _, err := os.Stat(filepath.Join("/run/netns", netns)); err != nil {
+		return 0, fmt.Errorf("no network namespace %s: is the sandbox in %s up (and the node named right)?", netns, dir)
+	}
+	return runStreams(Command(ctx, netns, argv), stdin, stdout, stderr)
+}
+
 // runStreams runs cmd with the given standard streams and returns its exit
 // code; an error only when it could not run.
 func runStreams(cmd *exec.Cmd, stdin io.Reader, stdout, stderr io.Writer) (int, error) {

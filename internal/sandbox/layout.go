@@ -84,6 +84,10 @@ func (l Layout) NetnsPrefix() string { return l.prefix() }
 // UnderlayNetns holds the bridge every node's underlay interface is on.
 func (l Layout) UnderlayNetns() string { return l.prefix() + "underlay" }
 
+// ExternalNetns is the outside world: on the underlay at the nodes' next
+// hop, running echo servers.
+func (l Layout) ExternalNetns() string { return l.prefix() + "external" }
+
 // NodeNetns is a node's network namespace.
 func (l Layout) NodeNetns(node string) string { return l.prefix() + node }
 
@@ -97,16 +101,24 @@ func NodeName(i int) string { return fmt.Sprintf("node%d", i) }
 // address and Geneve endpoint.
 func NodeIP(i int) string { return fmt.Sprintf("192.168.100.%d/24", 10+i) }
 
-// GatewayIP is the external address of the i-th node's gateway routers: on
-// another subnet than the underlay, so a gateway router never answers ARP for
-// a node's tunnel address.
-func GatewayIP(i int) string { return fmt.Sprintf("192.168.101.%d/24", 10+i) }
+// GatewayMAC is the MAC of the i-th node's external bridge, and so of its
+// gateway routers' external ports (which share the node's address).
+func GatewayMAC(i int) string { return fmt.Sprintf("02:00:c0:a8:64:%02x", 10+i) }
 
-// GatewayMAC is the MAC of the i-th node's gateway routers' external ports.
-func GatewayMAC(i int) string { return fmt.Sprintf("02:00:c0:a8:65:%02x", 10+i) }
-
-// GatewayNextHop is the gateway routers' external next hop.
-const GatewayNextHop = "192.168.101.1"
+// The outside world (ExternalNetns): the nodes' next hop on the underlay,
+// and a server address beyond it.
+const (
+	// ExternalRouterIP is the nodes' and gateway routers' default next hop.
+	ExternalRouterIP = "192.168.100.1"
+	// ExternalServerIP is an address outside the cluster, behind
+	// ExternalRouterIP, where echo servers listen.
+	ExternalServerIP = "198.51.100.10"
+	// ExternalPort is where the echo servers listen (TCP and UDP).
+	ExternalPort = 9000
+	// ClientReply, as a server's reply, answers with the client address
+	// the server saw.
+	ClientReply = "{client}"
+)
 
 func underlayLink(i int) string { return fmt.Sprintf("ul%d", i) }
 

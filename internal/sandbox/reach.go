@@ -60,7 +60,7 @@ func ServeAll(ctx context.Context, listens []string, reply string) error {
 				// The answer leaves from the address the pod's routes
 				// pick towards the sender: on the pod's own network, the
 				// address probed.
-				err = agnhost.ServeUDP(ctx, addr, func(string) string { return reply })
+				err = agnhost.ServeUDPFrom(ctx, addr, func(_ string, from net.Addr) string { return answer(reply, from) })
 			} else {
 				err = Serve(ctx, addr, reply)
 			}

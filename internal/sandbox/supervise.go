@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,6 +138,9 @@ func (s *supervisor) start(ctx context.Context) error {
 	); err != nil {
 		return err
 	}
+	if err := s.startExternal(); err != nil {
+		return err
+	}
 	for i := 1; i <= s.opts.Nodes; i++ {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -169,6 +173,35 @@ func (s *supervisor) startControlPlane() {
 	s.addComponent(&component{name: "kube-scheduler", path: deps.KubeBinary("kube-scheduler"), args: []string{
 		"--kubeconfig=" + componentKubeconfig(s.l, "system:kube-scheduler"),
 		"--leader-elect=false", "--secure-port=0"}})
+}
+
+// startExternal brings up the outside world: a network namespace on the
+// underlay at the nodes' next hop (ExternalRouterIP), holding also
+// ExternalServerIP beyond it, where echo servers answer TCP and UDP on
+// ExternalPort with the client address they saw.
+func (s *supervisor) startExternal() error {
+	ext, ul := s.l.ExternalNetns(), s.l.UnderlayNetns()
+	if err := ipCmds(
+		[]string{"netns", "add", ext},
+		[]string{"-n", ext, "link", "set", "lo", "up"},
+		[]string{"link", "add", "ulext", "netns", ul, "type", "veth", "peer", "name", "eth0", "netns", ext},
+		[]string{"-n", ul, "link", "set", "ulext", "master", "br0", "up"},
+		[]string{"-n", ext, "link", "set", "eth0", "up"},
+		[]string{"-n", ext, "addr", "add", ExternalRouterIP + "/24", "dev", "eth0"},
+		[]string{"-n", ext, "addr", "add", ExternalServerIP + "/32", "dev", "lo"},
+	); err != nil {
+		return err
+	}
+	// A veth hands the kernel's packets over with their checksums left to
+	// "offload"; OVS's userspace conntrack then sees them as invalid. Real
+	// uplinks deliver complete checksums: so does the outside world here.
+	if out, err := deps.OVNCommand("ip", "netns", "exec", ext, deps.OVNProgram("ethtool"), "-K", "eth0", "tx", "off").CombinedOutput(); err != nil {
+		return fmt.Errorf("ethtool -K eth0 tx off in %s: %v: %s", ext, err, out)
+	}
+	port := strconv.Itoa(ExternalPort)
+	s.addComponent(&component{name: "external-echo", path: deps.OVNProgram("ip"), args: []string{"netns", "exec", ext, s.opts.Binary,
+		"sandbox", "serve", "--listen", "tcp:0.0.0.0:" + port, "--listen", "udp:0.0.0.0:" + port, "--reply", ClientReply}})
+	return nil
 }
 
 // startNode brings up one node: its Node object, zone, namespace on the
@@ -205,7 +238,11 @@ func (s *supervisor) startNode(i int) error {
 		return err
 	}
 	s.nodes[name] = n
+	// br-ex carries the gateway MAC: the host and every network's gateway
+	// router answer at the node's address with the same MAC, as in
+	// OVN-Kubernetes' shared gateway mode.
 	if _, err := n.VSCtl("--may-exist", "add-br", "br-ex", "--", "set", "Bridge", "br-ex", "datapath_type=netdev",
+		"other_config:hwaddr="+GatewayMAC(i),
 		"--", "--may-exist", "add-port", "br-ex", "eth0"); err != nil {
 		return err
 	}
@@ -219,6 +256,7 @@ func (s *supervisor) startNode(i int) error {
 	if err := ipCmds(
 		[]string{"-n", ns, "addr", "add", NodeIP(i), "dev", "br-ex"},
 		[]string{"-n", ns, "link", "set", "br-ex", "up"},
+		[]string{"-n", ns, "route", "add", "default", "via", ExternalRouterIP},
 	); err != nil {
 		return err
 	}
@@ -230,7 +268,8 @@ func (s *supervisor) startNode(i int) error {
 	s.addComponent(&component{name: "node-agent/" + name, args: []string{"node",
 		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-node"), "--node=" + name, "--ovsdb=" + n.DB,
 		"--netns=" + ns, "--netns-prefix=" + s.l.PodNetnsPrefix(name), "--node-ip=" + NodeIP(i),
-		"--gateway-ip=" + GatewayIP(i), "--gateway-next-hop=" + GatewayNextHop, "--gateway-mac=" + GatewayMAC(i),
+		"--gateway-ip=" + NodeIP(i), "--gateway-next-hop=" + ExternalRouterIP, "--gateway-mac=" + GatewayMAC(i),
+		"--external-bridge=br-ex", "--external-interface=eth0",
 		"--tools-dir=" + deps.OVNBinDir(), "--report-node-status", "--workload-dir=" + filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy=" + APIProxyAddr}})
 	s.addComponent(&component{name: "zone-controller/" + name, args: []string{"controller",
 		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-zone-controller"), "--zone=" + name, "--nb=" + z.NB, "--sb=" + z.SB}})
