@@ -114,6 +114,7 @@ const (
 	prioEgress       = 100
 	prioFromUplink   = 50
 	prioRest         = 10
+	prioRouterRest   = 5
 )
 
 // Flows returns the bridge's flows in `ovs-ofctl add-flows` syntax, sorted:
@@ -147,18 +148,25 @@ func Flows(in Input) []string {
 			fmt.Sprintf("ct(zone=%d,nat,table=%d)", NodeZone, tableFromUplink))
 	}
 
-	// Neighbour resolution: requests from outside are the host's to answer
-	// (the routers have the same address and MAC); replies go to every
-	// router and the host, whoever asked; the routers' requests go out.
+	// Neighbour resolution of the node's address: requests from outside
+	// are the host's to answer (the routers have the same address and MAC);
+	// replies go to every router and the host, whoever asked. Other
+	// neighbour traffic is switched (NORMAL, below): Localnet networks on
+	// this bridge need it.
 	var all []string
 	all = append(all, "LOCAL")
 	for _, n := range patches {
 		all = append(all, fmt.Sprintf("output:%d", n.Patch))
 	}
-	f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,arp,arp_op=2", phys), strings.Join(all, ","))
-	f.add(tableClassify, prioNeighborReq, fmt.Sprintf("in_port=%d,arp", phys), "LOCAL")
-	f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,icmp6,icmp_type=136", phys), strings.Join(all, ","))
-	f.add(tableClassify, prioNeighborReq, fmt.Sprintf("in_port=%d,icmp6,icmp_type=135", phys), "LOCAL")
+	for _, ip := range in.NodeIPs {
+		if ip.Is4() {
+			f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,arp,arp_op=2,arp_tpa=%s", phys, ip), strings.Join(all, ","))
+			f.add(tableClassify, prioNeighborReq, fmt.Sprintf("in_port=%d,arp,arp_tpa=%s", phys, ip), "LOCAL")
+		} else {
+			f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,icmp6,icmp_type=136,nd_target=%s", phys, ip), strings.Join(all, ","))
+			f.add(tableClassify, prioNeighborReq, fmt.Sprintf("in_port=%d,icmp6,icmp_type=135,nd_target=%s", phys, ip), "LOCAL")
+		}
+	}
 
 	for _, n := range patches {
 		// A router's neighbour requests and everything it sends that no
@@ -178,6 +186,9 @@ func Flows(in Input) []string {
 			f.add(tableClassify, prioEgress, fmt.Sprintf("in_port=%d,%s", n.Patch, fam.ip),
 				fmt.Sprintf("ct(commit,zone=%d,nat(src=%s),exec(set_field:%d->ct_mark),table=%d)", NodeZone, ip, Mark(n.ID), tableToPhysical))
 		}
+		// Whatever else a router sends goes out, never to NORMAL, which
+		// would learn the shared MAC on its port.
+		f.add(tableClassify, prioRouterRest, fmt.Sprintf("in_port=%d", n.Patch), fmt.Sprintf("output:%d", phys))
 		f.add(tableFromUplink, 100, fmt.Sprintf("ct_state=+trk+est,ct_mark=%d", Mark(n.ID)), fmt.Sprintf("mod_dl_dst:%s,output:%d", in.MAC, n.Patch))
 		f.add(tableFromUplink, 100, fmt.Sprintf("ct_state=+trk+rel,ct_mark=%d", Mark(n.ID)), fmt.Sprintf("mod_dl_dst:%s,output:%d", in.MAC, n.Patch))
 		// Replies to the host's connections to services.
@@ -243,7 +254,7 @@ func Flows(in Input) []string {
 		}
 	}
 
-	f.add(tableClassify, prioRest, fmt.Sprintf("in_port=%d", phys), "LOCAL")
+	f.add(tableClassify, prioRest, fmt.Sprintf("in_port=%d,dl_dst=%s", phys, in.MAC), "LOCAL")
 	// The host's own connections are committed (unmarked) in the node zone,
 	// so the networks' SNAT never picks a tuple the host uses.
 	for _, ip := range in.NodeIPs {
@@ -252,6 +263,9 @@ func Flows(in Input) []string {
 			fmt.Sprintf("ct(commit,zone=%d),output:%d", NodeZone, phys))
 	}
 	f.add(tableClassify, prioRest, "in_port=LOCAL", fmt.Sprintf("output:%d", phys))
+	// The rest is plain switching: broadcasts, and the physical network of
+	// Localnet networks whose localnet ports share this bridge.
+	f.add(tableClassify, 0, "", "NORMAL")
 	return f.sorted()
 }
 

@@ -98,13 +98,26 @@ func TestFlows(t *testing.T) {
 	}, {
 		name:      "ARP replies reach every router and the host",
 		fragments: []string{"arp_op=2"},
-		want:      []string{"table=0,priority=400,in_port=1,arp,arp_op=2,actions=LOCAL,output:2,output:5"},
+		want:      []string{"table=0,priority=400,in_port=1,arp,arp_op=2,arp_tpa=192.168.100.11,actions=LOCAL,output:2,output:5"},
+	}, {
+		name:      "whatever else a router sends goes out (never to NORMAL, which would learn the shared MAC)",
+		fragments: []string{"table=0,priority=5,"},
+		want: []string{
+			"table=0,priority=5,in_port=2,actions=output:1",
+			"table=0,priority=5,in_port=5,actions=output:1",
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, pick(f, tc.fragments...)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+	if diff := cmp.Diff([]string{"table=0,priority=0,actions=NORMAL"}, pick(f, "table=0,priority=0,")); diff != "" {
+		t.Errorf("switching fallback (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"table=0,priority=10,in_port=1,dl_dst=02:00:c0:a8:64:0b,actions=LOCAL"}, pick(f, "priority=10,in_port=1")); diff != "" {
+		t.Errorf("uplink to the host (-want +got):\n%s", diff)
 	}
 	if got := pick(f, "10.96.0.99"); len(got) != 0 {
 		t.Errorf("flows for a network without a patch port: %v", got)

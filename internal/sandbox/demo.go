@@ -127,6 +127,14 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 			merr = errors.Join(merr, PrintAppChecks(out, polChecks))
 		}
 	}
+	nsChecks, err := NorthSouthChecks(ctx, opts.Dir, opts.Binary, c, opts.Nodes)
+	if err != nil {
+		return errors.Join(merr, err)
+	}
+	if len(nsChecks) > 0 {
+		fmt.Fprintf(out, "\nNorth-south (each network's gateway router on br-ex; the outside world at %s, echo servers on %s:%d):\n\n", ExternalRouterIP, ExternalServerIP, ExternalPort)
+		merr = errors.Join(merr, PrintAppChecks(out, nsChecks))
+	}
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",
 		upTook.Round(100*time.Millisecond), len(pods), readyTook.Round(100*time.Millisecond),
 		time.Since(t).Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
