@@ -315,14 +315,20 @@ func containerEnv(t *testing.T, c corev1.Container, configMaps map[string]map[st
 	return env
 }
 
-// clusterFlags are the flags of internal/config every component must be
-// given alike.
-func clusterFlags(args []string) []string {
+// clusterFlagNames are the flags of internal/config, which every component
+// must be given alike.
+func clusterFlagNames() map[string]bool {
 	defaults := config.Default()
 	names := map[string]bool{}
 	set := pflag.NewFlagSet("cluster", pflag.ContinueOnError)
 	defaults.AddFlags(set)
 	set.VisitAll(func(f *pflag.Flag) { names[f.Name] = true })
+	return names
+}
+
+// clusterFlags returns the arguments that set cluster flags, sorted.
+func clusterFlags(args []string) []string {
+	names := clusterFlagNames()
 	var out []string
 	for _, a := range args {
 		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
@@ -336,7 +342,7 @@ func clusterFlags(args []string) []string {
 
 // TestDeployCommandLines: every ovn-udn command line of the deploy parses
 // with the binary's own flags (after the kubelet's $(VAR) expansion), every
-// component is given the same cluster settings, the ConfigMap holds the
+// component is given every cluster setting, the same, the ConfigMap holds the
 // binaries' defaults, every probe names a declared port, and every container
 // runs the one image the kustomization's `images:` entry sets.
 func TestDeployCommandLines(t *testing.T) {
@@ -440,6 +446,9 @@ func TestDeployCommandLines(t *testing.T) {
 				}
 			}
 			got := clusterFlags(args)
+			if len(got) != len(clusterFlagNames()) {
+				t.Errorf("%s is given %v: not every cluster setting, so it could disagree with the others on a default", where, got)
+			}
 			if clusterFrom == "" {
 				cluster, clusterFrom = got, where
 			} else if !slices.Equal(got, cluster) {
