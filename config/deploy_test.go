@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -41,16 +43,19 @@ import (
 
 // deployImage is the image every container of config/deploy names, so the
 // kustomization's one `images:` entry retargets them all.
-const deployImage = "ghcr.io/ovn-udn/ovn-udn"
+const deployImage = "ghcr.io/ovn-udn/ovn-udn:latest"
 
-// renderDeploy builds config/deploy with kustomize's library, as `kubectl
+// renderDeploy builds config/deploy.
+func renderDeploy(t *testing.T) []*unstructured.Unstructured { return render(t, "deploy") }
+
+// render builds a kustomization with kustomize's library, as `kubectl
 // kustomize` does (kubectl v1.34 embeds the same kustomize/api v0.20.1), with
 // its default options: files outside a kustomization's directory are refused.
-func renderDeploy(t *testing.T) []*unstructured.Unstructured {
+func render(t *testing.T, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "deploy")
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatalf("kustomize build config/deploy: %v", err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	var out []*unstructured.Unstructured
 	for _, r := range m.Resources() {
@@ -340,48 +345,121 @@ func clusterFlags(args []string) []string {
 	return out
 }
 
-// TestDeployCommandLines: every ovn-udn command line of the deploy parses
-// with the binary's own flags (after the kubelet's $(VAR) expansion), every
-// component is given every cluster setting, the same, the ConfigMap holds the
-// binaries' defaults, every probe names a declared port, and every container
-// runs the one image the kustomization's `images:` entry sets.
+// TestDeployCommandLines: the command lines of config/deploy pass
+// checkCommandLines, and its ConfigMap holds the binaries' defaults.
 func TestDeployCommandLines(t *testing.T) {
 	objs := renderDeploy(t)
-	configMaps := map[string]map[string]string{}
-	for _, u := range objs {
-		if u.GetKind() == "ConfigMap" {
-			var cm corev1.ConfigMap
-			toTyped(t, u, &cm)
-			configMaps[cm.Name] = cm.Data
+	for name, got := range clusterSettings(t, objs) {
+		if d := cmp.Diff(config.Default(), got, cmpopts.EquateComparable(netip.Prefix{})); d != "" {
+			t.Errorf("ConfigMap %s differs from the binaries' defaults (-default +ConfigMap):\n%s", name, d)
 		}
 	}
+	checkCommandLines(t, objs, deployImage)
+}
 
-	// The shipped cluster settings are the binaries' defaults.
-	for name, data := range configMaps {
-		if !strings.HasPrefix(name, "ovn-udn-cluster") {
+// TestDeployOverlayFromInstallDoc: the overlay docs/install.md shows renders
+// against config/deploy, sets the image and the settings it says, keeps the
+// others, and passes checkCommandLines.
+func TestDeployOverlayFromInstallDoc(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "install.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const header, base = "# my-cluster/kustomization.yaml\n", "- ../ovn-udn/config/deploy\n"
+	_, block, ok := strings.Cut(string(doc), "```yaml\n"+header)
+	if block, _, ok = strings.Cut(block, "```"); !ok || !strings.Contains(block, base) {
+		t.Fatalf("docs/install.md has no yaml block starting %q that includes %q", header, base)
+	}
+	overlay := filepath.Join(t.TempDir(), "my-cluster")
+	deploy, err := filepath.Abs("deploy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(overlay, deploy) // kustomize refuses absolute paths
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(overlay, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	block = strings.Replace(block, base, "- "+rel+"\n", 1)
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(block), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, overlay)
+	settings := clusterSettings(t, objs)
+	if len(settings) != 1 {
+		t.Fatalf("the overlay has %d cluster ConfigMaps, want 1 (merged)", len(settings))
+	}
+	want := config.Default()
+	want.ServiceCIDRs = []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("fd00:10:96::/112")}
+	for name, got := range settings {
+		if d := cmp.Diff(want, got, cmpopts.EquateComparable(netip.Prefix{})); d != "" {
+			t.Errorf("ConfigMap %s (-want +got):\n%s", name, d)
+		}
+	}
+	checkCommandLines(t, objs, "registry.example.com/ovn-udn:v0.1.0")
+}
+
+// clusterSettings returns the settings of each cluster ConfigMap
+// (ovn-udn-cluster-<hash>), each key set as the flag it names (CLUSTER_SUBNETS:
+// --cluster-subnets) over the defaults, and checks they validate.
+func clusterSettings(t *testing.T, objs []*unstructured.Unstructured) map[string]config.Cluster {
+	t.Helper()
+	out := map[string]config.Cluster{}
+	for name, data := range configMaps(t, objs) {
+		if !strings.HasPrefix(name, "ovn-udn-cluster-") {
 			continue
 		}
-		got := config.Default()
+		c := config.Default()
 		set := pflag.NewFlagSet("cluster", pflag.ContinueOnError)
-		got.AddFlags(set)
+		c.AddFlags(set)
 		for key, v := range data {
 			flag := strings.ToLower(strings.ReplaceAll(key, "_", "-"))
 			if err := set.Set(flag, v); err != nil {
 				t.Errorf("ConfigMap %s: %s=%q: %v", name, key, v, err)
 			}
 		}
-		if d := cmp.Diff(config.Default(), got, cmpopts.EquateComparable(netip.Prefix{})); d != "" {
-			t.Errorf("ConfigMap %s differs from the binaries' defaults (-default +ConfigMap):\n%s", name, d)
+		if err := c.Validate(); err != nil {
+			t.Errorf("ConfigMap %s: %v", name, err)
+		}
+		out[name] = c
+	}
+	if len(out) == 0 {
+		t.Error("no cluster ConfigMap (ovn-udn-cluster-<hash>)")
+	}
+	return out
+}
+
+func configMaps(t *testing.T, objs []*unstructured.Unstructured) map[string]map[string]string {
+	t.Helper()
+	out := map[string]map[string]string{}
+	for _, u := range objs {
+		if u.GetKind() == "ConfigMap" {
+			var cm corev1.ConfigMap
+			toTyped(t, u, &cm)
+			out[cm.Name] = cm.Data
 		}
 	}
+	return out
+}
 
+// checkCommandLines: every ovn-udn command line parses with the binary's own
+// flags (after the kubelet's $(VAR) expansion), every component is given
+// every cluster setting, the same, the health and metrics flags listen on
+// the ports the containers declare under those names, every probe names a
+// declared port, and every container runs image (one `images:` entry sets
+// them all).
+func checkCommandLines(t *testing.T, objs []*unstructured.Unstructured, image string) {
+	t.Helper()
+	cms := configMaps(t, objs)
 	var cluster []string
 	clusterFrom := ""
 	for _, w := range workloads(t, objs) {
 		for _, c := range w.pod.Spec.Containers {
 			where := w.name + " container " + c.Name
-			if name, _, _ := strings.Cut(c.Image, ":"); name != deployImage {
-				t.Errorf("%s: image %s, want %s (the kustomization's images entry)", where, c.Image, deployImage)
+			if c.Image != image {
+				t.Errorf("%s: image %s, want %s (the kustomization's images entry)", where, c.Image, image)
 			}
 			ports := map[string]int32{}
 			for _, p := range c.Ports {
@@ -402,7 +480,7 @@ func TestDeployCommandLines(t *testing.T) {
 			if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
 				t.Errorf("%s: the readiness probe is not the component's /readyz", where)
 			}
-			env := containerEnv(t, c, configMaps)
+			env := containerEnv(t, c, cms)
 			expanded := make([]string, len(args))
 			for i, a := range args {
 				expanded[i] = varRef.ReplaceAllStringFunc(a, func(ref string) string {
