@@ -22,7 +22,8 @@ var CRDs embed.FS
 //go:embed rbac/*.yaml
 var RBAC embed.FS
 
-// ParseCRDs returns the CRDs of crd/*.yaml, parsed.
+// ParseCRDs returns the CRDs of crd/*.yaml, parsed; other files there
+// (kustomization.yaml) are skipped.
 func ParseCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var out []*apiextensionsv1.CustomResourceDefinition
 	err := fs.WalkDir(CRDs, "crd", func(path string, d fs.DirEntry, err error) error {
@@ -36,6 +37,9 @@ func ParseCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.Unmarshal(b, crd); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
+		}
+		if crd.Kind != "CustomResourceDefinition" {
+			return nil
 		}
 		out = append(out, crd)
 		return nil

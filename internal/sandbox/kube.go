@@ -27,13 +27,28 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 )
 
-// Component identities: each runs as a user bound only to its ClusterRole
-// from config/rbac, exactly as shipped.
-var roles = []struct{ manifest, role string }{
-	{"cluster-manager.yaml", "ovn-udn-cluster-manager"},
-	{"zone-controller.yaml", "ovn-udn-zone-controller"},
-	{"node.yaml", "ovn-udn-node"},
+// Component identities: each ovn-udn subcommand runs as a user bound only to
+// its ClusterRole from config/rbac, exactly as shipped.
+var roles = []struct{ command, manifest, role string }{
+	{"cluster-manager", "cluster-manager.yaml", "ovn-udn-cluster-manager"},
+	{"controller", "zone-controller.yaml", "ovn-udn-zone-controller"},
+	{"node", "node.yaml", "ovn-udn-node"},
 }
+
+// ComponentRoles maps each ovn-udn subcommand the sandbox runs to the one
+// ClusterRole it runs with, so the sandbox proves that role sufficient; the
+// deploy manifests must grant each component exactly that role
+// (config/deploy_test.go).
+func ComponentRoles() map[string]string {
+	out := map[string]string{}
+	for _, r := range roles {
+		out[r.command] = r.role
+	}
+	return out
+}
+
+// roleOf is the ClusterRole (and user) a subcommand runs as.
+func roleOf(command string) string { return ComponentRoles()[command] }
 
 // Kubernetes' own components run as the users Kubernetes' bootstrap RBAC
 // binds their roles to (system:kube-controller-manager, whose controllers

@@ -150,7 +150,7 @@ func (s *supervisor) start(ctx context.Context) error {
 		}
 	}
 	s.addComponent(&component{name: "cluster-manager", args: []string{"cluster-manager",
-		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-cluster-manager"), "--leader-elect=false"}})
+		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("cluster-manager")), "--leader-elect=false"}})
 	if err := s.waitReady(ctx); err != nil {
 		return err
 	}
@@ -266,13 +266,13 @@ func (s *supervisor) startNode(i int) error {
 		return err
 	}
 	s.addComponent(&component{name: "node-agent/" + name, args: []string{"node",
-		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-node"), "--node=" + name, "--ovsdb=" + n.DB,
+		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("node")), "--node=" + name, "--ovsdb=" + n.DB,
 		"--netns=" + ns, "--netns-prefix=" + s.l.PodNetnsPrefix(name), "--node-ip=" + NodeIP(i),
 		"--gateway-ip=" + NodeIP(i), "--gateway-next-hop=" + ExternalRouterIP, "--gateway-mac=" + GatewayMAC(i),
 		"--external-bridge=br-ex", "--external-interface=eth0",
 		"--tools-dir=" + deps.OVNBinDir(), "--report-node-status", "--workload-dir=" + filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy=" + APIProxyAddr}})
 	s.addComponent(&component{name: "zone-controller/" + name, args: []string{"controller",
-		"--kubeconfig=" + componentKubeconfig(s.l, "ovn-udn-zone-controller"), "--zone=" + name, "--nb=" + z.NB, "--sb=" + z.SB}})
+		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("controller")), "--zone=" + name, "--nb=" + z.NB, "--sb=" + z.SB}})
 	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB})
 	return nil
 }
