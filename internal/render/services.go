@@ -56,6 +56,8 @@ func targetName(m model.Model) string {
 		return t.Name
 	case *nbdb.PortGroup:
 		return t.Name
+	case *nbdb.LogicalRouter:
+		return t.Name
 	}
 	return ""
 }
@@ -90,6 +92,8 @@ func withServices(n NetworkRows, svcs []ServiceRows) []model.Model {
 					t.LoadBalancer = append(t.LoadBalancer, prefix+id)
 				case *nbdb.PortGroup:
 					t.ACLs = append(t.ACLs, prefix+id)
+				case *nbdb.LogicalRouter:
+					t.LoadBalancer = append(t.LoadBalancer, prefix+id)
 				}
 			}
 		}

@@ -54,6 +54,27 @@ spec:
 ---
 apiVersion: v1
 kind: Service
+metadata: {name: np, namespace: shop}
+spec:
+  type: NodePort
+  externalTrafficPolicy: Local
+  clusterIP: 10.96.0.60
+  clusterIPs: [10.96.0.60]
+  externalIPs: [172.30.0.10]
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080, nodePort: 30080}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: np-abc, namespace: shop, labels: {kubernetes.io/service-name: np}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints:
+- {addresses: [10.244.0.5], conditions: {ready: true}, nodeName: node1}
+- {addresses: [10.244.1.6], conditions: {ready: true}, nodeName: node2}
+---
+apiVersion: v1
+kind: Service
 metadata: {name: pending, namespace: shop}
 spec: {ports: [{port: 80}]}
 `), render.Options{})
@@ -67,6 +88,11 @@ spec: {ports: [{port: 80}]}
 		`  lb Service_default/kubernetes_TCP_cluster tcp 10.96.0.1:443 -> []`,
 		`  acl from-lport 1001 inport == @udn_isolated_pods && ip4.dst == 10.96.0.1 && tcp.dst == 443 allow-related`,
 		"## service shop/pending\n(not rendered: no cluster IP",
+		// From outside: on node1's gateway router only, node1's endpoint
+		// only (externalTrafficPolicy Local), keeping the client address.
+		"router GR_node1 ",
+		`  lb Service_shop/np_TCP_node_router_node1 tcp 172.18.0.10:30080 -> [10.244.0.5:8080] {event=false neighbor_responder=none reject=true skip_snat=true}`,
+		`  lb Service_shop/np_TCP_node_router_node1 tcp 172.30.0.10:80 -> [10.244.0.5:8080] {event=false neighbor_responder=none reject=true skip_snat=true}`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the rendering lacks %q:\n%s", want, out)

@@ -46,6 +46,24 @@ func Describe(rows []model.Model) string {
 		}
 		return out
 	}
+	// lbLines lists load balancers' VIPs, one line each.
+	lbLines := func(ids []string) []string {
+		var out []string
+		for _, id := range ids {
+			lb, ok := byID[id].(*nbdb.LoadBalancer)
+			if !ok {
+				continue
+			}
+			proto := ""
+			if lb.Protocol != nil {
+				proto = string(*lb.Protocol)
+			}
+			for vip, backends := range lb.Vips {
+				out = append(out, fmt.Sprintf("  lb %s %s %s -> [%s]%s", lb.Name, proto, vip, backends, kv(lb.Options)))
+			}
+		}
+		return out
+	}
 	sort.Slice(routers, func(i, j int) bool { return routers[i].Name < routers[j].Name })
 	sort.Slice(switches, func(i, j int) bool { return switches[i].Name < switches[j].Name })
 	var b strings.Builder
@@ -67,6 +85,7 @@ func Describe(rows []model.Model) string {
 			}
 		}
 		lines = append(lines, lbGroupLines(r.LoadBalancerGroup)...)
+		lines = append(lines, lbLines(r.LoadBalancer)...)
 		sort.Strings(lines)
 		b.WriteString(join(lines))
 		lines = nil
@@ -145,25 +164,7 @@ func Describe(rows []model.Model) string {
 	}
 	for _, g := range lbGroups {
 		fmt.Fprintf(&b, "load-balancer-group %s\n", g.Name)
-		var lines []string
-		for _, id := range g.LoadBalancer {
-			lb, ok := byID[id].(*nbdb.LoadBalancer)
-			if !ok {
-				continue
-			}
-			proto := ""
-			if lb.Protocol != nil {
-				proto = string(*lb.Protocol)
-			}
-			vips := make([]string, 0, len(lb.Vips))
-			for vip := range lb.Vips {
-				vips = append(vips, vip)
-			}
-			sort.Strings(vips)
-			for _, vip := range vips {
-				lines = append(lines, fmt.Sprintf("  lb %s %s %s -> [%s]%s", lb.Name, proto, vip, lb.Vips[vip], kv(lb.Options)))
-			}
-		}
+		lines := lbLines(g.LoadBalancer)
 		sort.Strings(lines)
 		b.WriteString(join(lines))
 	}
