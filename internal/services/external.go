@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
-	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
 // ExternalIPs returns the addresses a service answers on from outside the
@@ -71,27 +70,6 @@ func nodeLoadBalancer(in Input, proto corev1.Protocol) *nbdb.LoadBalancer {
 	if len(vips) == 0 {
 		return nil
 	}
-	lbProto := nbdb.LoadBalancerProtocol(strings.ToLower(string(proto)))
-	skip := "false"
-	if local {
-		skip = "true"
-	}
-	return &nbdb.LoadBalancer{
-		UUID:     fmt.Sprintf("lb:%s:%s:node", in.Network.Name, proto),
-		Name:     in.Network.NodeServiceLoadBalancer(svc.Namespace, svc.Name, string(proto), in.Node),
-		Protocol: &lbProto,
-		Vips:     vips,
-		Options: map[string]string{
-			"event":              "false",
-			"reject":             "true",
-			"skip_snat":          skip,
-			"neighbor_responder": "none",
-		},
-		ExternalIDs: map[string]string{
-			KindKey:                "Service",
-			ServiceKey:             svc.Namespace + "/" + svc.Name,
-			topology.NetworkKey:    in.Network.Name,
-			topology.ControllerKey: topology.ZoneController,
-		},
-	}
+	return newLoadBalancer(in, proto, fmt.Sprintf("lb:%s:%s:node", in.Network.Name, proto),
+		in.Network.NodeServiceLoadBalancer(svc.Namespace, svc.Name, string(proto), in.Node), vips, local)
 }

@@ -90,7 +90,7 @@ func Render(in Input) Output {
 	out.Contributions = append(out.Contributions, ovsdbsync.Contribution{
 		Target: &nbdb.LoadBalancerGroup{Name: in.Network.ClusterLBGroup()}, Column: "load_balancer", Members: members,
 	})
-	if in.Network.IsPrimary() && len(in.NodeIPs) > 0 {
+	if len(in.NodeIPs) > 0 { // Render serves primary networks only (HasServices)
 		var routerLBs []string
 		for _, proto := range protocols(svc) {
 			if lb := nodeLoadBalancer(in, proto); lb != nil {
@@ -167,40 +167,49 @@ func loadBalancer(in Input, proto corev1.Protocol, ips []netip.Addr) *nbdb.LoadB
 			vips[hostPort(ip, int(p.Port))] = strings.Join(Backends(in, p, ip.Is4()), ",")
 		}
 	}
-	lbProto := nbdb.LoadBalancerProtocol(strings.ToLower(string(proto)))
-	options := map[string]string{
-		"event":              "false",
-		"reject":             "true",
-		"skip_snat":          "false",
-		"neighbor_responder": "none",
-	}
-	if svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
-		timeout := DefaultAffinityTimeout
-		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
-			timeout = int(*c.ClientIP.TimeoutSeconds)
-		}
-		options["affinity_timeout"] = strconv.Itoa(timeout)
-	}
+	lb := newLoadBalancer(in, proto, fmt.Sprintf("lb:%s:%s", in.Network.Name, proto),
+		in.Network.ServiceLoadBalancer(svc.Namespace, svc.Name, string(proto)), vips, false)
 	if len(in.HairpinIPs) > 0 {
 		hp := make([]string, len(in.HairpinIPs))
 		for i, a := range in.HairpinIPs {
 			hp[i] = a.String()
 		}
-		options["hairpin_snat_ip"] = strings.Join(hp, " ")
+		lb.Options["hairpin_snat_ip"] = strings.Join(hp, " ")
 	}
-	return &nbdb.LoadBalancer{
-		UUID:     fmt.Sprintf("lb:%s:%s", in.Network.Name, proto),
-		Name:     in.Network.ServiceLoadBalancer(svc.Namespace, svc.Name, string(proto)),
+	return lb
+}
+
+// newLoadBalancer is a service's load balancer of one protocol with the
+// options and external IDs every one of them has (sessionAffinity
+// included); skipSNAT keeps clients' addresses on routers that force SNAT.
+func newLoadBalancer(in Input, proto corev1.Protocol, uuid, name string, vips map[string]string, skipSNAT bool) *nbdb.LoadBalancer {
+	lbProto := nbdb.LoadBalancerProtocol(strings.ToLower(string(proto)))
+	lb := &nbdb.LoadBalancer{
+		UUID:     uuid,
+		Name:     name,
 		Protocol: &lbProto,
 		Vips:     vips,
-		Options:  options,
+		Options: map[string]string{
+			"event":              "false",
+			"reject":             "true",
+			"skip_snat":          strconv.FormatBool(skipSNAT),
+			"neighbor_responder": "none",
+		},
 		ExternalIDs: map[string]string{
 			KindKey:                "Service",
-			ServiceKey:             svc.Namespace + "/" + svc.Name,
+			ServiceKey:             in.Service.Namespace + "/" + in.Service.Name,
 			topology.NetworkKey:    in.Network.Name,
 			topology.ControllerKey: topology.ZoneController,
 		},
 	}
+	if svc := in.Service; svc.Spec.SessionAffinity == corev1.ServiceAffinityClientIP {
+		timeout := DefaultAffinityTimeout
+		if c := svc.Spec.SessionAffinityConfig; c != nil && c.ClientIP != nil && c.ClientIP.TimeoutSeconds != nil {
+			timeout = int(*c.ClientIP.TimeoutSeconds)
+		}
+		lb.Options["affinity_timeout"] = strconv.Itoa(timeout)
+	}
+	return lb
 }
 
 // Backends returns the "ip:port" backends of a service port for one IP

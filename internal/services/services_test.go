@@ -66,6 +66,17 @@ func lb(name, proto string, vips map[string]string, opts ...string) *nbdb.LoadBa
 		ExternalIDs: map[string]string{KindKey: "Service", ServiceKey: "ns/web", topology.NetworkKey: "blue", topology.ControllerKey: topology.ZoneController}}
 }
 
+// nodeLB is lb for the zone's node's gateway router.
+func nodeLB(proto string, vips map[string]string, opts ...string) *nbdb.LoadBalancer {
+	l := lb("blue_Service_ns/web_"+map[string]string{"tcp": "TCP", "udp": "UDP"}[proto]+"_node_router_node2", proto, vips, opts...)
+	l.UUID += ":node"
+	return l
+}
+
+func router(members ...string) ovsdbsync.Contribution {
+	return ovsdbsync.Contribution{Target: &nbdb.LogicalRouter{Name: "GR_blue_node2"}, Column: "load_balancer", Members: members}
+}
+
 func group(members ...string) ovsdbsync.Contribution {
 	return ovsdbsync.Contribution{Target: &nbdb.LoadBalancerGroup{Name: "blue_clusterLBGroup"}, Column: "load_balancer", Members: members}
 }
@@ -144,6 +155,40 @@ func TestRender(t *testing.T) {
 		name: "ClientIP affinity, default timeout",
 		in:   Input{Service: svc(func(s *corev1.Service) { s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP }), Network: blue},
 		rows: []any{lb(tcpName, "tcp", map[string]string{"10.96.0.20:80": ""}, "affinity_timeout", "10800")}, contrb: []ovsdbsync.Contribution{group("lb:blue:TCP")},
+	}, {
+		name: "NodePort: node addresses on the zone's gateway router, all endpoints, the router's SNAT",
+		in: Input{Service: svc(func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeNodePort
+			s.Spec.Ports[0].NodePort = 30080
+		}), Network: blue, Node: "node2", NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.100.12")},
+			Slices: []discoveryv1.EndpointSlice{slice(v4, map[string]int32{"http": 8080}, ep{addr: "10.128.1.5", node: "node2"}, ep{addr: "10.128.0.4", node: "node1"})}},
+		rows: []any{
+			lb(tcpName, "tcp", map[string]string{"10.96.0.20:80": "10.128.0.4:8080,10.128.1.5:8080"}),
+			nodeLB("tcp", map[string]string{"192.168.100.12:30080": "10.128.0.4:8080,10.128.1.5:8080"}),
+		},
+		contrb: []ovsdbsync.Contribution{group("lb:blue:TCP"), router("lb:blue:TCP:node")},
+	}, {
+		name: "externalTrafficPolicy Local, external and ingress IPs, affinity: local endpoints, client address kept",
+		in: Input{Service: svc(func(s *corev1.Service) {
+			s.Spec.Type = corev1.ServiceTypeLoadBalancer
+			s.Spec.Ports[0].NodePort = 30080
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+			s.Spec.ExternalIPs = []string{"172.30.0.10"}
+			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.7"}, {IP: "172.30.0.10"}}
+			s.Spec.SessionAffinity = corev1.ServiceAffinityClientIP
+		}), Network: blue, Node: "node2", NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.100.12")},
+			Slices: []discoveryv1.EndpointSlice{slice(v4, map[string]int32{"http": 8080}, ep{addr: "10.128.1.5", node: "node2"}, ep{addr: "10.128.0.4", node: "node1"})}},
+		rows: []any{
+			lb(tcpName, "tcp", map[string]string{"10.96.0.20:80": "10.128.0.4:8080,10.128.1.5:8080"}, "affinity_timeout", "10800"),
+			nodeLB("tcp", map[string]string{
+				"192.168.100.12:30080": "10.128.1.5:8080", "172.30.0.10:80": "10.128.1.5:8080", "203.0.113.7:80": "10.128.1.5:8080",
+			}, "skip_snat", "true", "affinity_timeout", "10800"),
+		},
+		contrb: []ovsdbsync.Contribution{group("lb:blue:TCP"), router("lb:blue:TCP:node")},
+	}, {
+		name: "ClusterIP service: nothing on the router",
+		in:   Input{Service: svc(), Network: blue, Node: "node2", NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.100.12")}},
+		rows: []any{lb(tcpName, "tcp", map[string]string{"10.96.0.20:80": ""})}, contrb: []ovsdbsync.Contribution{group("lb:blue:TCP")},
 	}, {
 		name: "headless: nothing",
 		in:   Input{Service: svc(func(s *corev1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "None", []string{"None"} }), Network: blue},
