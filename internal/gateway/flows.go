@@ -121,152 +121,184 @@ const (
 // the same input gives the same text. Networks without a patch port yet, and
 // services of networks not in Networks, are left out.
 func Flows(in Input) []string {
-	f := flows{}
 	if in.TunnelPort == 0 {
 		in.TunnelPort = defaultGeneve
 	}
-	nets := map[string]Network{}
-	var patches []Network
+	b := builder{in: in, f: flows{}, nets: map[string]Network{}}
 	for _, n := range in.Networks {
 		if n.Patch > 0 {
-			nets[n.Name] = n
-			patches = append(patches, n)
+			b.nets[n.Name] = n
+			b.patches = append(b.patches, n)
 		}
 	}
-	sort.Slice(patches, func(i, j int) bool { return patches[i].ID < patches[j].ID })
-	phys := in.Physical
-
-	for _, ip := range in.NodeIPs {
-		fam := familyOf(ip)
-		// Geneve between the uplink and the host's tunnel endpoint: no
-		// conntrack, so the overlay never pays for it.
-		f.add(tableClassify, prioTunnel, fmt.Sprintf("in_port=%d,%s,%s=%s,tp_dst=%d", phys, fam.udp, fam.dst, ip, in.TunnelPort), "LOCAL")
-		f.add(tableClassify, prioTunnel, fmt.Sprintf("in_port=LOCAL,%s,%s=%s,tp_dst=%d", fam.udp, fam.src, ip, in.TunnelPort), fmt.Sprintf("output:%d", phys))
-		// Everything else to the node's address: is it a reply to egress
-		// of a network? The node zone knows (un-SNAT, and its mark).
-		f.add(tableClassify, prioFromUplink, fmt.Sprintf("in_port=%d,%s,%s=%s", phys, fam.ip, fam.dst, ip),
-			fmt.Sprintf("ct(zone=%d,nat,table=%d)", NodeZone, tableFromUplink))
+	sort.Slice(b.patches, func(i, j int) bool { return b.patches[i].ID < b.patches[j].ID })
+	b.uplink()
+	for _, n := range b.patches {
+		b.router(n)
 	}
+	b.hostToServices()
+	for _, s := range in.Services {
+		b.service(s)
+	}
+	b.fixed()
+	return b.f.sorted()
+}
 
-	// Neighbour resolution of the node's address: requests from outside
-	// are the host's to answer (the routers have the same address and MAC);
-	// replies go to every router and the host, whoever asked. Other
-	// neighbour traffic is switched (NORMAL, below): Localnet networks on
-	// this bridge need it.
-	var all []string
-	all = append(all, "LOCAL")
-	for _, n := range patches {
+// builder accumulates one input's flows.
+type builder struct {
+	in      Input
+	f       flows
+	nets    map[string]Network // by name, with a patch port
+	patches []Network          // by ID
+}
+
+// uplink: what arrives for the node's address. Geneve goes to the host
+// without conntrack (the overlay never pays for it); anything else asks the
+// node zone whether it replies to a network's egress (un-SNAT, and its
+// mark). The node's neighbour requests are the host's to answer (the
+// routers have the same address and MAC); replies go to every router and
+// the host, whoever asked.
+func (b builder) uplink() {
+	phys := b.in.Physical
+	all := []string{"LOCAL"}
+	for _, n := range b.patches {
 		all = append(all, fmt.Sprintf("output:%d", n.Patch))
 	}
-	for _, ip := range in.NodeIPs {
+	for _, ip := range b.in.NodeIPs {
+		fam := familyOf(ip)
+		b.f.add(tableClassify, prioTunnel, fmt.Sprintf("in_port=%d,%s,%s=%s,tp_dst=%d", phys, fam.udp, fam.dst, ip, b.in.TunnelPort), "LOCAL")
+		b.f.add(tableClassify, prioTunnel, fmt.Sprintf("in_port=LOCAL,%s,%s=%s,tp_dst=%d", fam.udp, fam.src, ip, b.in.TunnelPort), fmt.Sprintf("output:%d", phys))
+		b.f.add(tableClassify, prioFromUplink, fmt.Sprintf("in_port=%d,%s,%s=%s", phys, fam.ip, fam.dst, ip),
+			fmt.Sprintf("ct(zone=%d,nat,table=%d)", NodeZone, tableFromUplink))
 		if ip.Is4() {
-			f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,arp,arp_op=2,arp_tpa=%s", phys, ip), strings.Join(all, ","))
-			f.add(tableClassify, prioNeighborReq, fmt.Sprintf("in_port=%d,arp,arp_tpa=%s", phys, ip), "LOCAL")
+			b.f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,arp,arp_op=2,arp_tpa=%s", phys, ip), strings.Join(all, ","))
+			b.f.add(tableClassify, prioNeighborReq, fmt.Sprintf("in_port=%d,arp,arp_tpa=%s", phys, ip), "LOCAL")
 		} else {
-			f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,icmp6,icmp_type=136,nd_target=%s", phys, ip), strings.Join(all, ","))
-			f.add(tableClassify, prioNeighborReq, fmt.Sprintf("in_port=%d,icmp6,icmp_type=135,nd_target=%s", phys, ip), "LOCAL")
+			b.f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,icmp6,icmp_type=136,nd_target=%s", phys, ip), strings.Join(all, ","))
+			b.f.add(tableClassify, prioNeighborReq, fmt.Sprintf("in_port=%d,icmp6,icmp_type=135,nd_target=%s", phys, ip), "LOCAL")
+		}
+		// The host's own connections are committed (unmarked) in the node
+		// zone, so the networks' SNAT never picks a tuple the host uses.
+		b.f.add(tableClassify, prioEgress, fmt.Sprintf("in_port=LOCAL,%s,%s=%s", fam.ip, fam.src, ip),
+			fmt.Sprintf("ct(commit,zone=%d),output:%d", NodeZone, phys))
+	}
+}
+
+// router: what one network's gateway router sends, and the replies it gets.
+func (b builder) router(n Network) {
+	phys := b.in.Physical
+	// Its neighbour requests go out; its ARP for the masquerade next hop is
+	// answered here.
+	b.f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,arp", n.Patch), fmt.Sprintf("output:%d", phys))
+	b.f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,icmp6,icmp_type=135", n.Patch), fmt.Sprintf("output:%d", phys))
+	for _, hop := range b.in.MasqueradeNextHops {
+		if hop.Is4() {
+			b.f.add(tableClassify, prioResponder, fmt.Sprintf("in_port=%d,arp,arp_op=1,arp_tpa=%s", n.Patch, hop), arpReply(NextHopMAC(hop), hop))
 		}
 	}
-
-	for _, n := range patches {
-		// A router's neighbour requests and everything it sends that no
-		// rule below claims go out the uplink.
-		f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,arp", n.Patch), fmt.Sprintf("output:%d", phys))
-		for _, hop := range in.MasqueradeNextHops {
-			if hop.Is4() {
-				f.add(tableClassify, prioResponder, fmt.Sprintf("in_port=%d,arp,arp_op=1,arp_tpa=%s", n.Patch, hop), arpReply(NextHopMAC(hop), hop))
-			}
-		}
-		f.add(tableClassify, prioNeighbor, fmt.Sprintf("in_port=%d,icmp6,icmp_type=135", n.Patch), fmt.Sprintf("output:%d", phys))
-		for _, ip := range in.NodeIPs {
-			fam := familyOf(ip)
-			// Egress: SNAT to the node's address in the node zone, marked
-			// with the network, then out. Conntrack moves the source port
-			// when two networks' connections would collide.
-			f.add(tableClassify, prioEgress, fmt.Sprintf("in_port=%d,%s", n.Patch, fam.ip),
-				fmt.Sprintf("ct(commit,zone=%d,nat(src=%s),exec(set_field:%d->ct_mark),table=%d)", NodeZone, ip, Mark(n.ID), tableToPhysical))
-		}
-		// Whatever else a router sends goes out, never to NORMAL, which
-		// would learn the shared MAC on its port.
-		f.add(tableClassify, prioRouterRest, fmt.Sprintf("in_port=%d", n.Patch), fmt.Sprintf("output:%d", phys))
-		f.add(tableFromUplink, 100, fmt.Sprintf("ct_state=+trk+est,ct_mark=%d", Mark(n.ID)), fmt.Sprintf("mod_dl_dst:%s,output:%d", in.MAC, n.Patch))
-		f.add(tableFromUplink, 100, fmt.Sprintf("ct_state=+trk+rel,ct_mark=%d", Mark(n.ID)), fmt.Sprintf("mod_dl_dst:%s,output:%d", in.MAC, n.Patch))
-		// Replies to the host's connections to services.
-		for _, m := range in.HostMasqueradeIPs {
-			fam := familyOf(m)
-			f.add(tableClassify, prioHostService, fmt.Sprintf("in_port=%d,%s,%s=%s", n.Patch, fam.ip, fam.dst, m),
-				fmt.Sprintf("ct(zone=%d,nat,table=%d)", HostServiceZone, tableToHost))
-		}
+	// Egress: SNAT to the node's address in the node zone, marked with the
+	// network, then out. Conntrack moves the source port when two networks'
+	// connections would collide.
+	for _, ip := range b.in.NodeIPs {
+		b.f.add(tableClassify, prioEgress, fmt.Sprintf("in_port=%d,%s", n.Patch, familyOf(ip).ip),
+			fmt.Sprintf("ct(commit,zone=%d,nat(src=%s),exec(set_field:%d->ct_mark),table=%d)", NodeZone, ip, Mark(n.ID), tableToPhysical))
 	}
-	f.add(tableFromUplink, 0, "", "LOCAL")
-	f.add(tableToPhysical, 0, "", fmt.Sprintf("output:%d", phys))
-	f.add(tableToRouter, 0, "", fmt.Sprintf("mod_dl_dst:%s,output:NXM_NX_REG0[]", in.MAC))
-	f.add(tableToHost, 100, "ct_state=+trk+est", "mod_dl_dst:"+in.MAC+",LOCAL")
-	f.add(tableToHost, 100, "ct_state=+trk+rel", "mod_dl_dst:"+in.MAC+",LOCAL")
-	f.add(tableToHost, 0, "", "drop")
+	// Whatever else it sends goes out, never to NORMAL, which would learn
+	// the shared MAC on its port.
+	b.f.add(tableClassify, prioRouterRest, fmt.Sprintf("in_port=%d", n.Patch), fmt.Sprintf("output:%d", phys))
+	// Replies to its network's egress, found by mark.
+	for _, state := range []string{"+trk+est", "+trk+rel"} {
+		b.f.add(tableFromUplink, 100, fmt.Sprintf("ct_state=%s,ct_mark=%d", state, Mark(n.ID)), fmt.Sprintf("mod_dl_dst:%s,output:%d", b.in.MAC, n.Patch))
+	}
+	// Replies to the host's connections to services.
+	for _, m := range b.in.HostMasqueradeIPs {
+		fam := familyOf(m)
+		b.f.add(tableClassify, prioHostService, fmt.Sprintf("in_port=%d,%s,%s=%s", n.Patch, fam.ip, fam.dst, m),
+			fmt.Sprintf("ct(zone=%d,nat,table=%d)", HostServiceZone, tableToHost))
+	}
+}
 
-	// The host's connections to services: to the service's network's
-	// router, SNATed to the host masquerade address (the router answers it
-	// through its external port).
-	toRouter := func(patch int, ip netip.Addr, match string) {
-		for _, m := range in.HostMasqueradeIPs {
-			if m.Is4() != ip.Is4() {
-				continue
-			}
-			f.add(tableClassify, prioHostService, match,
+// toRouter sends the host's connections to dst (a ClusterIP, or a service
+// CIDR) to a router, SNATed to the host masquerade address of its family
+// (the router answers it through its external port).
+func (b builder) toRouter(priority, patch int, dst netip.Prefix) {
+	fam := familyOf(dst.Addr())
+	for _, m := range b.in.HostMasqueradeIPs {
+		if m.Is4() == dst.Addr().Is4() {
+			b.f.add(tableClassify, priority, fmt.Sprintf("in_port=LOCAL,%s,%s=%s", fam.ip, fam.dst, prefixString(dst)),
 				fmt.Sprintf("load:%d->NXM_NX_REG0[],ct(commit,zone=%d,nat(src=%s),table=%d)", patch, HostServiceZone, m, tableToRouter))
 		}
 	}
-	if def, ok := defaultNetwork(patches); ok {
-		for _, c := range in.ServiceCIDRs {
-			fam := familyOf(c.Addr())
-			for _, m := range in.HostMasqueradeIPs {
-				if m.Is4() == c.Addr().Is4() {
-					f.add(tableClassify, prioHostServices, fmt.Sprintf("in_port=LOCAL,%s,%s=%s", fam.ip, fam.dst, c.Masked()),
-						fmt.Sprintf("load:%d->NXM_NX_REG0[],ct(commit,zone=%d,nat(src=%s),table=%d)", def.Patch, HostServiceZone, m, tableToRouter))
-				}
-			}
-		}
-	}
+}
 
-	for _, s := range in.Services {
-		n, ok := nets[s.Network]
-		if !ok {
-			continue
-		}
-		if n.ID != 0 {
-			for _, ip := range s.ClusterIPs {
-				fam := familyOf(ip)
-				toRouter(n.Patch, ip, fmt.Sprintf("in_port=LOCAL,%s,%s=%s", fam.ip, fam.dst, ip))
-			}
-		}
-		// From outside: node ports on the node's addresses, service ports on
-		// external IPs, straight to the router and its replies straight out.
-		for _, p := range s.Ports {
-			for _, ip := range in.NodeIPs {
-				if p.NodePort > 0 {
-					f.steer(phys, n.Patch, p.Protocol, ip, p.NodePort)
-				}
-			}
-			for _, ip := range s.ExternalIPs {
-				f.steer(phys, n.Patch, p.Protocol, ip, p.Port)
-			}
-		}
+// hostToServices sends the host's connections to the service CIDRs to the
+// default network's router (UDN ClusterIPs, above, go to their own).
+func (b builder) hostToServices() {
+	def, ok := b.nets[b.defaultName()]
+	if !ok {
+		return
 	}
+	for _, c := range b.in.ServiceCIDRs {
+		b.toRouter(prioHostServices, def.Patch, c.Masked())
+	}
+}
 
-	f.add(tableClassify, prioRest, fmt.Sprintf("in_port=%d,dl_dst=%s", phys, in.MAC), "LOCAL")
-	// The host's own connections are committed (unmarked) in the node zone,
-	// so the networks' SNAT never picks a tuple the host uses.
-	for _, ip := range in.NodeIPs {
-		fam := familyOf(ip)
-		f.add(tableClassify, prioEgress, fmt.Sprintf("in_port=LOCAL,%s,%s=%s", fam.ip, fam.src, ip),
-			fmt.Sprintf("ct(commit,zone=%d),output:%d", NodeZone, phys))
+func (b builder) defaultName() string {
+	for _, n := range b.patches {
+		if n.ID == 0 {
+			return n.Name
+		}
 	}
-	f.add(tableClassify, prioRest, "in_port=LOCAL", fmt.Sprintf("output:%d", phys))
-	// The rest is plain switching: broadcasts, and the physical network of
-	// Localnet networks whose localnet ports share this bridge.
-	f.add(tableClassify, 0, "", "NORMAL")
-	return f.sorted()
+	return ""
+}
+
+// service: a UDN service's ClusterIPs from the host; from outside, node
+// ports on the node's addresses and service ports on external IPs, straight
+// to the router and its replies straight out.
+func (b builder) service(s Service) {
+	n, ok := b.nets[s.Network]
+	if !ok {
+		return
+	}
+	if n.ID != 0 {
+		for _, ip := range s.ClusterIPs {
+			b.toRouter(prioHostService, n.Patch, netip.PrefixFrom(ip, ip.BitLen()))
+		}
+	}
+	for _, p := range s.Ports {
+		if p.NodePort > 0 {
+			for _, ip := range b.in.NodeIPs {
+				b.f.steer(b.in.Physical, n.Patch, p.Protocol, ip, p.NodePort)
+			}
+		}
+		for _, ip := range s.ExternalIPs {
+			b.f.steer(b.in.Physical, n.Patch, p.Protocol, ip, p.Port)
+		}
+	}
+}
+
+// fixed: the tables' defaults, and plain switching for the rest
+// (broadcasts, and the physical network of Localnet networks whose localnet
+// ports share this bridge).
+func (b builder) fixed() {
+	phys, mac := b.in.Physical, b.in.MAC
+	b.f.add(tableClassify, prioRest, fmt.Sprintf("in_port=%d,dl_dst=%s", phys, mac), "LOCAL")
+	b.f.add(tableClassify, prioRest, "in_port=LOCAL", fmt.Sprintf("output:%d", phys))
+	b.f.add(tableClassify, 0, "", "NORMAL")
+	b.f.add(tableFromUplink, 0, "", "LOCAL")
+	b.f.add(tableToRouter, 0, "", fmt.Sprintf("mod_dl_dst:%s,output:NXM_NX_REG0[]", mac))
+	b.f.add(tableToHost, 100, "ct_state=+trk+est", "mod_dl_dst:"+mac+",LOCAL")
+	b.f.add(tableToHost, 100, "ct_state=+trk+rel", "mod_dl_dst:"+mac+",LOCAL")
+	b.f.add(tableToHost, 0, "", "drop")
+	b.f.add(tableToPhysical, 0, "", fmt.Sprintf("output:%d", phys))
+}
+
+// prefixString writes a host prefix as its address (the flows' form).
+func prefixString(p netip.Prefix) string {
+	if p.IsSingleIP() {
+		return p.Addr().String()
+	}
+	return p.String()
 }
 
 // steer sends a service port's traffic from the uplink to a router, and the
@@ -296,15 +328,6 @@ func arpReply(mac string, ip netip.Addr) string {
 		"set_field:" + mac + "->arp_sha", "set_field:" + ip.String() + "->arp_spa",
 		"IN_PORT",
 	}, ",")
-}
-
-func defaultNetwork(nets []Network) (Network, bool) {
-	for _, n := range nets {
-		if n.ID == 0 {
-			return n, true
-		}
-	}
-	return Network{}, false
 }
 
 // family holds the match field names of an IP family.
