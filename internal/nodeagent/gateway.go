@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -54,12 +54,6 @@ var gatewayKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "b
 type GatewayReconciler struct {
 	Client client.Client
 	Opts   Options
-
-	mu      sync.Mutex
-	applied string // the flows last written (or found equal)
-	routed  bool
-	// Writes counts replace-flows runs that changed the bridge (tests).
-	Writes int
 }
 
 // SetupWithManager registers the controller: every Service, NAD and
@@ -107,61 +101,36 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 }
 
 // apply writes flows with one atomic replace-flows (a bundle) unless the
-// bridge already holds exactly them.
+// bridge already holds exactly them, as ovs-ofctl diff-flows compares them
+// (so a flow changed behind the agent's back is put back at the next resync).
 func (r *GatewayReconciler) apply(flows string) (bool, error) {
-	cur, err := r.dump()
-	if err != nil {
-		return false, err
-	}
-	r.mu.Lock()
-	same := r.applied == flows && cur == canonicalCount(flows)
-	r.mu.Unlock()
-	if same {
+	diff := r.ofctl("diff-flows", r.mgmt(), "/dev/stdin") // diff-flows takes no "-"
+	diff.Stdin = strings.NewReader(flows)
+	out, err := diff.Output()
+	var ee *exec.ExitError
+	switch {
+	case err == nil && len(bytes.TrimSpace(out)) == 0:
 		return false, nil
+	case err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 2): // 2: the flows differ
+		return false, fmt.Errorf("comparing the flows of %s: %w", r.Opts.Gateway.Bridge, err)
 	}
-	cmd := r.ofctl("--bundle", "replace-flows", r.Opts.Gateway.Bridge, "-")
-	cmd.Stdin = strings.NewReader(flows)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	replace := r.ofctl("--bundle", "replace-flows", r.mgmt(), "-")
+	replace.Stdin = strings.NewReader(flows)
+	if out, err := replace.CombinedOutput(); err != nil {
 		return false, fmt.Errorf("writing the flows of %s: %v: %s", r.Opts.Gateway.Bridge, err, strings.TrimSpace(string(out)))
 	}
-	r.mu.Lock()
-	r.applied = flows
-	r.Writes++
-	r.mu.Unlock()
 	return true, nil
 }
 
-// dump returns how many flows the bridge holds (a cheap check that nobody
-// changed it behind the agent's back: replace-flows itself diffs contents).
-func (r *GatewayReconciler) dump() (int, error) {
-	out, err := r.ofctl("dump-flows", "--no-stats", r.Opts.Gateway.Bridge).Output()
-	if err != nil {
-		return 0, fmt.Errorf("reading the flows of %s: %w", r.Opts.Gateway.Bridge, err)
-	}
-	n := 0
-	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, "actions=") {
-			n++
-		}
-	}
-	return n, nil
+// mgmt is the bridge's OpenFlow management socket, in the node's OVS run
+// directory (the OVS database socket's).
+func (r *GatewayReconciler) mgmt() string {
+	return "unix:" + filepath.Join(ovsRunDir(r.Opts.Host.OVSDB), r.Opts.Gateway.Bridge+".mgmt")
 }
 
-func canonicalCount(flows string) int { return strings.Count(flows, "\n") }
-
-// ofctl runs ovs-ofctl against the node's vswitchd (its run directory is the
-// OVS database socket's), speaking OpenFlow 1.5 for bundles.
+// ofctl runs ovs-ofctl speaking OpenFlow 1.5 (bundles).
 func (r *GatewayReconciler) ofctl(args ...string) *exec.Cmd {
-	mgmt := "unix:" + filepath.Join(ovsRunDir(r.Opts.Host.OVSDB), r.Opts.Gateway.Bridge+".mgmt")
-	full := append([]string{"-O", "OpenFlow15"}, args...)
-	// the target follows the command name
-	for i, a := range full {
-		if a == r.Opts.Gateway.Bridge {
-			full[i] = mgmt
-			break
-		}
-	}
-	return r.Opts.Host.Command("ovs-ofctl", full...)
+	return r.Opts.Host.Command("ovs-ofctl", append([]string{"-O", "OpenFlow15"}, args...)...)
 }
 
 // ovsRunDir is the directory of an OVS database's unix socket.
@@ -171,14 +140,9 @@ func ovsRunDir(db string) string {
 
 // ensureRoutes gives the host routes to the service CIDRs through the
 // external bridge, to a next hop nothing holds, whose neighbour entry is the
-// gateway MAC (br-ex then steers by destination).
+// gateway MAC (br-ex then steers by destination); `replace` at every
+// reconcile, so a route removed behind the agent's back comes back.
 func (r *GatewayReconciler) ensureRoutes() error {
-	r.mu.Lock()
-	done := r.routed
-	r.mu.Unlock()
-	if done || r.Opts.Info.Gateway == nil {
-		return nil
-	}
 	dev := r.Opts.Gateway.Bridge
 	for _, hop := range r.Opts.Cluster.MasqueradeNextHops() {
 		if !hasFamily(r.Opts.Info.Gateway.IPs, hop) {
@@ -196,9 +160,6 @@ func (r *GatewayReconciler) ensureRoutes() error {
 			}
 		}
 	}
-	r.mu.Lock()
-	r.routed = true
-	r.mu.Unlock()
 	return nil
 }
 

@@ -120,7 +120,8 @@ func networkID(t *testing.T, ns string) int {
 // subnet do at once from the same address and port; the outside reaches
 // NodePort services of UDNs on every node (externalTrafficPolicy Local keeps
 // its address), and the node reaches a UDN's ClusterIP; the node agent
-// restarted rewrites nothing; a deleted network leaves no flow.
+// restarted rewrites nothing, and a flow deleted by hand comes back; a
+// deleted network leaves no flow.
 func TestNorthSouth(t *testing.T) {
 	ctx := context.Background()
 	nsNetwork(t, "ns-l3a", "Layer3", "10.150.0.0/16/24")
@@ -265,6 +266,27 @@ func TestNorthSouth(t *testing.T) {
 				t.Fatalf("duplicate flow %s", f)
 			}
 			seen[f] = true
+		}
+	})
+
+	t.Run("a flow removed behind the agent's back comes back", func(t *testing.T) {
+		before := brExFlows(t, "node1")
+		n := node(t, "node1")
+		mgmt := "unix:" + filepath.Join(filepath.Dir(strings.TrimPrefix(n.OVSDB, "unix:")), "br-ex.mgmt")
+		if out, err := deps.OVNCommand("ovs-ofctl", "-O", "OpenFlow15", "del-flows", "--strict", mgmt, "table=4,priority=0").CombinedOutput(); err != nil {
+			t.Fatalf("del-flows: %v: %s", err, out)
+		}
+		if got := brExFlows(t, "node1"); len(got) != len(before)-1 {
+			t.Fatalf("deleting one flow left %d of %d", len(got), len(before))
+		}
+		eventually(t, func() error {
+			if got := brExFlows(t, "node1"); strings.Join(got, "\n") != strings.Join(before, "\n") {
+				return fmt.Errorf("br-ex holds %d flows, want the %d it had", len(got), len(before))
+			}
+			return nil
+		})
+		if got, err := probeOut(ctx, "ns-l3a/a", 0); err != nil || got != node1IP {
+			t.Fatalf("egress after the repair: outside saw %q (%v)", got, err)
 		}
 	})
 
