@@ -69,13 +69,21 @@ func waitAnnotated(t *testing.T, c client.Client, p *corev1.Pod, keys ...string)
 
 func udnIn(t *testing.T, c client.Client, prefix string, spec v1.UserDefinedNetworkSpec) (ns, network string) {
 	t.Helper()
-	ns = cmtest.Namespace(t, c, prefix, map[string]string{v1.PrimaryNetworkLabel: ""})
+	u := newUDN(t, c, prefix, spec)
+	return u.Namespace, netconf.UDNNetworkName(u.Namespace, u.Name)
+}
+
+// newUDN creates a namespace labelled for a primary network and its UDN
+// "net", and waits until the network is created.
+func newUDN(t *testing.T, c client.Client, prefix string, spec v1.UserDefinedNetworkSpec) *v1.UserDefinedNetwork {
+	t.Helper()
+	ns := cmtest.Namespace(t, c, prefix, map[string]string{v1.PrimaryNetworkLabel: ""})
 	u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}, Spec: spec}
 	if err := c.Create(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}
 	cmtest.WaitNetworkCreated(t, c, u)
-	return ns, netconf.UDNNetworkName(ns, "net")
+	return u
 }
 
 func addr(t *testing.T, a podnet.Attachment, v4 bool) netip.Prefix {

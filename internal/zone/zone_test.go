@@ -38,14 +38,8 @@ func TestMain(m *testing.M) { kubetest.Main(m, kubetest.Options{}, &env) }
 // returns its network name.
 func layer3UDN(t *testing.T, c client.Client, subnet string) (string, *v1.UserDefinedNetwork) {
 	t.Helper()
-	ns := cmtest.Namespace(t, c, "tenant", map[string]string{v1.PrimaryNetworkLabel: ""})
-	u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
-		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{v1.NetworkSubnet(subnet)}}}
-	if err := c.Create(context.Background(), u); err != nil {
-		t.Fatal(err)
-	}
-	cmtest.WaitNetworkCreated(t, c, u)
-	return netconf.UDNNetworkName(ns, "net"), u
+	u := newUDN(t, c, "tenant", v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{v1.NetworkSubnet(subnet)}})
+	return netconf.UDNNetworkName(u.Namespace, u.Name), u
 }
 
 // port reads a logical port's first address entry: MAC and IP.
