@@ -310,12 +310,16 @@ type Reachability struct {
 	// Nodes, when set, are the pods' nodes (shown when printed).
 	Nodes   []string
 	reached []bool
-	notes   map[int]string // what a measured probe that did not reach got
+	// notes is what a measured probe that did not reach got, one cell per
+	// reached cell: a slice, not a map, so that Reach's goroutines may
+	// write distinct cells at once.
+	notes []string
 }
 
 // NewReachability returns a matrix of pods and probes with nothing reached.
 func NewReachability(pods []string, probes []ReachProbe) *Reachability {
-	return &Reachability{Pods: pods, Probes: probes, reached: make([]bool, len(pods)*len(pods)*len(probes))}
+	n := len(pods) * len(pods) * len(probes)
+	return &Reachability{Pods: pods, Probes: probes, reached: make([]bool, n), notes: make([]string, n)}
 }
 
 func (r *Reachability) index(from, to, probe int) int {
@@ -323,17 +327,15 @@ func (r *Reachability) index(from, to, probe int) int {
 }
 
 // Set records whether pod from reached pod to with probe (indexes into
-// Pods and Probes).
+// Pods and Probes). It may be called concurrently for distinct cells.
 func (r *Reachability) Set(from, to, probe int, reached bool) {
 	r.reached[r.index(from, to, probe)] = reached
 }
 
 // Note records what a probe that did not reach got instead (another pod's
-// answer, an error).
+// answer, an error). Like Set, it may be called concurrently for distinct
+// cells.
 func (r *Reachability) Note(from, to, probe int, note string) {
-	if r.notes == nil {
-		r.notes = map[int]string{}
-	}
 	r.notes[r.index(from, to, probe)] = note
 }
 

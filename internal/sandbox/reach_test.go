@@ -2,6 +2,9 @@ package sandbox
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,5 +56,43 @@ func TestReachabilityDiffAndPrint(t *testing.T) {
 `
 	if diff := cmp.Diff(wantOut, out.String()); diff != "" {
 		t.Errorf("Print (-want +got):\n%s", diff)
+	}
+}
+
+// Reach hands each source pod's answers to its own goroutine, and all of
+// them write cells of one matrix; a map of notes crashed CI with
+// "concurrent map writes". Every cell written at once must be kept.
+func TestReachabilityConcurrentCells(t *testing.T) {
+	pods := make([]string, 40)
+	for i := range pods {
+		pods[i] = fmt.Sprintf("x/p%d", i)
+	}
+	probes := []ReachProbe{{"tcp", 80}}
+	want, got := NewReachability(pods, probes), NewReachability(pods, probes)
+	var wg sync.WaitGroup
+	for i := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range pods {
+				want.Set(i, j, 0, i != j)
+				if i != j {
+					got.Note(i, j, 0, "answered by "+pods[(j+1)%len(pods)])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ms, err := want.Mismatches(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != len(pods)*(len(pods)-1) {
+		t.Fatalf("%d mismatches, want %d", len(ms), len(pods)*(len(pods)-1))
+	}
+	for _, m := range ms {
+		if !strings.HasPrefix(m.Note, "answered by ") {
+			t.Fatalf("mismatch %s lost its note", m)
+		}
 	}
 }
