@@ -117,6 +117,46 @@ type Reconciler struct {
 	mu        sync.Mutex
 	noted     map[string]string // what was last reported per (network, node), to emit Events once
 	sbTxns    int64
+	// running serialises reconciles of one key: controller-runtime never
+	// runs a key twice at once, but a direct call (a test's resync) may
+	// meet the controller's own worker on the same key.
+	running keyLocks
+}
+
+// keyLocks is one mutex per key, held only while some reconcile of the key
+// runs or waits (pod keys come and go: none is kept).
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	sync.Mutex
+	refs int
+}
+
+// lock locks key and returns its unlock.
+func (k *keyLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyLock{}
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyLock{}
+		k.m[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
 }
 
 // Transactions is how many transactions the reconciler has committed (NB and SB).
@@ -135,6 +175,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	key := req.Name
+	defer r.running.lock(key)()
 	if key == chassisKey {
 		return ctrl.Result{}, r.reconcileChassis(ctx)
 	}
