@@ -151,7 +151,7 @@ kubectl's flags from being read as this command's).`,
 		},
 	}
 	demo := sandboxDemoCommand(&dir)
-	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, kubectl, env, supervise, demo, sandboxServeCommand(), sandboxProbeCommand(), sandboxProbeManyCommand())
+	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, kubectl, env, supervise, demo, sandboxServeCommand(), sandboxProbeCommand(), sandboxProbeManyCommand(), sandboxHoldCommand(), sandboxBulkCommand())
 	return cmd
 }
 
@@ -237,6 +237,42 @@ func sandboxProbeCommand() *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "connect and read timeout")
 	cmd.Flags().IntVar(&localPort, "local-port", 0, "connect from this source port (0: any)")
+	return cmd
+}
+
+func sandboxHoldCommand() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:    "hold HOST:PORT",
+		Short:  "Hold one TCP connection: print the server's answer, then send each line of standard input and print its echo (run in a pod by the tests)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return sandbox.Hold(args[0], cmd.InOrStdin(), cmd.OutOrStdout(), timeout)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "how long each answer may take")
+	return cmd
+}
+
+func sandboxBulkCommand() *cobra.Command {
+	var timeout time.Duration
+	var bytes int64
+	cmd := &cobra.Command{
+		Use:    "bulk HOST:PORT",
+		Short:  "Send bytes to a sink over one TCP connection and print how long it took, as JSON (run in a pod by the benchmarks)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := sandbox.Bulk(args[0], bytes, timeout)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(r)
+		},
+	}
+	cmd.Flags().Int64Var(&bytes, "bytes", 256<<20, "how many bytes to send")
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Minute, "how long the whole transfer may take")
 	return cmd
 }
 

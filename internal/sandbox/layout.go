@@ -115,6 +115,9 @@ const (
 	ExternalServerIP = "198.51.100.10"
 	// ExternalPort is where the echo servers listen (TCP and UDP).
 	ExternalPort = 9000
+	// ExternalSinkPort is where the outside world counts the bytes a
+	// connection sends (ServeSink, for throughput).
+	ExternalSinkPort = 9001
 	// ClientReply, as a server's reply, answers with the client address
 	// the server saw.
 	ClientReply = "{client}"

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,11 +16,123 @@ import (
 // ProbePort is where Serve listens in every demo pod.
 const ProbePort = 8080
 
+// heldIdle is how long a held connection (see Serve, Hold) may stay idle.
+const heldIdle = 2 * time.Minute
+
 // Serve answers every TCP connection on listen with reply and a newline,
-// until ctx ends. It runs inside a pod's network namespace, so a probe's
-// answer names the pod that was really reached.
+// then echoes every line the client sends until it closes (so a test can
+// hold one connection across a disruption), until ctx ends. It runs inside a
+// pod's network namespace, so a probe's answer names the pod that was really
+// reached.
 func Serve(ctx context.Context, listen, reply string) error {
-	return agnhost.ServeTCP(ctx, listen, func(c net.Conn) { fmt.Fprintln(c, answer(reply, c.RemoteAddr())) })
+	return agnhost.ServeTCP(ctx, listen, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(heldIdle))
+		fmt.Fprintln(c, answer(reply, c.RemoteAddr()))
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			_ = c.SetDeadline(time.Now().Add(heldIdle))
+			if _, err := io.WriteString(c, line); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// ServeSink reads every TCP connection on listen to its end and answers
+// with the number of bytes it read, until ctx ends: the far end of Bulk.
+func ServeSink(ctx context.Context, listen string) error {
+	return agnhost.ServeTCP(ctx, listen, func(c net.Conn) {
+		_ = c.SetDeadline(time.Now().Add(heldIdle))
+		n, err := io.Copy(io.Discard, c)
+		if err != nil {
+			return
+		}
+		fmt.Fprintln(c, n)
+	})
+}
+
+// Hold connects to addr over TCP, writes the server's first line to out,
+// then sends every line of in and writes the server's echo of it to out,
+// each within timeout. It returns when in ends or the connection fails:
+// a test keeps one connection open across a disruption with it.
+func Hold(addr string, in io.Reader, out io.Writer, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	readLine := func() error {
+		_ = c.SetReadDeadline(time.Now().Add(timeout))
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("reading from %s: %w", addr, err)
+		}
+		_, err = io.WriteString(out, line)
+		return err
+	}
+	if err := readLine(); err != nil {
+		return err
+	}
+	lines := bufio.NewScanner(in)
+	for lines.Scan() {
+		_ = c.SetWriteDeadline(time.Now().Add(timeout))
+		if _, err := fmt.Fprintln(c, lines.Text()); err != nil {
+			return fmt.Errorf("writing to %s: %w", addr, err)
+		}
+		if err := readLine(); err != nil {
+			return err
+		}
+	}
+	return lines.Err()
+}
+
+// BulkResult is what Bulk measured.
+type BulkResult struct {
+	// Bytes is how many bytes the far end counted.
+	Bytes int64 `json:"bytes"`
+	// Seconds is from connecting to the far end's count.
+	Seconds float64 `json:"seconds"`
+}
+
+// Bulk sends n bytes to a ServeSink at addr over one TCP connection and
+// returns how long it took until the sink confirmed them all.
+func Bulk(addr string, n int64, timeout time.Duration) (BulkResult, error) {
+	start := time.Now()
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return BulkResult{}, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(start.Add(timeout))
+	buf := make([]byte, 64<<10)
+	for left := n; left > 0; {
+		chunk := buf
+		if left < int64(len(chunk)) {
+			chunk = chunk[:left]
+		}
+		w, err := c.Write(chunk)
+		if err != nil {
+			return BulkResult{}, fmt.Errorf("writing to %s: %w", addr, err)
+		}
+		left -= int64(w)
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		return BulkResult{}, err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return BulkResult{}, fmt.Errorf("reading the count from %s: %w", addr, err)
+	}
+	got, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	if err != nil || got != n {
+		return BulkResult{}, fmt.Errorf("%s counted %q bytes, want %d", addr, strings.TrimSpace(line), n)
+	}
+	return BulkResult{Bytes: got, Seconds: time.Since(start).Seconds()}, nil
 }
 
 // answer is reply, or for ClientReply the client's address.

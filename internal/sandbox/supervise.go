@@ -200,7 +200,8 @@ func (s *supervisor) startExternal() error {
 	}
 	port := strconv.Itoa(ExternalPort)
 	s.addComponent(&component{name: "external-echo", path: deps.OVNProgram("ip"), args: []string{"netns", "exec", ext, s.opts.Binary,
-		"sandbox", "serve", "--listen", "tcp:0.0.0.0:" + port, "--listen", "udp:0.0.0.0:" + port, "--reply", ClientReply}})
+		"sandbox", "serve", "--listen", "tcp:0.0.0.0:" + port, "--listen", "udp:0.0.0.0:" + port,
+		"--listen", "sink:0.0.0.0:" + strconv.Itoa(ExternalSinkPort), "--reply", ClientReply}})
 	return nil
 }
 

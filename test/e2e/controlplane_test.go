@@ -30,16 +30,16 @@ import (
 // runs its servers as `ovn-udn agnhost`.
 const agnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.53"
 
-// deployment is a Deployment of agnhost netexec pods (HTTP on 8080), one per
-// node (required anti-affinity), scheduled by the real scheduler (no
-// nodeName).
+// deployment is a Deployment of agnhost netexec pods (HTTP on 8080, UDP on
+// 8081 answering "hostname"), one per node (required anti-affinity),
+// scheduled by the real scheduler (no nodeName).
 func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "app", Image: agnhostImage, Args: []string{"netexec", "--http-port=8080", "--udp-port=0"},
+					Containers: []corev1.Container{{Name: "app", Image: agnhostImage, Args: []string{"netexec", "--http-port=8080", "--udp-port=8081"},
 						Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}},
 					Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
 						{LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, TopologyKey: "kubernetes.io/hostname"}}}},
@@ -48,7 +48,7 @@ func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 
 // readyPods waits until the Deployment's pods are n Ready pods and returns
 // them.
-func readyPods(t *testing.T, ns, app string, n int) []corev1.Pod {
+func readyPods(t testing.TB, ns, app string, n int) []corev1.Pod {
 	t.Helper()
 	var pods []corev1.Pod
 	eventually(t, func() error {

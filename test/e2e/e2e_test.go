@@ -425,7 +425,7 @@ func syncDataplane(t *testing.T) {
 	}
 }
 
-func eventually(t *testing.T, f func() error) {
+func eventually(t testing.TB, f func() error) {
 	t.Helper()
 	if err := proc.WaitFor(2*time.Minute, 100*time.Millisecond, func() (bool, error) {
 		err := f()

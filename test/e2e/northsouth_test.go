@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -15,6 +20,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -25,7 +31,7 @@ import (
 )
 
 // nsNetwork creates a namespace with a primary UDN.
-func nsNetwork(t *testing.T, ns, topology, subnet string) {
+func nsNetwork(t testing.TB, ns, topology, subnet string) {
 	t.Helper()
 	ctx := context.Background()
 	spec := v1.UserDefinedNetworkSpec{Topology: v1.NetworkTopology(topology), Role: v1.Primary, Subnets: []v1.NetworkSubnet{v1.NetworkSubnet(subnet)}}
@@ -81,6 +87,93 @@ func probeOut(ctx context.Context, pod string, localPort int) (string, error) {
 		fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort))
 }
 
+// outsideProbe probes targets at once from the outside world (TCP: the
+// first line; UDP: the answer to "hostname").
+func outsideProbe(t *testing.T, targets []sandbox.ReachTarget) []sandbox.ReachAnswer {
+	t.Helper()
+	in, err := json.Marshal(targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := sandbox.Command(context.Background(), sandbox.NewLayoutMust(dir).ExternalNetns(), []string{binary, "sandbox", "probe-many", "--timeout", "2s"})
+	cmd.Stdin = bytes.NewReader(in)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("probe-many from outside: %v", err)
+	}
+	var answers []sandbox.ReachAnswer
+	if err := json.Unmarshal(out, &answers); err != nil {
+		t.Fatalf("probe-many from outside answered %q: %v", out, err)
+	}
+	return answers
+}
+
+// heldConn is one TCP connection from a pod to the outside echo server,
+// held open by `ovn-udn sandbox hold`.
+type heldConn struct {
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string
+}
+
+// hold opens a connection from a pod to the outside echo server and checks
+// that the server saw the node's address.
+func hold(t *testing.T, pod, nodeIP string) *heldConn {
+	t.Helper()
+	netns, err := sandbox.PodNetns(context.Background(), dir, admin, pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := sandbox.Command(context.Background(), netns, []string{binary, "sandbox", "hold", "--timeout", "5s",
+		fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort)})
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &heldConn{cmd: cmd, in: in, lines: make(chan string)}
+	go func() {
+		defer close(h.lines)
+		r := bufio.NewScanner(out)
+		for r.Scan() {
+			h.lines <- r.Text()
+		}
+	}()
+	t.Cleanup(func() { _ = in.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if got := h.next(); got != nodeIP {
+		t.Fatalf("held connection from %s: the outside saw %q, want %s", pod, got, nodeIP)
+	}
+	return h
+}
+
+// next is the next line the connection printed ("" when it ended or
+// printed nothing for 10 s).
+func (h *heldConn) next() string {
+	select {
+	case l := <-h.lines:
+		return l
+	case <-time.After(10 * time.Second):
+		return ""
+	}
+}
+
+// still checks that the connection still carries a line both ways.
+func (h *heldConn) still(t *testing.T, line string) {
+	t.Helper()
+	if _, err := fmt.Fprintln(h.in, line); err != nil {
+		t.Fatalf("held connection: %v", err)
+	}
+	if got := h.next(); got != line {
+		t.Fatalf("held connection: sent %q, got back %q (the connection did not survive)", line, got)
+	}
+}
+
 // brExFlows returns a node's external bridge flows without statistics,
 // sorted.
 func brExFlows(t *testing.T, name string) []string {
@@ -115,13 +208,22 @@ func networkID(t *testing.T, ns string) int {
 	return id
 }
 
+// The sandbox's load balancer addresses (TEST-NET-3), routed by the outside
+// world to node1.
+const (
+	externalIP = "203.0.113.10"
+	ingressIP  = "203.0.113.20"
+)
+
 // TestNorthSouth: pods of the default network, a Layer3 and a Layer2 UDN
 // reach the outside world as their node's address; two tenants with the same
 // subnet do at once from the same address and port; the outside reaches
 // NodePort services of UDNs on every node (externalTrafficPolicy Local keeps
-// its address), and the node reaches a UDN's ClusterIP; the node agent
-// restarted rewrites nothing, and a flow deleted by hand comes back; a
-// deleted network leaves no flow.
+// its address), LoadBalancer ingress and external IPs over TCP and UDP, and
+// the node reaches a UDN's ClusterIP; a pod meets only its own network's
+// node ports at its node's address; the node agent restarted rewrites
+// nothing, and a flow deleted by hand comes back, while a connection stays
+// up; a deleted network leaves no flow.
 func TestNorthSouth(t *testing.T) {
 	ctx := context.Background()
 	nsNetwork(t, "ns-l3a", "Layer3", "10.150.0.0/16/24")
@@ -235,7 +337,93 @@ func TestNorthSouth(t *testing.T) {
 		})
 	})
 
+	t.Run("LoadBalancer ingress and external IPs, TCP and UDP", func(t *testing.T) {
+		names := map[string]bool{}
+		for _, p := range l3pods {
+			names[p.Name] = true
+		}
+		edge := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-l3a", Name: "edge"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "echo"},
+				ExternalIPs: []string{externalIP},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)},
+					{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 81, TargetPort: intstr.FromInt32(8081)}}}}
+		if err := admin.Create(ctx, edge); err != nil {
+			t.Fatal(err)
+		}
+		// The sandbox plays the load balancer implementation: it sets the
+		// ingress address, and the outside routes both to node1.
+		edge.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ingressIP}}
+		if err := admin.Status().Update(ctx, edge); err != nil {
+			t.Fatal(err)
+		}
+		for _, ip := range []string{externalIP, ingressIP} {
+			if out, err := outside("ip", "route", "replace", ip+"/32", "via", node1IP); err != nil {
+				t.Fatalf("route %s: %v: %s", ip, err, out)
+			}
+		}
+		udpNodePort := int(edge.Spec.Ports[1].NodePort)
+		node2IP := strings.Split(sandbox.NodeIP(2), "/")[0]
+		targets := []sandbox.ReachTarget{
+			{Address: externalIP, Protocol: "udp", Port: 81},
+			{Address: ingressIP, Protocol: "udp", Port: 81},
+			{Address: node2IP, Protocol: "udp", Port: udpNodePort},
+		}
+		eventually(t, func() error {
+			for _, ip := range []string{externalIP, ingressIP} {
+				got, err := outside("curl", "-s", "-m", "2", "http://"+ip+"/hostname")
+				if err != nil || !names[got] {
+					return fmt.Errorf("outside → %s:80 answered %q (%v), want one of %v", ip, got, err, names)
+				}
+			}
+			for _, a := range outsideProbe(t, targets) {
+				if !names[a.Answer] {
+					return fmt.Errorf("outside → udp %s:%d answered %q (%s), want one of %v", a.Address, a.Port, a.Answer, a.Error, names)
+				}
+			}
+			return nil
+		})
+		// Gone with the service: its flows and its router's VIPs.
+		if err := admin.Delete(ctx, edge); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, func() error {
+			if f := brExFlows(t, "node1"); containsFlow(f, "nw_dst="+externalIP) || containsFlow(f, "nw_dst="+ingressIP) {
+				return fmt.Errorf("node1's br-ex still steers %s or %s", externalIP, ingressIP)
+			}
+			return nil
+		})
+	})
+
+	t.Run("a pod meets only its own network's node ports on its node", func(t *testing.T) {
+		node2IP := strings.Split(sandbox.NodeIP(2), "/")[0]
+		curlFrom := func(pod, url string) (string, error) {
+			netns, err := sandbox.PodNetns(ctx, dir, admin, pod)
+			if err != nil {
+				return "", err
+			}
+			return inNetns(ctx, netns, "curl", "-s", "-m", "2", url)
+		}
+		// ns-l3a's own pod reaches its service on its own node's address
+		// (its router holds that address and the service's node ports),
+		// and any pod reaches it on another node's address, from outside.
+		for _, c := range []struct{ pod, ip string }{{"ns-l3a/a", node1IP}, {"ns-l2b/a", node2IP}, {"plain/a", node2IP}} {
+			eventually(t, func() error {
+				got, err := curlFrom(c.pod, fmt.Sprintf("http://%s:30180/hostname", c.ip))
+				if err != nil || !strings.HasPrefix(got, "echo-") {
+					return fmt.Errorf("%s → %s:30180 answered %q (%v), want an echo pod of ns-l3a", c.pod, c.ip, got, err)
+				}
+				return nil
+			})
+		}
+		// Another network's pod on node1 meets its own router at node1's
+		// address: ns-l3a's node port is not there.
+		if got, err := curlFrom("ns-l2b/a", fmt.Sprintf("http://%s:30180/hostname", node1IP)); err == nil || strings.HasPrefix(got, "echo-") {
+			t.Fatalf("ns-l2b/a → node1's address:30180 reached ns-l3a's service (%q, %v)", got, err)
+		}
+	})
+
 	t.Run("node agent restarted rewrites nothing", func(t *testing.T) {
+		conn := hold(t, "ns-l3a/a", node1IP)
 		before := brExFlows(t, "node1")
 		victim := process(t, "node-agent/node1")
 		if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
@@ -267,9 +455,11 @@ func TestNorthSouth(t *testing.T) {
 			}
 			seen[f] = true
 		}
+		conn.still(t, "after the node agent's restart")
 	})
 
 	t.Run("a flow removed behind the agent's back comes back", func(t *testing.T) {
+		conn := hold(t, "ns-l3a/a", node1IP)
 		before := brExFlows(t, "node1")
 		n := node(t, "node1")
 		mgmt := "unix:" + filepath.Join(filepath.Dir(strings.TrimPrefix(n.OVSDB, "unix:")), "br-ex.mgmt")
@@ -288,6 +478,7 @@ func TestNorthSouth(t *testing.T) {
 		if got, err := probeOut(ctx, "ns-l3a/a", 0); err != nil || got != node1IP {
 			t.Fatalf("egress after the repair: outside saw %q (%v)", got, err)
 		}
+		conn.still(t, "after the repair")
 	})
 
 	t.Run("a deleted network leaves no flow", func(t *testing.T) {

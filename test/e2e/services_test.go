@@ -107,7 +107,7 @@ func lbBackends(t *testing.T, svc *corev1.Service) (map[string]string, error) {
 }
 
 // node returns a sandbox node's state (its zone's databases).
-func node(t *testing.T, name string) sandbox.NodeState {
+func node(t testing.TB, name string) sandbox.NodeState {
 	t.Helper()
 	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 	if err != nil {
