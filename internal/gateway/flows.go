@@ -117,14 +117,45 @@ const (
 	prioRouterRest   = 5
 )
 
-// Flows returns the bridge's flows in `ovs-ofctl add-flows` syntax, sorted:
-// the same input gives the same text. Networks without a patch port yet, and
-// services of networks not in Networks, are left out.
-func Flows(in Input) []string {
+// Table is the bridge's flows and what could not be steered.
+type Table struct {
+	// Flows are in `ovs-ofctl add-flows` syntax, sorted.
+	Flows []string
+	// Conflicts are service addresses and ports another service claimed
+	// first, in Input.Services order.
+	Conflicts []Conflict
+}
+
+// Conflict is a service's external address (or node port) and port that an
+// earlier service of Input.Services already claimed: br-ex sends it to the
+// earlier service's network only.
+type Conflict struct {
+	// Service lost Address Protocol/Port to Holder ("<namespace>/<name>").
+	Service, Holder string
+	Address         netip.Addr
+	Protocol        string
+	Port            int
+}
+
+// String says what was lost to whom.
+func (c Conflict) String() string {
+	return fmt.Sprintf("%s %s/%d is already taken by service %s; this service's traffic to it is sent to %s's network", c.Address, strings.ToUpper(c.Protocol), c.Port, c.Holder, c.Holder)
+}
+
+// Flows returns Build(in).Flows.
+func Flows(in Input) []string { return Build(in).Flows }
+
+// Build returns the bridge's flows, sorted (the same input gives the same
+// text), and the conflicts between services. Networks without a patch port
+// yet, and services of networks not in Networks, are left out. Services
+// claim their addresses and ports in the order given (the node agent passes
+// them oldest first, as Kubernetes lets the older object keep a contested
+// resource).
+func Build(in Input) Table {
 	if in.TunnelPort == 0 {
 		in.TunnelPort = defaultGeneve
 	}
-	b := builder{in: in, f: flows{}, nets: map[string]Network{}}
+	b := builder{in: in, f: flows{}, nets: map[string]Network{}, claims: map[string]string{}, conflicts: &[]Conflict{}}
 	for _, n := range in.Networks {
 		if n.Patch > 0 {
 			b.nets[n.Name] = n
@@ -141,7 +172,7 @@ func Flows(in Input) []string {
 		b.service(s)
 	}
 	b.fixed()
-	return b.f.sorted()
+	return Table{Flows: b.f.sorted(), Conflicts: *b.conflicts}
 }
 
 // builder accumulates one input's flows.
@@ -150,6 +181,9 @@ type builder struct {
 	f       flows
 	nets    map[string]Network // by name, with a patch port
 	patches []Network          // by ID
+	// claims are the service holding each steered "proto ip port".
+	claims    map[string]string
+	conflicts *[]Conflict
 }
 
 // uplink: what arrives for the node's address. Geneve goes to the host
@@ -268,13 +302,27 @@ func (b builder) service(s Service) {
 	for _, p := range s.Ports {
 		if p.NodePort > 0 {
 			for _, ip := range b.in.NodeIPs {
-				b.f.steer(b.in.Physical, n.Patch, p.Protocol, ip, p.NodePort)
+				b.steer(s.Name, n.Patch, p.Protocol, ip, p.NodePort)
 			}
 		}
 		for _, ip := range s.ExternalIPs {
-			b.f.steer(b.in.Physical, n.Patch, p.Protocol, ip, p.Port)
+			b.steer(s.Name, n.Patch, p.Protocol, ip, p.Port)
 		}
 	}
+}
+
+// steer claims ip and port for service and steers them to patch, unless
+// another service claimed them first (a Conflict).
+func (b builder) steer(service string, patch int, proto string, ip netip.Addr, port int) {
+	key := fmt.Sprintf("%s %s %d", proto, ip, port)
+	if holder, ok := b.claims[key]; ok {
+		if holder != service {
+			*b.conflicts = append(*b.conflicts, Conflict{Service: service, Holder: holder, Address: ip, Protocol: proto, Port: port})
+		}
+		return
+	}
+	b.claims[key] = service
+	b.f.steer(b.in.Physical, patch, proto, ip, port)
 }
 
 // fixed: the tables' defaults, and plain switching for the rest

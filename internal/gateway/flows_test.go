@@ -145,3 +145,36 @@ func TestZonesAndMarks(t *testing.T) {
 		t.Fatal("the default network's mark must not be 0 (the host's)")
 	}
 }
+
+// Two services claiming one external address and port: the first in input
+// order keeps it (its network's patch), the other is reported, and a
+// service repeating its own address on two ports is no conflict.
+func TestBuildConflicts(t *testing.T) {
+	in := input()
+	shared := netip.MustParseAddr("172.30.0.10")
+	in.Networks = append(in.Networks, Network{Name: "red", ID: 4, Patch: 6})
+	in.Services = append(in.Services,
+		Service{Name: "red/web", Network: "red", ExternalIPs: []netip.Addr{shared},
+			Ports: []Port{{Protocol: "tcp", Port: 80}, {Protocol: "tcp", Port: 8080}, {Protocol: "udp", Port: 80}}},
+		Service{Name: "blue/again", Network: "blue", ExternalIPs: []netip.Addr{shared},
+			Ports: []Port{{Protocol: "tcp", Port: 8080}}},
+	)
+	got := Build(in)
+	want := []Conflict{
+		{Service: "red/web", Holder: "blue/web", Address: shared, Protocol: "tcp", Port: 80},
+		{Service: "blue/again", Holder: "red/web", Address: shared, Protocol: "tcp", Port: 8080},
+	}
+	if d := cmp.Diff(want, got.Conflicts, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+		t.Errorf("conflicts (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{
+		"table=0,priority=700,in_port=1,tcp,nw_dst=172.30.0.10,tp_dst=80,actions=output:5",
+		"table=0,priority=700,in_port=1,tcp,nw_dst=172.30.0.10,tp_dst=8080,actions=output:6",
+		"table=0,priority=700,in_port=1,udp,nw_dst=172.30.0.10,tp_dst=80,actions=output:6",
+	}, pick(got.Flows, "in_port=1,", "nw_dst=172.30.0.10")); d != "" {
+		t.Errorf("steering of the shared address (-want +got):\n%s", d)
+	}
+	if s := want[0].String(); !strings.Contains(s, "172.30.0.10 TCP/80") || !strings.Contains(s, "blue/web") {
+		t.Errorf("conflict message %q", s)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -54,7 +55,18 @@ var gatewayKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "b
 type GatewayReconciler struct {
 	Client client.Client
 	Opts   Options
+	// Recorder reports a service whose external address and port another
+	// service holds (ReasonExternalAddressConflict), once per conflict.
+	Recorder record.EventRecorder
+
+	// reported are the conflicts already reported, by service.
+	reported map[string]string
 }
+
+// ReasonExternalAddressConflict is the Event reason on a Service whose
+// external IP, ingress IP or node port (with protocol and port) an older
+// Service already holds on this node's external bridge.
+const ReasonExternalAddressConflict = "ExternalAddressConflict"
 
 // SetupWithManager registers the controller: every Service, NAD and
 // Namespace event queues the single key.
@@ -78,14 +90,16 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	if resync == 0 {
 		resync = 5 * time.Second
 	}
-	in, missing, err := r.input(ctx)
+	in, svcs, missing, err := r.input(ctx)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.ensureRoutes(); err != nil {
 		return reconcile.Result{}, err
 	}
-	flows := strings.Join(gateway.Flows(in), "\n") + "\n"
+	table := gateway.Build(in)
+	r.report(table.Conflicts, svcs)
+	flows := strings.Join(table.Flows, "\n") + "\n"
 	changed, err := r.apply(flows)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -98,6 +112,24 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 		return reconcile.Result{RequeueAfter: time.Second}, nil
 	}
 	return reconcile.Result{RequeueAfter: resync}, nil
+}
+
+// report emits a Warning Event on each service that lost an address to an
+// older one, once per distinct conflict (the single key serialises calls).
+func (r *GatewayReconciler) report(conflicts []gateway.Conflict, svcs map[string]*corev1.Service) {
+	now := map[string]string{}
+	for _, c := range conflicts {
+		if now[c.Service] != "" {
+			now[c.Service] += "; "
+		}
+		now[c.Service] += c.String()
+	}
+	for name, msg := range now {
+		if svc := svcs[name]; svc != nil && r.Recorder != nil && r.reported[name] != msg {
+			r.Recorder.Eventf(svc, corev1.EventTypeWarning, ReasonExternalAddressConflict, "node %s: %s", r.Opts.Node, msg)
+		}
+	}
+	r.reported = now
 }
 
 // apply writes flows with one atomic replace-flows (a bundle) unless the
@@ -182,10 +214,11 @@ func hasFamily(ps []netip.Prefix, a netip.Addr) bool {
 	return false
 }
 
-// input gathers gateway.Flows' input: the bridge's ports from OVS, the
-// networks from NADs, the services from the cache. missing names networks
-// whose patch port ovn-controller has not made yet.
-func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, []string, error) {
+// input gathers gateway.Build's input: the bridge's ports from OVS, the
+// networks from NADs, the services from the cache (with the objects by
+// name). missing names networks whose patch port ovn-controller has not
+// made yet.
+func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, map[string]*corev1.Service, []string, error) {
 	g := r.Opts.Info.Gateway
 	in := gateway.Input{MAC: g.MAC, HostMasqueradeIPs: r.Opts.Cluster.HostMasqueradeIPs(),
 		MasqueradeNextHops: r.Opts.Cluster.MasqueradeNextHops(), ServiceCIDRs: r.Opts.Cluster.ServiceCIDRs}
@@ -194,16 +227,16 @@ func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, []string,
 	}
 	ports, err := r.bridgePorts()
 	if err != nil {
-		return in, nil, err
+		return in, nil, nil, err
 	}
 	phys, ok := ports.byName[r.Opts.Gateway.Interface]
 	if !ok {
-		return in, nil, fmt.Errorf("bridge %s has no port %s", r.Opts.Gateway.Bridge, r.Opts.Gateway.Interface)
+		return in, nil, nil, fmt.Errorf("bridge %s has no port %s", r.Opts.Gateway.Bridge, r.Opts.Gateway.Interface)
 	}
 	in.Physical = phys
 	nets, err := r.networks(ctx)
 	if err != nil {
-		return in, nil, err
+		return in, nil, nil, err
 	}
 	var missing []string
 	for _, n := range nets {
@@ -214,10 +247,11 @@ func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, []string,
 		}
 		in.Networks = append(in.Networks, gateway.Network{Name: n.Name, ID: n.ID, Patch: patch})
 	}
-	if in.Services, err = r.services(ctx); err != nil {
-		return in, nil, err
+	var svcs map[string]*corev1.Service
+	if in.Services, svcs, err = r.services(ctx); err != nil {
+		return in, nil, nil, err
 	}
-	return in, missing, nil
+	return in, svcs, missing, nil
 }
 
 // networks returns the networks with a gateway router on the node: the
@@ -251,13 +285,22 @@ func (r *GatewayReconciler) networks(ctx context.Context) ([]topology.Network, e
 }
 
 // services returns every service with its network (its namespace's primary
-// network, podnet's rule).
-func (r *GatewayReconciler) services(ctx context.Context) ([]gateway.Service, error) {
+// network, podnet's rule), oldest first (the older keeps a contested
+// address: gateway.Build), and the objects by "<namespace>/<name>".
+func (r *GatewayReconciler) services(ctx context.Context) ([]gateway.Service, map[string]*corev1.Service, error) {
 	list := &corev1.ServiceList{}
 	if err := r.Client.List(ctx, list); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	sort.SliceStable(list.Items, func(i, j int) bool {
+		a, b := &list.Items[i], &list.Items[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
 	primaries := map[string]string{}
+	byName := map[string]*corev1.Service{}
 	var out []gateway.Service
 	for i := range list.Items {
 		svc := &list.Items[i]
@@ -269,7 +312,7 @@ func (r *GatewayReconciler) services(ctx context.Context) ([]gateway.Service, er
 			}
 			nads, err := podnet.NamespaceNADs(ctx, r.Client, svc.Namespace)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if p, ok := podnet.NamespacePrimary(ns, nads, v1.PrimaryNetworkLabel); ok && !p.None() {
 				network = p.Network
@@ -293,8 +336,9 @@ func (r *GatewayReconciler) services(ctx context.Context) ([]gateway.Service, er
 			s.Ports = append(s.Ports, gateway.Port{Protocol: proto, Port: int(p.Port), NodePort: int(p.NodePort)})
 		}
 		out = append(out, s)
+		byName[s.Name] = svc
 	}
-	return out, nil
+	return out, byName, nil
 }
 
 // bridgePorts are the external bridge's OpenFlow ports by interface name,

@@ -131,7 +131,7 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if opts.Gateway.Bridge != "" && opts.Info.Gateway != nil {
-		if err := (&GatewayReconciler{Client: mgr.GetClient(), Opts: opts}).SetupWithManager(mgr); err != nil {
+		if err := (&GatewayReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: r.Recorder}).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 	}

@@ -24,9 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/gateway"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
@@ -382,6 +384,27 @@ func TestNorthSouth(t *testing.T) {
 			}
 			return nil
 		})
+		// A later service of another network claiming the same external IP
+		// and port is told so, and the first keeps it.
+		rival := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-l2", Name: "rival"},
+			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "echo"}, ExternalIPs: []string{externalIP},
+				Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+		if err := admin.Create(ctx, rival); err != nil {
+			t.Fatal(err)
+		}
+		msg := cmtest.WaitEvent(t, admin, rival, "Service", nodeagent.ReasonExternalAddressConflict)
+		if !strings.Contains(msg, externalIP+" TCP/80") || !strings.Contains(msg, "ns-l3a/edge") {
+			t.Errorf("conflict Event %q does not name the address and its holder", msg)
+		}
+		for i := 0; i < 3; i++ {
+			if got, err := outside("curl", "-s", "-m", "2", "http://"+externalIP+"/hostname"); err != nil || !names[got] {
+				t.Fatalf("with a rival service, %s:80 answered %q (%v), want ns-l3a's echo", externalIP, got, err)
+			}
+		}
+		if err := admin.Delete(ctx, rival); err != nil {
+			t.Fatal(err)
+		}
+
 		// Gone with the service: its flows and its router's VIPs.
 		if err := admin.Delete(ctx, edge); err != nil {
 			t.Fatal(err)
