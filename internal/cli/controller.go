@@ -44,5 +44,8 @@ other nodes' chassis in the zone's Southbound.`,
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "0", "/metrics listen address, e.g. 127.0.0.1:9412 (0 disables; see docs/metrics.md)")
 	opts.Cluster.AddFlags(fs)
+	gw := config.DefaultGateway()
+	opts.Gateway = &gw
+	gw.AddFlags(fs)
 	return cmd
 }

@@ -91,8 +91,12 @@ type Input struct {
 	// TunnelPort is the Geneve UDP port, passed between the uplink and the
 	// host without conntrack (default 6081).
 	TunnelPort int
-	Networks   []Network
-	Services   []Service
+	// NextHops are the node's external next hops: their BFD control
+	// packets go to the default network's gateway router, which runs the
+	// node's sessions for every network (topology/uplinks.go).
+	NextHops []netip.Addr
+	Networks []Network
+	Services []Service
 }
 
 // Tables of the external bridge.
@@ -105,6 +109,8 @@ const (
 	defaultGeneve    = 6081
 	cookie           = "0x0de7e4a1"
 	prioTunnel       = 1000
+	prioBFD          = 800
+	bfdPort          = 3784 // single-hop BFD control (RFC 5881)
 	prioIngress      = 700
 	prioHostService  = 600
 	prioHostServices = 500 // the default network's service CIDR
@@ -167,12 +173,44 @@ func Build(in Input) Table {
 	for _, n := range b.patches {
 		b.router(n)
 	}
+	b.bfd()
 	b.hostToServices()
 	for _, s := range in.Services {
 		b.service(s)
 	}
 	b.fixed()
 	return Table{Flows: b.f.sorted(), Conflicts: *b.conflicts}
+}
+
+// bfd: the next hops' BFD control packets to the node's address go to the
+// default network's gateway router (the host runs no session with them: two
+// speakers on one address would look like one flapping session to the
+// peer). The router's own packets leave as its other egress does.
+func (b builder) bfd() {
+	def, ok := b.defaultNetwork()
+	if !ok {
+		return
+	}
+	for _, hop := range b.in.NextHops {
+		fam := familyOf(hop)
+		for _, ip := range b.in.NodeIPs {
+			if ip.Is4() != hop.Is4() {
+				continue
+			}
+			b.f.add(tableClassify, prioBFD, fmt.Sprintf("in_port=%d,%s,%s=%s,%s=%s,tp_dst=%d", b.in.Physical, fam.udp, fam.src, hop, fam.dst, ip, bfdPort),
+				fmt.Sprintf("output:%d", def.Patch))
+		}
+	}
+}
+
+// defaultNetwork is the default network's router, when it has a patch port.
+func (b builder) defaultNetwork() (Network, bool) {
+	for _, n := range b.patches {
+		if n.ID == 0 {
+			return n, true
+		}
+	}
+	return Network{}, false
 }
 
 // builder accumulates one input's flows.

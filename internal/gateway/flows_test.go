@@ -178,3 +178,21 @@ func TestBuildConflicts(t *testing.T) {
 		t.Errorf("conflict message %q", s)
 	}
 }
+
+// BFD from each next hop to the node's address goes to the default
+// network's router (it runs the node's sessions); nothing without it.
+func TestBFDFromNextHops(t *testing.T) {
+	in := input()
+	in.NextHops = []netip.Addr{netip.MustParseAddr("192.168.100.1"), netip.MustParseAddr("192.168.100.2"), netip.MustParseAddr("fc00::1")}
+	want := []string{
+		"table=0,priority=800,in_port=1,udp,nw_src=192.168.100.1,nw_dst=192.168.100.11,tp_dst=3784,actions=output:2",
+		"table=0,priority=800,in_port=1,udp,nw_src=192.168.100.2,nw_dst=192.168.100.11,tp_dst=3784,actions=output:2",
+	}
+	if d := cmp.Diff(want, pick(Flows(in), "tp_dst=3784")); d != "" {
+		t.Errorf("BFD steering (-want +got):\n%s", d)
+	}
+	in.Networks = in.Networks[1:] // no default router patch yet
+	if got := pick(Flows(in), "tp_dst=3784"); len(got) != 0 {
+		t.Errorf("BFD steered with no default router: %q", got)
+	}
+}

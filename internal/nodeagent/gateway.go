@@ -220,7 +220,7 @@ func hasFamily(ps []netip.Prefix, a netip.Addr) bool {
 // made yet.
 func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, map[string]*corev1.Service, []string, error) {
 	g := r.Opts.Info.Gateway
-	in := gateway.Input{MAC: g.MAC, HostMasqueradeIPs: r.Opts.Cluster.HostMasqueradeIPs(),
+	in := gateway.Input{MAC: g.MAC, NextHops: g.NextHops, HostMasqueradeIPs: r.Opts.Cluster.HostMasqueradeIPs(),
 		MasqueradeNextHops: r.Opts.Cluster.MasqueradeNextHops(), ServiceCIDRs: r.Opts.Cluster.ServiceCIDRs}
 	for _, p := range g.IPs {
 		in.NodeIPs = append(in.NodeIPs, p.Addr())

@@ -120,6 +120,10 @@ type Gateway struct {
 	// PhysicalNetwork is the ovn-bridge-mappings name of the external
 	// bridge; "physnet" when empty.
 	PhysicalNetwork string `json:"physical-network,omitempty"`
+	// DefaultRouteECMP and DefaultRouteBFD override the zone controller's
+	// policy for this node (config.Gateway) when set.
+	DefaultRouteECMP *bool `json:"default-route-ecmp,omitempty"`
+	DefaultRouteBFD  *bool `json:"default-route-bfd,omitempty"`
 }
 
 // DefaultPhysicalNetwork is the bridge-mapping name of the external bridge.
@@ -145,6 +149,9 @@ type ParsedGateway struct {
 	IPs             []netip.Prefix
 	NextHops        []netip.Addr
 	PhysicalNetwork string
+	// ECMP and BFD are the node's overrides of the cluster policy (nil:
+	// none).
+	ECMP, BFD *bool
 }
 
 // Missing lists required annotations a node lacks (or has malformed), so the
@@ -226,7 +233,7 @@ func ParseGateway(v string) (*ParsedGateway, error) {
 	if err := json.Unmarshal([]byte(v), &g); err != nil {
 		return nil, fmt.Errorf("%s is not JSON: %v", GatewayAnnotation, err)
 	}
-	out := &ParsedGateway{MAC: g.MAC, PhysicalNetwork: g.PhysicalNetwork}
+	out := &ParsedGateway{MAC: g.MAC, PhysicalNetwork: g.PhysicalNetwork, ECMP: g.DefaultRouteECMP, BFD: g.DefaultRouteBFD}
 	if out.PhysicalNetwork == "" {
 		out.PhysicalNetwork = DefaultPhysicalNetwork
 	}
@@ -271,7 +278,8 @@ func (in Info) Annotations() map[string]string {
 		a[EncapIPAnnotation] = in.EncapIP.String()
 	}
 	if in.Gateway != nil {
-		g := Gateway{MAC: in.Gateway.MAC, PhysicalNetwork: in.Gateway.PhysicalNetwork}
+		g := Gateway{MAC: in.Gateway.MAC, PhysicalNetwork: in.Gateway.PhysicalNetwork,
+			DefaultRouteECMP: in.Gateway.ECMP, DefaultRouteBFD: in.Gateway.BFD}
 		for _, p := range in.Gateway.IPs {
 			g.IPs = append(g.IPs, p.String())
 		}

@@ -21,6 +21,7 @@ func Describe(rows []model.Model) string {
 	var groups []*nbdb.PortGroup
 	var lbGroups []*nbdb.LoadBalancerGroup
 	var sets []*nbdb.AddressSet
+	var bfds []*nbdb.BFD
 	for _, r := range rows {
 		byID[RowID(r)] = r
 		switch v := r.(type) {
@@ -34,6 +35,8 @@ func Describe(rows []model.Model) string {
 			lbGroups = append(lbGroups, v)
 		case *nbdb.AddressSet:
 			sets = append(sets, v)
+		case *nbdb.BFD:
+			bfds = append(bfds, v)
 		}
 	}
 	sort.Slice(lbGroups, func(i, j int) bool { return lbGroups[i].Name < lbGroups[j].Name })
@@ -99,6 +102,14 @@ func Describe(rows []model.Model) string {
 				if rt.OutputPort != nil {
 					line += " dev " + *rt.OutputPort
 				}
+				if rt.BFD != nil {
+					if bfd, ok := byID[*rt.BFD].(*nbdb.BFD); ok {
+						line += " bfd " + bfd.LogicalPort
+					} else {
+						line += " bfd " + *rt.BFD
+					}
+				}
+				line += kv(rt.Options)
 				lines = append(lines, line)
 			}
 		}
@@ -189,6 +200,16 @@ func Describe(rows []model.Model) string {
 	sort.Slice(sets, func(i, j int) bool { return sets[i].Name < sets[j].Name })
 	for _, s := range sets {
 		fmt.Fprintf(&b, "address-set %s [%s]%s\n", s.Name, strings.Join(sorted(s.Addresses), " "), kv(s.ExternalIDs))
+	}
+	sort.Slice(bfds, func(i, j int) bool { return bfds[i].LogicalPort+bfds[i].DstIP < bfds[j].LogicalPort+bfds[j].DstIP })
+	for _, f := range bfds {
+		timers := map[string]string{}
+		for k, v := range map[string]*int{"min_tx": f.MinTx, "min_rx": f.MinRx, "detect_mult": f.DetectMult} {
+			if v != nil {
+				timers[k] = fmt.Sprint(*v)
+			}
+		}
+		fmt.Fprintf(&b, "bfd %s %s%s\n", f.LogicalPort, f.DstIP, kv(timers))
 	}
 	return b.String()
 }

@@ -33,6 +33,13 @@ type Input struct {
 	// Zone is the zone rendered (its node is the local node).
 	Zone    string
 	Cluster config.Cluster
+	// Gateway is the gateway routers' default-route policy (ECMP, BFD);
+	// nil is config.DefaultGateway().
+	Gateway *config.Gateway
+	// SharedBFD are the UUIDs of the zone node's BFD rows by next hop (the
+	// default network's, see uplinks.go): other networks' default routes
+	// refer to them.
+	SharedBFD map[netip.Addr]string
 	// Ports are the network's workload ports on every node (pods).
 	Ports []Port
 }
@@ -46,7 +53,10 @@ func Render(in Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	b := &builder{n: n}
+	b := &builder{n: n, gw: config.DefaultGateway(), sharedBFD: in.SharedBFD}
+	if in.Gateway != nil {
+		b.gw = *in.Gateway
+	}
 	switch n.Topology {
 	case netconf.TopologyLayer3:
 		if err := layer3(b, local, remotes, in.Cluster); err != nil {
@@ -68,7 +78,7 @@ func Render(in Input) (Result, error) {
 	}
 	skipped = append(skipped, portsSkipped...)
 	sortRows(b.rows)
-	return Result{Rows: b.rows, Skipped: skipped}, nil
+	return Result{Rows: b.rows, Skipped: skipped, WaitingForBFD: b.waitingForBFD}, nil
 }
 
 // split finds the zone's node and the remote nodes ready for n.
@@ -294,13 +304,7 @@ func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (
 	b.add(&nbdb.LogicalSwitch{UUID: lsID(ext), Name: ext, ExternalIDs: b.ext(local.Name), Ports: []string{
 		lspID(ln), b.routerTypePort(externalToRouter(gr), rtoe, local.Name, nil),
 	}})
-	for _, hop := range g.NextHops {
-		def := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
-		if hop.Is6() {
-			def = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
-		}
-		routes = append(routes, b.route(gr, "", def, hop.String(), rtoe, local.Name))
-	}
+	routes = append(routes, b.defaultRoutes(local, gr, rtoe)...)
 	// Replies to the host's connections to services (br-ex SNATs them to
 	// the host masquerade address) go back out the external port, to a next
 	// hop br-ex answers ARP for.

@@ -157,6 +157,13 @@ func (n Network) NodeServiceLoadBalancer(namespace, name, protocol, node string)
 // after it (external_ids:ovn-localnet-port on the OVS interface).
 func (n Network) GatewayLocalnetPort(node string) string { return localnetPort(n, node) }
 
+// GatewayExternalPort is the gateway router's external port on node
+// (rtoe-GR_...): it holds the node's address, and for the default network
+// the node's BFD sessions.
+func (n Network) GatewayExternalPort(node string) string {
+	return routerToExternal(n.GatewayRouter(node))
+}
+
 // HasServices reports whether the network load-balances Kubernetes services:
 // primary Layer3 and Layer2 networks (the default network included).
 func (n Network) HasServices() bool {

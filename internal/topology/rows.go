@@ -9,6 +9,7 @@ import (
 	"github.com/ovn-org/libovsdb/model"
 
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 )
 
@@ -38,6 +39,9 @@ type Result struct {
 	Rows []model.Model
 	// Skipped lists remote nodes left out (their annotations are not ready).
 	Skipped []Problem
+	// WaitingForBFD are next hops whose default routes go without BFD
+	// until the default network's shared BFD row exists (Input.SharedBFD).
+	WaitingForBFD []netip.Addr
 }
 
 // builder accumulates rows with the network's external IDs.
@@ -49,6 +53,12 @@ type builder struct {
 	podSwitch *nbdb.LogicalSwitch
 	// gatewayRouter is the local gateway router (primary networks).
 	gatewayRouter *nbdb.LogicalRouter
+	// gw is the default-route policy, sharedBFD the BFD rows other
+	// networks' routes refer to (Input); waitingForBFD the next hops whose
+	// shared row is missing.
+	gw            config.Gateway
+	sharedBFD     map[netip.Addr]string
+	waitingForBFD []netip.Addr
 }
 
 // loadBalancerGroup renders the network's cluster load balancer group (its

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -54,13 +55,13 @@ func NetworkKey(network string) string { return networkKeyPrefix + network }
 // NBTables are the Northbound tables a zone controller writes, referenced
 // tables first.
 var NBTables = []model.Model{
-	&nbdb.AddressSet{}, &nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.ACL{},
+	&nbdb.BFD{}, &nbdb.AddressSet{}, &nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.ACL{},
 	&nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitchPort{}, &nbdb.PortGroup{}, &nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{},
 }
 
 // NBTableNames are the names of NBTables (for client indexes and monitors).
 var NBTableNames = []string{
-	nbdb.AddressSetTable, nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.ACLTable,
+	nbdb.BFDTable, nbdb.AddressSetTable, nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.ACLTable,
 	nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable, nbdb.PortGroupTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable,
 }
 
@@ -90,8 +91,10 @@ const networkNameIndex = "spec.config.name"
 
 // Reconciler renders one zone.
 type Reconciler struct {
-	Zone     string
-	Cluster  config.Cluster
+	Zone    string
+	Cluster config.Cluster
+	// Gateway is the gateway routers' default-route policy (nil: default).
+	Gateway  *config.Gateway
 	Client   client.Client // Kubernetes, cached
 	NB, SB   libovsdb.Client
 	nbWriter libovsdb.Client
@@ -212,7 +215,7 @@ func (r *Reconciler) reconcileChassis(ctx context.Context) error {
 // reconcileNetwork renders one network into the zone.
 func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("network", name, "zone", r.Zone)
-	rows, err := r.Desired(ctx, name)
+	rows, waitingForBFD, err := r.desired(ctx, name)
 	var held *NotRendered
 	if errors.As(err, &held) {
 		// A malformed or not yet allocated network is never rendered half: its
@@ -234,7 +237,53 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		r.replanNamespaces(ctx, name)
 		r.wakeWaiters(ctx)
 	}
+	if name == nodeinfo.DefaultNetwork && !p.Empty() {
+		// Its BFD sessions may have just been made: the other networks'
+		// default routes refer to them (topology/uplinks.go).
+		r.replanNetworks(ctx)
+	}
+	if waitingForBFD {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
 	return ctrl.Result{}, nil
+}
+
+// replanNetworks asks for every user-defined network to be planned again.
+func (r *Reconciler) replanNetworks(ctx context.Context) {
+	names, err := r.Networks(ctx)
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		if n == nodeinfo.DefaultNetwork {
+			continue
+		}
+		select {
+		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(NetworkKey(n))}}:
+		default: // full, or no controller (render): they requeue by themselves
+		}
+	}
+}
+
+// sharedBFD returns the UUIDs of the local node's BFD rows (the default
+// network's gateway router's sessions) by next hop; none without a
+// Northbound (render).
+func (r *Reconciler) sharedBFD(ctx context.Context, node string) (map[netip.Addr]string, error) {
+	if r.NB == nil {
+		return nil, nil
+	}
+	port := topology.DefaultNetwork(r.Cluster).GatewayExternalPort(node)
+	var rows []nbdb.BFD
+	if err := r.NB.WhereCache(func(b *nbdb.BFD) bool { return b.LogicalPort == port }).List(ctx, &rows); err != nil {
+		return nil, err
+	}
+	out := map[netip.Addr]string{}
+	for _, b := range rows {
+		if a, err := netip.ParseAddr(b.DstIP); err == nil {
+			out[a] = b.UUID
+		}
+	}
+	return out, nil
 }
 
 // replanNamespaces asks for the services of a network to be planned again
@@ -275,16 +324,23 @@ func (e *NotRendered) Error() string { return "network not rendered: " + e.Reaso
 // the rows must stay as they are. The rows carry stable IDs in their UUID
 // fields (see ovsdbsync). `ovn-udn render` calls it too.
 func (r *Reconciler) Desired(ctx context.Context, name string) ([]model.Model, error) {
+	rows, _, err := r.desired(ctx, name)
+	return rows, err
+}
+
+// desired is Desired, and whether some default route goes without the BFD
+// session it should refer to (not made yet by the default network).
+func (r *Reconciler) desired(ctx context.Context, name string) ([]model.Model, bool, error) {
 	n, exists, err := r.network(ctx, name)
 	if err != nil {
-		return nil, &NotRendered{Reason: err.Error()}
+		return nil, false, &NotRendered{Reason: err.Error()}
 	}
 	if !exists {
-		return nil, nil
+		return nil, false, nil
 	}
 	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	left := map[string]bool{}
 	for node, why := range bad {
@@ -293,29 +349,34 @@ func (r *Reconciler) Desired(ctx context.Context, name string) ([]model.Model, e
 	}
 	keys, err := r.networkKeys(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var ports []topology.Port
+	var shared map[netip.Addr]string
 	if local, ok, err := r.localNode(ctx); err != nil {
-		return nil, err
+		return nil, false, err
 	} else if ok {
 		if ports, err = r.ports(ctx, n, keys, local.Name); err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		if shared, err = r.sharedBFD(ctx, local.Name); err != nil {
+			return nil, false, err
 		}
 	}
-	res, err := topology.Render(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster, Ports: ports})
+	res, err := topology.Render(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster, Gateway: r.Gateway,
+		SharedBFD: shared, Ports: ports})
 	switch {
 	case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(nodes, bad):
-		return nil, nil // the zone has no node any more: nothing to render
+		return nil, false, nil // the zone has no node any more: nothing to render
 	case err != nil:
-		return nil, &NotRendered{Reason: err.Error()}
+		return nil, false, &NotRendered{Reason: err.Error()}
 	}
 	for _, p := range res.Skipped {
 		r.note(ctx, name, p.Node, p.Reason)
 		left[p.Node] = true
 	}
 	r.resolved(ctx, name, left)
-	return res.Rows, nil
+	return res.Rows, len(res.WaitingForBFD) > 0, nil
 }
 
 // hasLocalNode reports whether a node of the zone exists (parsed or not).

@@ -63,6 +63,9 @@ type Options struct {
 	// MetricsAddr serves /metrics (controller-runtime's and ovn-udn's, see
 	// docs/metrics.md); "" or "0" disables it.
 	MetricsAddr string
+	// Gateway is the gateway routers' default-route policy (ECMP, BFD);
+	// nil is config.DefaultGateway().
+	Gateway *config.Gateway
 }
 
 // Scheme returns the scheme a zone controller needs.
@@ -117,6 +120,7 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "nb", nb.Connected))
 	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "sb", sb.Connected))
 	r.Zone, r.Cluster, r.Client, r.NB, r.nbWriter, r.SB, r.Syncer = opts.Zone, opts.Cluster, mgr.GetClient(), nb, nbWriter, sb, s
+	r.Gateway = opts.Gateway
 	r.gate = &northdgate.Gate{NB: nbWriter}
 	r.Recorder = mgr.GetEventRecorderFor("ovn-udn-zone-" + opts.Zone)
 	return nil
@@ -462,6 +466,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
 // Build connects to the zone's databases and returns the reconciler registered
 // in a new manager, ready to Start.
 func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, manager.Manager, error) {
+	if opts.Gateway != nil {
+		if err := opts.Gateway.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("zone %s: %w", opts.Zone, err)
+		}
+	}
 	if err := opts.Cluster.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("invalid cluster configuration: %w", err)
 	}

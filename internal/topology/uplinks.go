@@ -1,0 +1,116 @@
+package topology
+
+import (
+	"net/netip"
+
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+)
+
+// Default routes of a gateway router through the node's next hops (the
+// seed 004's router attributes, applied to every network's gateway router):
+//
+//   - ECMP: one default route per next hop of a family, and when a family
+//     has several, each carries options:ecmp_symmetric_reply (replies to a
+//     connection leave through the next hop it came from); off, the first
+//     next hop of each family only (the "compatibility gateway").
+//   - BFD: one BFD session per node and next hop, run by the default
+//     network's gateway router (logical_port = its external port), and the
+//     default routes of every network's gateway router on the node refer to
+//     it. All gateway routers of a node share the node's address, so N
+//     sessions from one address to one peer would look like one flapping
+//     session to the peer: sharing is required, not only cheaper.
+
+// UplinkPolicy is the node's effective default-route policy: the zone's
+// config.Gateway with the node's overrides.
+func UplinkPolicy(g config.Gateway, node *nodeinfo.ParsedGateway) config.Gateway {
+	if node != nil && node.ECMP != nil {
+		g.ECMP = *node.ECMP
+	}
+	if node != nil && node.BFD != nil {
+		g.BFD = *node.BFD
+	}
+	return g
+}
+
+// defaultRouteHops are the next hops the gateway router routes through, in
+// the node's order: all of them with ECMP, else the first of each family.
+func defaultRouteHops(hops []netip.Addr, ecmp bool) []netip.Addr {
+	if ecmp {
+		return hops
+	}
+	var out []netip.Addr
+	seen := map[bool]bool{}
+	for _, h := range hops {
+		if !seen[h.Is4()] {
+			seen[h.Is4()] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// BFDID is the stable ID (ovsdbsync) of the shared BFD row of a node's next
+// hop: owned by the default network's rendering of the node's zone.
+func BFDID(node string, hop netip.Addr) string {
+	return "bfd:" + DefaultNetwork(config.Cluster{}).GatewayExternalPort(node) + ":" + hop.String()
+}
+
+// defaultRoutes renders the gateway router's default routes out port rtoe
+// and, for the default network, the node's BFD rows.
+func (b *builder) defaultRoutes(local nodeinfo.Info, gr, rtoe string) []string {
+	g := local.Gateway
+	policy := UplinkPolicy(b.gw, g)
+	hops := defaultRouteHops(g.NextHops, policy.ECMP)
+	perFamily := map[bool]int{}
+	for _, h := range hops {
+		perFamily[h.Is4()]++
+	}
+	var routes []string
+	for _, hop := range hops {
+		def := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+		if hop.Is6() {
+			def = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+		}
+		id := b.route(gr, "", def, hop.String(), rtoe, local.Name)
+		r := b.rows[len(b.rows)-1].(*nbdb.LogicalRouterStaticRoute)
+		if perFamily[hop.Is4()] > 1 {
+			r.Options = map[string]string{"ecmp_symmetric_reply": "true"}
+		}
+		if policy.BFD {
+			if ref, ok := b.bfd(local.Name, rtoe, hop, policy); ok {
+				r.BFD = &ref
+			}
+		}
+		routes = append(routes, id)
+	}
+	return routes
+}
+
+// bfd returns what a route through hop refers to for BFD: the default
+// network renders the shared row (and refers to its ID); another network
+// refers to that row's UUID when the zone has it (Input.SharedBFD), and
+// goes without until then.
+func (b *builder) bfd(node, rtoe string, hop netip.Addr, policy config.Gateway) (string, bool) {
+	id := BFDID(node, hop)
+	if !b.n.IsDefault() {
+		u, ok := b.sharedBFD[hop]
+		if !ok {
+			b.waitingForBFD = append(b.waitingForBFD, hop)
+		}
+		return u, ok
+	}
+	row := &nbdb.BFD{UUID: id, LogicalPort: rtoe, DstIP: hop.String(), ExternalIDs: b.ext(node)}
+	for _, t := range []struct {
+		v   int
+		dst **int
+	}{{policy.BFDMinTx, &row.MinTx}, {policy.BFDMinRx, &row.MinRx}, {policy.BFDDetectMult, &row.DetectMult}} {
+		if t.v > 0 {
+			v := t.v
+			*t.dst = &v
+		}
+	}
+	b.add(row)
+	return id, true
+}

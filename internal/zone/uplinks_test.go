@@ -1,0 +1,162 @@
+package zone_test
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/clustertest"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+)
+
+// setGateway rewrites node's l3-gateway-config with next hops and policy
+// overrides, as its node agent would publish them.
+func setGateway(t *testing.T, c *clustertest.Cluster, node string, hops []string, ecmp, bfd *bool) {
+	t.Helper()
+	n := c.Node(node)
+	g := nodeinfo.Example(node, 0).Gateway
+	g.NextHops, g.ECMP, g.BFD = nil, ecmp, bfd
+	info := nodeinfo.Info{Gateway: g}
+	for _, h := range hops {
+		info.Gateway.NextHops = append(info.Gateway.NextHops, netip.MustParseAddr(h))
+	}
+	n.Annotations[nodeinfo.GatewayAnnotation] = info.Annotations()[nodeinfo.GatewayAnnotation]
+	if err := c.Admin.Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// defaultRoutes lists a router's IPv4 default routes as "nexthop bfd-uuid
+// options", sorted.
+func defaultRoutes(z *ovntest.Zone, router string) []string {
+	var out []string
+	for _, u := range strings.Fields(z.MustNBCtl("--bare", "--columns=static_routes", "list", "Logical_Router", router)) {
+		r := z.MustNBCtl("--format=csv", "--data=bare", "--no-headings", "--columns=ip_prefix,nexthop,bfd,options", "list", "Logical_Router_Static_Route", u)
+		if strings.HasPrefix(r, "0.0.0.0/0,") {
+			out = append(out, strings.TrimSpace(strings.TrimPrefix(r, "0.0.0.0/0,")))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestDefaultRouteECMPAndBFD: a node with two next hops and BFD on gets ECMP
+// default routes with symmetric replies on every gateway router, one BFD
+// session per next hop on the default network's router, shared by the UDN's
+// routes; a session northd sees down withdraws the next hop from the UDN
+// router's logical flows too; ECMP off keeps the first next hop; BFD off
+// removes the sessions and the references.
+func TestDefaultRouteECMPAndBFD(t *testing.T) {
+	c := clustertest.Start(t, env, config.Default(), "node-a")
+	z := c.Zones["node-a"]
+	network, _ := layer3UDN(t, c.Admin, "10.131.0.0/16/24")
+	udnGR := topology.Network{Name: network}.GatewayRouter("node-a")
+	port := topology.DefaultNetwork(c.Config).GatewayExternalPort("node-a")
+	on, off := true, false
+	setGateway(t, c, "node-a", []string{"172.18.0.1", "172.18.0.254"}, nil, &on)
+
+	var bfd map[string]string // next hop → BFD UUID
+	cmtest.Eventually(t, time.Minute, func() error {
+		bfd = map[string]string{}
+		for _, l := range strings.Split(z.MustNBCtl("--format=csv", "--data=bare", "--no-headings", "--columns=_uuid,dst_ip", "find", "BFD", "logical_port="+port), "\n") {
+			if u, ip, ok := strings.Cut(strings.TrimSpace(l), ","); ok {
+				bfd[ip] = u
+			}
+		}
+		if len(bfd) != 2 {
+			return fmt.Errorf("BFD rows on %s: %v, want one per next hop", port, bfd)
+		}
+		if n := strings.TrimSpace(z.MustNBCtl("--bare", "--columns=_uuid", "find", "BFD")); len(strings.Fields(n)) != 2 {
+			return fmt.Errorf("BFD rows in the zone: %q, want only the default router's two", n)
+		}
+		want := []string{
+			"172.18.0.1," + bfd["172.18.0.1"] + ",ecmp_symmetric_reply=true",
+			"172.18.0.254," + bfd["172.18.0.254"] + ",ecmp_symmetric_reply=true",
+		}
+		for _, gr := range []string{"GR_node-a", udnGR} {
+			if got := defaultRoutes(z, gr); !slices.Equal(got, want) {
+				return fmt.Errorf("%s default routes %q, want %q", gr, got, want)
+			}
+		}
+		return nil
+	})
+
+	// northd routes through a next hop only while its session is up, on
+	// every router that refers to it: set the Southbound status as
+	// ovn-controller would (here no chassis runs the sessions, so northd
+	// starts them down and the routes are withdrawn).
+	routing := func() string { return z.MustSBCtl("lflow-list", udnGR) }
+	// A route (or an ECMP member) through hop sets the next-hop register.
+	routesThrough := func(hop string) bool { return strings.Contains(routing(), "reg0 = "+hop+";") }
+	setSB := func(hop, status string) {
+		var u string
+		cmtest.Eventually(t, time.Minute, func() error {
+			if u = strings.TrimSpace(z.MustSBCtl("--bare", "--columns=_uuid", "find", "BFD", "dst_ip="+hop)); u == "" {
+				return fmt.Errorf("northd has no Southbound BFD session for %s yet", hop)
+			}
+			return nil
+		})
+		z.MustSBCtl("set", "BFD", u, "status="+status)
+	}
+	cmtest.Eventually(t, time.Minute, func() error {
+		if routesThrough("172.18.0.1") || routesThrough("172.18.0.254") {
+			return fmt.Errorf("%s routes through next hops whose sessions are down", udnGR)
+		}
+		return nil
+	})
+	setSB("172.18.0.1", "up")
+	setSB("172.18.0.254", "up")
+	cmtest.Eventually(t, time.Minute, func() error {
+		if !routesThrough("172.18.0.1") || !routesThrough("172.18.0.254") {
+			return fmt.Errorf("%s does not route through both next hops with both sessions up", udnGR)
+		}
+		return nil
+	})
+	setSB("172.18.0.254", "down")
+	cmtest.Eventually(t, time.Minute, func() error {
+		if routesThrough("172.18.0.254") {
+			return fmt.Errorf("%s still routes through 172.18.0.254, whose session is down", udnGR)
+		}
+		if !routesThrough("172.18.0.1") {
+			return fmt.Errorf("%s lost its other next hop", udnGR)
+		}
+		return nil
+	})
+	resyncWritesNothing(t, c.Controller("node-a"))
+
+	// ECMP off (the node's override): the first next hop only.
+	setGateway(t, c, "node-a", []string{"172.18.0.1", "172.18.0.254"}, &off, &on)
+	cmtest.Eventually(t, time.Minute, func() error {
+		want := []string{"172.18.0.1," + bfd["172.18.0.1"] + ","}
+		for _, gr := range []string{"GR_node-a", udnGR} {
+			if got := defaultRoutes(z, gr); !slices.Equal(got, want) {
+				return fmt.Errorf("%s default routes %q, want %q", gr, got, want)
+			}
+		}
+		return nil
+	})
+
+	// BFD off: no session, no reference.
+	setGateway(t, c, "node-a", []string{"172.18.0.1", "172.18.0.254"}, nil, &off)
+	cmtest.Eventually(t, time.Minute, func() error {
+		if n := strings.TrimSpace(z.MustNBCtl("--bare", "--columns=_uuid", "find", "BFD")); n != "" {
+			return fmt.Errorf("BFD rows left with BFD off: %q", n)
+		}
+		want := []string{"172.18.0.1,,ecmp_symmetric_reply=true", "172.18.0.254,,ecmp_symmetric_reply=true"}
+		for _, gr := range []string{"GR_node-a", udnGR} {
+			if got := defaultRoutes(z, gr); !slices.Equal(got, want) {
+				return fmt.Errorf("%s default routes %q, want %q", gr, got, want)
+			}
+		}
+		return nil
+	})
+	resyncWritesNothing(t, c.Controller("node-a"))
+}
