@@ -237,7 +237,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		r.replanNamespaces(ctx, name)
 		r.wakeWaiters(ctx)
 	}
-	if name == nodeinfo.DefaultNetwork && !p.Empty() {
+	if name == nodeinfo.DefaultNetwork && !p.Empty() && r.bfdOn(ctx) {
 		// Its BFD sessions may have just been made: the other networks'
 		// default routes refer to them (topology/uplinks.go).
 		r.replanNetworks(ctx)
@@ -246,6 +246,20 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// bfdOn reports whether the zone's node watches its next hops with BFD
+// (the zone's policy with the node's override).
+func (r *Reconciler) bfdOn(ctx context.Context) bool {
+	local, ok, err := r.localNode(ctx)
+	if err != nil || !ok {
+		return false
+	}
+	policy := config.DefaultGateway()
+	if r.Gateway != nil {
+		policy = *r.Gateway
+	}
+	return topology.UplinkPolicy(policy, local.Gateway).BFD
 }
 
 // replanNetworks asks for every user-defined network to be planned again.
