@@ -26,6 +26,15 @@ type Gateway struct {
 // DefaultGateway is ECMP on, BFD off, OVN's timers.
 func DefaultGateway() Gateway { return Gateway{ECMP: true} }
 
+// GatewayOrDefault is *g, or DefaultGateway() when g is nil (callers that
+// leave the policy unset get the binaries' default).
+func GatewayOrDefault(g *Gateway) Gateway {
+	if g == nil {
+		return DefaultGateway()
+	}
+	return *g
+}
+
 // AddFlags registers the policy's flags (the zone controller's).
 func (g *Gateway) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&g.ECMP, "default-route-ecmp", g.ECMP, "gateway routers route through every next hop of a family (off: the first only)")

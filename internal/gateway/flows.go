@@ -161,7 +161,7 @@ func Build(in Input) Table {
 	if in.TunnelPort == 0 {
 		in.TunnelPort = defaultGeneve
 	}
-	b := builder{in: in, f: flows{}, nets: map[string]Network{}, claims: map[string]string{}, conflicts: &[]Conflict{}}
+	b := &builder{in: in, f: flows{}, nets: map[string]Network{}, claims: map[string]string{}}
 	for _, n := range in.Networks {
 		if n.Patch > 0 {
 			b.nets[n.Name] = n
@@ -179,14 +179,14 @@ func Build(in Input) Table {
 		b.service(s)
 	}
 	b.fixed()
-	return Table{Flows: b.f.sorted(), Conflicts: *b.conflicts}
+	return Table{Flows: b.f.sorted(), Conflicts: b.conflicts}
 }
 
 // bfd: the next hops' BFD control packets to the node's address go to the
 // default network's gateway router (the host runs no session with them: two
 // speakers on one address would look like one flapping session to the
 // peer). The router's own packets leave as its other egress does.
-func (b builder) bfd() {
+func (b *builder) bfd() {
 	def, ok := b.defaultNetwork()
 	if !ok {
 		return
@@ -204,7 +204,7 @@ func (b builder) bfd() {
 }
 
 // defaultNetwork is the default network's router, when it has a patch port.
-func (b builder) defaultNetwork() (Network, bool) {
+func (b *builder) defaultNetwork() (Network, bool) {
 	for _, n := range b.patches {
 		if n.ID == 0 {
 			return n, true
@@ -221,7 +221,7 @@ type builder struct {
 	patches []Network          // by ID
 	// claims are the service holding each steered "proto ip port".
 	claims    map[string]string
-	conflicts *[]Conflict
+	conflicts []Conflict
 }
 
 // uplink: what arrives for the node's address. Geneve goes to the host
@@ -230,7 +230,7 @@ type builder struct {
 // mark). The node's neighbour requests are the host's to answer (the
 // routers have the same address and MAC); replies go to every router and
 // the host, whoever asked.
-func (b builder) uplink() {
+func (b *builder) uplink() {
 	phys := b.in.Physical
 	all := []string{"LOCAL"}
 	for _, n := range b.patches {
@@ -257,7 +257,7 @@ func (b builder) uplink() {
 }
 
 // router: what one network's gateway router sends, and the replies it gets.
-func (b builder) router(n Network) {
+func (b *builder) router(n Network) {
 	phys := b.in.Physical
 	// Its neighbour requests go out; its ARP for the masquerade next hop is
 	// answered here.
@@ -293,7 +293,7 @@ func (b builder) router(n Network) {
 // toRouter sends the host's connections to dst (a ClusterIP, or a service
 // CIDR) to a router, SNATed to the host masquerade address of its family
 // (the router answers it through its external port).
-func (b builder) toRouter(priority, patch int, dst netip.Prefix) {
+func (b *builder) toRouter(priority, patch int, dst netip.Prefix) {
 	fam := familyOf(dst.Addr())
 	for _, m := range b.in.HostMasqueradeIPs {
 		if m.Is4() == dst.Addr().Is4() {
@@ -305,7 +305,7 @@ func (b builder) toRouter(priority, patch int, dst netip.Prefix) {
 
 // hostToServices sends the host's connections to the service CIDRs to the
 // default network's router (UDN ClusterIPs, above, go to their own).
-func (b builder) hostToServices() {
+func (b *builder) hostToServices() {
 	def, ok := b.nets[b.defaultName()]
 	if !ok {
 		return
@@ -315,7 +315,7 @@ func (b builder) hostToServices() {
 	}
 }
 
-func (b builder) defaultName() string {
+func (b *builder) defaultName() string {
 	for _, n := range b.patches {
 		if n.ID == 0 {
 			return n.Name
@@ -327,7 +327,7 @@ func (b builder) defaultName() string {
 // service: a UDN service's ClusterIPs from the host; from outside, node
 // ports on the node's addresses and service ports on external IPs, straight
 // to the router and its replies straight out.
-func (b builder) service(s Service) {
+func (b *builder) service(s Service) {
 	n, ok := b.nets[s.Network]
 	if !ok {
 		return
@@ -351,11 +351,11 @@ func (b builder) service(s Service) {
 
 // steer claims ip and port for service and steers them to patch, unless
 // another service claimed them first (a Conflict).
-func (b builder) steer(service string, patch int, proto string, ip netip.Addr, port int) {
+func (b *builder) steer(service string, patch int, proto string, ip netip.Addr, port int) {
 	key := fmt.Sprintf("%s %s %d", proto, ip, port)
 	if holder, ok := b.claims[key]; ok {
 		if holder != service {
-			*b.conflicts = append(*b.conflicts, Conflict{Service: service, Holder: holder, Address: ip, Protocol: proto, Port: port})
+			b.conflicts = append(b.conflicts, Conflict{Service: service, Holder: holder, Address: ip, Protocol: proto, Port: port})
 		}
 		return
 	}
@@ -366,7 +366,7 @@ func (b builder) steer(service string, patch int, proto string, ip netip.Addr, p
 // fixed: the tables' defaults, and plain switching for the rest
 // (broadcasts, and the physical network of Localnet networks whose localnet
 // ports share this bridge).
-func (b builder) fixed() {
+func (b *builder) fixed() {
 	phys, mac := b.in.Physical, b.in.MAC
 	b.f.add(tableClassify, prioRest, fmt.Sprintf("in_port=%d,dl_dst=%s", phys, mac), "LOCAL")
 	b.f.add(tableClassify, prioRest, "in_port=LOCAL", fmt.Sprintf("output:%d", phys))

@@ -53,10 +53,7 @@ func Render(in Input) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	b := &builder{n: n, gw: config.DefaultGateway(), sharedBFD: in.SharedBFD}
-	if in.Gateway != nil {
-		b.gw = *in.Gateway
-	}
+	b := &builder{n: n, gw: config.GatewayOrDefault(in.Gateway), sharedBFD: in.SharedBFD}
 	switch n.Topology {
 	case netconf.TopologyLayer3:
 		if err := layer3(b, local, remotes, in.Cluster); err != nil {

@@ -134,8 +134,14 @@ func (b *builder) routerPort(name, node string, networks []netip.Prefix, options
 	return lrpID(name)
 }
 
-// route adds a static route.
+// route adds a static route and returns its ID.
 func (b *builder) route(router, policy string, prefix netip.Prefix, nexthop string, outputPort string, node string) string {
+	return b.routeRow(router, policy, prefix, nexthop, outputPort, node).UUID
+}
+
+// routeRow is route, returning the row (added already: callers may set
+// more columns, such as options and bfd).
+func (b *builder) routeRow(router, policy string, prefix netip.Prefix, nexthop string, outputPort string, node string) *nbdb.LogicalRouterStaticRoute {
 	id := routeID(router, policy, prefix.String(), nexthop)
 	r := &nbdb.LogicalRouterStaticRoute{UUID: id, IPPrefix: prefix.String(), Nexthop: nexthop, ExternalIDs: b.ext(node)}
 	if policy == nbdb.LogicalRouterStaticRoutePolicySrcIP {
@@ -146,7 +152,7 @@ func (b *builder) route(router, policy string, prefix netip.Prefix, nexthop stri
 		r.OutputPort = &outputPort
 	}
 	b.add(r)
-	return id
+	return r
 }
 
 // macFor is the MAC of a port holding these addresses: derived from the first

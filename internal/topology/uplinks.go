@@ -51,12 +51,6 @@ func defaultRouteHops(hops []netip.Addr, ecmp bool) []netip.Addr {
 	return out
 }
 
-// BFDID is the stable ID (ovsdbsync) of the shared BFD row of a node's next
-// hop: owned by the default network's rendering of the node's zone.
-func BFDID(node string, hop netip.Addr) string {
-	return "bfd:" + DefaultNetwork(config.Cluster{}).GatewayExternalPort(node) + ":" + hop.String()
-}
-
 // defaultRoutes renders the gateway router's default routes out port rtoe
 // and, for the default network, the node's BFD rows.
 func (b *builder) defaultRoutes(local nodeinfo.Info, gr, rtoe string) []string {
@@ -73,8 +67,7 @@ func (b *builder) defaultRoutes(local nodeinfo.Info, gr, rtoe string) []string {
 		if hop.Is6() {
 			def = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
 		}
-		id := b.route(gr, "", def, hop.String(), rtoe, local.Name)
-		r := b.rows[len(b.rows)-1].(*nbdb.LogicalRouterStaticRoute)
+		r := b.routeRow(gr, "", def, hop.String(), rtoe, local.Name)
 		if perFamily[hop.Is4()] > 1 {
 			r.Options = map[string]string{"ecmp_symmetric_reply": "true"}
 		}
@@ -83,17 +76,16 @@ func (b *builder) defaultRoutes(local nodeinfo.Info, gr, rtoe string) []string {
 				r.BFD = &ref
 			}
 		}
-		routes = append(routes, id)
+		routes = append(routes, r.UUID)
 	}
 	return routes
 }
 
 // bfd returns what a route through hop refers to for BFD: the default
-// network renders the shared row (and refers to its ID); another network
-// refers to that row's UUID when the zone has it (Input.SharedBFD), and
-// goes without until then.
+// network renders the shared row on its external port rtoe (and refers to
+// its ID); another network refers to that row's UUID when the zone has it
+// (Input.SharedBFD), and goes without until then.
 func (b *builder) bfd(node, rtoe string, hop netip.Addr, policy config.Gateway) (string, bool) {
-	id := BFDID(node, hop)
 	if !b.n.IsDefault() {
 		u, ok := b.sharedBFD[hop]
 		if !ok {
@@ -101,6 +93,7 @@ func (b *builder) bfd(node, rtoe string, hop netip.Addr, policy config.Gateway) 
 		}
 		return u, ok
 	}
+	id := "bfd:" + rtoe + ":" + hop.String()
 	row := &nbdb.BFD{UUID: id, LogicalPort: rtoe, DstIP: hop.String(), ExternalIDs: b.ext(node)}
 	for _, t := range []struct {
 		v   int

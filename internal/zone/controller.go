@@ -255,11 +255,7 @@ func (r *Reconciler) bfdOn(ctx context.Context) bool {
 	if err != nil || !ok {
 		return false
 	}
-	policy := config.DefaultGateway()
-	if r.Gateway != nil {
-		policy = *r.Gateway
-	}
-	return topology.UplinkPolicy(policy, local.Gateway).BFD
+	return topology.UplinkPolicy(config.GatewayOrDefault(r.Gateway), local.Gateway).BFD
 }
 
 // replanNetworks asks for every user-defined network to be planned again.
