@@ -543,19 +543,29 @@ func probeAll(ctx context.Context, binary string, pods []ReachPod, targets [][]R
 
 // probeFrom runs probe-many in a pod's network namespace.
 func probeFrom(ctx context.Context, binary string, src ReachPod, targets []ReachTarget, timeout time.Duration) ([]ReachAnswer, error) {
+	answers, err := ProbeManyIn(ctx, binary, src.Netns, targets, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("from %s: %w", src.Ref, err)
+	}
+	return answers, nil
+}
+
+// ProbeManyIn runs `ovn-udn sandbox probe-many` in a network namespace (a
+// pod's, a node's, the outside world's) and returns one answer per target.
+func ProbeManyIn(ctx context.Context, binary, netns string, targets []ReachTarget, timeout time.Duration) ([]ReachAnswer, error) {
 	in, err := json.Marshal(targets)
 	if err != nil {
 		return nil, err
 	}
-	cmd := Command(ctx, src.Netns, []string{binary, "sandbox", "probe-many", "--timeout", timeout.String()})
+	cmd := Command(ctx, netns, []string{binary, "sandbox", "probe-many", "--timeout", timeout.String()})
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("probe-many from %s: %v: %s", src.Ref, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("probe-many in %s: %v: %s", netns, err, strings.TrimSpace(stderr.String()))
 	}
 	var answers []ReachAnswer
 	if err := json.Unmarshal(stdout.Bytes(), &answers); err != nil || len(answers) != len(targets) {
-		return nil, fmt.Errorf("probe-many from %s answered %q (%v), want %d answers", src.Ref, stdout.String(), err, len(targets))
+		return nil, fmt.Errorf("probe-many in %s answered %q (%v), want %d answers", netns, stdout.String(), err, len(targets))
 	}
 	return answers, nil
 }

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os/exec"
@@ -93,19 +91,9 @@ func probeOut(ctx context.Context, pod string, localPort int) (string, error) {
 // first line; UDP: the answer to "hostname").
 func outsideProbe(t *testing.T, targets []sandbox.ReachTarget) []sandbox.ReachAnswer {
 	t.Helper()
-	in, err := json.Marshal(targets)
+	answers, err := sandbox.ProbeManyIn(context.Background(), binary, sandbox.NewLayoutMust(dir).ExternalNetns(), targets, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
-	}
-	cmd := sandbox.Command(context.Background(), sandbox.NewLayoutMust(dir).ExternalNetns(), []string{binary, "sandbox", "probe-many", "--timeout", "2s"})
-	cmd.Stdin = bytes.NewReader(in)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("probe-many from outside: %v", err)
-	}
-	var answers []sandbox.ReachAnswer
-	if err := json.Unmarshal(out, &answers); err != nil {
-		t.Fatalf("probe-many from outside answered %q: %v", out, err)
 	}
 	return answers
 }
