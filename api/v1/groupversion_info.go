@@ -1,6 +1,7 @@
 // Package v1 holds the k8s.ovn.org/v1 API of ovn-udn: UserDefinedNetwork
 // (namespaced, for tenants) and ClusterUserDefinedNetwork (cluster-scoped, for
-// administrators). Validation that the API server can do lives here as CEL
+// administrators), and ClusterNetworkConnect (cluster-scoped, connects
+// networks). Validation that the API server can do lives here as CEL
 // rules; docs/api.md explains every field, rule and status reason.
 //
 // +kubebuilder:object:generate=true
@@ -27,6 +28,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&UserDefinedNetwork{}, &UserDefinedNetworkList{},
 		&ClusterUserDefinedNetwork{}, &ClusterUserDefinedNetworkList{},
+		&ClusterNetworkConnect{}, &ClusterNetworkConnectList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

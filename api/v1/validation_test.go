@@ -169,3 +169,29 @@ func TestImmutability(t *testing.T) {
 		t.Fatalf("CUDN selector update rejected: %v", err)
 	}
 }
+
+// TestConnectSubnetsImmutable checks that a ClusterNetworkConnect's connect
+// subnets cannot change, while its selectors and connectivity can.
+func TestConnectSubnetsImmutable(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	cnc := object(t, v1test.CNC("immutable", "networkSelectors: [{networkSelectionType: PrimaryUserDefinedNetworks, primaryUserDefinedNetworkSelector: {namespaceSelector: {matchLabels: {a: b}}}}]\nconnectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]\nconnectivityEnabled: [PodNetwork]"))
+	if err := c.Create(ctx, cnc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, cnc) })
+
+	changed := cnc.DeepCopy()
+	_ = unstructured.SetNestedSlice(changed.Object, []any{map[string]any{"cidr": "192.168.0.0/16", "networkPrefix": int64(25)}}, "spec", "connectSubnets")
+	if err := c.Update(ctx, changed); err == nil || !strings.Contains(err.Error(), "connectSubnets is immutable") {
+		t.Fatalf("connectSubnets update: got %v, want 'connectSubnets is immutable'", err)
+	}
+	changed = cnc.DeepCopy()
+	_ = unstructured.SetNestedStringSlice(changed.Object, []string{"PodNetwork", "ClusterIPServiceNetwork"}, "spec", "connectivityEnabled")
+	sel := []any{map[string]any{"networkSelectionType": "PrimaryUserDefinedNetworks",
+		"primaryUserDefinedNetworkSelector": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"a": "c"}}}}}
+	_ = unstructured.SetNestedSlice(changed.Object, sel, "spec", "networkSelectors")
+	if err := c.Update(ctx, changed); err != nil {
+		t.Fatalf("selector and connectivity update rejected: %v", err)
+	}
+}

@@ -1,7 +1,7 @@
 // Package apivalidate checks custom resources against ovn-udn's CRDs offline,
 // with the libraries kube-apiserver itself uses: structural defaulting, the
-// OpenAPI schema validator and the CEL rules (x-kubernetes-validations). An
-// object it accepts is one the API server accepts at create, and its errors
+// OpenAPI schema validator, the list-type invariants and the CEL rules
+// (x-kubernetes-validations). An object it accepts is one the API server accepts at create, and its errors
 // carry the API server's messages.
 package apivalidate
 
@@ -15,6 +15,7 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -97,6 +98,8 @@ func (v *Validator) Validate(obj *unstructured.Unstructured) field.ErrorList {
 	obj.Object = decoded
 	structuraldefaulting.Default(obj.Object, ver.structural)
 	errs := validation.ValidateCustomResource(nil, obj.Object, ver.schema)
+	// Lists of type map and set hold each key once.
+	errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, ver.structural, obj.Object)...)
 	if blocksCEL(errs) {
 		return append(errs, field.Invalid(nil, nil, skippedCEL))
 	}

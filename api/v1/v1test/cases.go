@@ -120,7 +120,40 @@ var ValidationCases = []Case{
 	{"vrf too long", CUDN("y1", sel+"vrf: a-very-long-vrf-name\ntemplate: {topology: Layer2, role: Primary, subnets: [10.0.0.0/24]}"), "may not be more than 15 bytes"},
 	{"cudn template rules apply", CUDN("y2", sel+"template: {topology: Layer3, role: Primary}"), "subnets is required for Layer3 topology"},
 	{"cudn without selector", CUDN("y3", "template: {topology: Layer2, role: Primary, subnets: [10.0.0.0/24]}"), "spec.namespaceSelector: Required value"},
+
+	// ClusterNetworkConnect: the seed's example, and each rule of the seed.
+	{"cnc seed example", CNC("colored-enterprise", cncSel+"connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}, {cidr: \"fd01::/64\", networkPrefix: 96}]\nconnectivityEnabled: [PodNetwork, ClusterIPServiceNetwork]"), ""},
+	{"cnc services only, one family", CNC("svc-only", cncUDNSel+"connectSubnets: [{cidr: 10.200.0.0/16, networkPrefix: 24}]\nconnectivityEnabled: [ClusterIPServiceNetwork]"), ""},
+	{"cnc networkPrefix 31", CNC("p31", cncUDNSel+"connectSubnets: [{cidr: 10.200.0.0/16, networkPrefix: 31}]\nconnectivityEnabled: [PodNetwork]"), ""},
+	{"cnc selects secondary networks", CNC("c1", "networkSelectors: [{networkSelectionType: SecondaryUserDefinedNetworks}]\n"+cncNet), "Only ClusterUserDefinedNetworks or PrimaryUserDefinedNetworks can be selected"},
+	{"cnc selects the default network", CNC("c2", cncSel+"- {networkSelectionType: DefaultNetwork}\n"+cncNet), "Only ClusterUserDefinedNetworks or PrimaryUserDefinedNetworks can be selected"},
+	{"cnc selects NADs", CNC("c3", "networkSelectors: [{networkSelectionType: NetworkAttachmentDefinitions}]\n"+cncNet), "Only ClusterUserDefinedNetworks or PrimaryUserDefinedNetworks can be selected"},
+	{"cnc unknown selection type", CNC("c4", "networkSelectors: [{networkSelectionType: AllNetworks}]\n"+cncNet), `supported values: "DefaultNetwork", "ClusterUserDefinedNetworks"`},
+	{"cnc selector of the wrong kind", CNC("c5", "networkSelectors: [{networkSelectionType: ClusterUserDefinedNetworks, primaryUserDefinedNetworkSelector: {namespaceSelector: {}}}]\n"+cncNet), "clusterUserDefinedNetworkSelector must be set when, and only when, networkSelectionType is ClusterUserDefinedNetworks"},
+	{"cnc selector missing", CNC("c6", "networkSelectors: [{networkSelectionType: PrimaryUserDefinedNetworks}]\n"+cncNet), "primaryUserDefinedNetworkSelector must be set when, and only when, networkSelectionType is PrimaryUserDefinedNetworks"},
+	{"cnc two selectors of one type", CNC("c7", "networkSelectors: [{networkSelectionType: PrimaryUserDefinedNetworks, primaryUserDefinedNetworkSelector: {namespaceSelector: {}}}, {networkSelectionType: PrimaryUserDefinedNetworks, primaryUserDefinedNetworkSelector: {namespaceSelector: {}}}]\n"+cncNet), "Duplicate value"},
+	{"cnc no selectors", CNC("c8", "networkSelectors: []\n"+cncNet), "should have at least 1 items"},
+	{"cnc connect subnet with host bits", CNC("c9", cncUDNSel+"connectSubnets: [{cidr: 192.168.0.1/16, networkPrefix: 24}]\nconnectivityEnabled: [PodNetwork]"), "CIDR must be a valid network address"},
+	{"cnc connect subnet not a cidr", CNC("c10", cncUDNSel+"connectSubnets: [{cidr: 192.168.0.0, networkPrefix: 24}]\nconnectivityEnabled: [PodNetwork]"), "CIDR must be a valid network address"},
+	{"cnc networkPrefix not longer than the cidr", CNC("c11", cncUDNSel+"connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 16}]\nconnectivityEnabled: [PodNetwork]"), "networkPrefix must be smaller than CIDR subnet"},
+	{"cnc networkPrefix 32 for ipv4", CNC("c12", cncUDNSel+"connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 32}]\nconnectivityEnabled: [PodNetwork]"), "networkPrefix must < 32 for ipv4 CIDR"},
+	{"cnc networkPrefix 128", CNC("c13", cncUDNSel+"connectSubnets: [{cidr: \"fd01::/64\", networkPrefix: 128}]\nconnectivityEnabled: [PodNetwork]"), "should be less than or equal to 127"},
+	{"cnc networkPrefix 0", CNC("c14", cncUDNSel+"connectSubnets: [{cidr: 10.0.0.0/8, networkPrefix: 0}]\nconnectivityEnabled: [PodNetwork]"), "should be greater than or equal to 1"},
+	{"cnc two ipv4 connect subnets", CNC("c15", cncUDNSel+"connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}, {cidr: 10.200.0.0/16, networkPrefix: 24}]\nconnectivityEnabled: [PodNetwork]"), "When 2 CIDRs are set, they must be from different IP families"},
+	{"cnc three connect subnets", CNC("c16", cncUDNSel+"connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}, {cidr: \"fd01::/64\", networkPrefix: 96}, {cidr: 10.200.0.0/16, networkPrefix: 24}]\nconnectivityEnabled: [PodNetwork]"), "must have at most 2 items"},
+	{"cnc no connect subnets", CNC("c17", cncUDNSel+"connectSubnets: []\nconnectivityEnabled: [PodNetwork]"), "should have at least 1 items"},
+	{"cnc duplicate connectivity", CNC("c18", cncUDNSel+"connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]\nconnectivityEnabled: [PodNetwork, PodNetwork]"), "connectivityEnabled cannot contain duplicate values"},
+	{"cnc unknown connectivity", CNC("c19", cncUDNSel+"connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]\nconnectivityEnabled: [NodePortNetwork]"), `supported values: "PodNetwork", "ClusterIPServiceNetwork"`},
+	{"cnc no connectivity", CNC("c20", cncUDNSel+"connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]\nconnectivityEnabled: []"), "should have at least 1 items"},
 }
+
+// Parts of ClusterNetworkConnect cases.
+const (
+	cncSel = "networkSelectors:\n- networkSelectionType: ClusterUserDefinedNetworks\n  clusterUserDefinedNetworkSelector: {networkSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [blue-network, green-network]}]}}\n" +
+		"- networkSelectionType: PrimaryUserDefinedNetworks\n  primaryUserDefinedNetworkSelector: {namespaceSelector: {matchExpressions: [{key: kubernetes.io/metadata.name, operator: In, values: [yellow, red]}]}}\n"
+	cncUDNSel = "networkSelectors: [{networkSelectionType: PrimaryUserDefinedNetworks, primaryUserDefinedNetworkSelector: {namespaceSelector: {matchLabels: {connect: a}}}}]\n"
+	cncNet    = "connectSubnets: [{cidr: 192.168.0.0/16, networkPrefix: 24}]\nconnectivityEnabled: [PodNetwork]"
+)
 
 // SoleErrorCases are malformed values that must get their own message and no
 // other: every error of the rejection contains WantErr. Rules that take a
@@ -193,6 +226,11 @@ func JSON(doc string) (string, error) {
 // UDN is a UserDefinedNetwork named name in "default" with the given spec.
 func UDN(name, spec string) string {
 	return fmt.Sprintf("apiVersion: k8s.ovn.org/v1\nkind: UserDefinedNetwork\nmetadata: {name: %s, namespace: default}\nspec:\n%s", name, indent(spec))
+}
+
+// CNC is a ClusterNetworkConnect.
+func CNC(name, spec string) string {
+	return fmt.Sprintf("apiVersion: k8s.ovn.org/v1\nkind: ClusterNetworkConnect\nmetadata: {name: %s}\nspec:\n%s", name, indent(spec))
 }
 
 // CUDN is a ClusterUserDefinedNetwork.
