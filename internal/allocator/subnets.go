@@ -199,3 +199,24 @@ func addU128(a netip.Addr, off u128) netip.Addr { return fromAddr(a).add(off).to
 
 // AddOffset returns a + off within a's family.
 func AddOffset(a netip.Addr, off uint64) netip.Addr { return addU128(a, u128{lo: off}) }
+
+// SliceAt returns the i-th slice of length bits of cidr (i counts from 0;
+// the caller keeps i inside cidr).
+func SliceAt(cidr netip.Prefix, bits int, i uint64) netip.Prefix {
+	shift := uint(cidr.Addr().BitLen() - bits)
+	return netip.PrefixFrom(addU128(cidr.Masked().Addr(), u128{lo: i}.shl(shift)), bits)
+}
+
+// SliceIndex returns which slice of cidr, of s's length, s is; ok is false
+// when s is not such a slice (host bits set, outside cidr, or an index
+// beyond 2^63).
+func SliceIndex(cidr, s netip.Prefix) (uint64, bool) {
+	if s.Bits() < cidr.Bits() || s.Masked() != s || !cidr.Contains(s.Addr()) {
+		return 0, false
+	}
+	off := fromAddr(s.Addr()).sub(fromAddr(cidr.Masked().Addr())).shr(uint(s.Addr().BitLen() - s.Bits()))
+	if off.hi != 0 || off.lo >= 1<<63 {
+		return 0, false
+	}
+	return off.lo, true
+}
