@@ -12,13 +12,15 @@ import (
 func newClusterManagerCommand() *cobra.Command {
 	opts := clustermanager.Options{Cluster: config.Default(), MetricsAddr: "0", HealthAddr: "0"}
 	var kube kubeFlags
+	connects := true
 	cmd := &cobra.Command{
 		Use:   "cluster-manager",
 		Short: "Run the cluster-wide controllers: network definitions and allocation",
 		Long: `Run the cluster-wide controllers: it renders UserDefinedNetworks and
 ClusterUserDefinedNetworks into NetworkAttachmentDefinitions, and allocates what
 must be unique across the cluster (network IDs, tunnel keys, node IDs, node
-subnets), keeping it in the Kubernetes API.`,
+subnets, connect routers), keeping it in the Kubernetes API, and validates
+and allocates ClusterNetworkConnects.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New())
@@ -26,6 +28,7 @@ subnets), keeping it in the Kubernetes API.`,
 			if err != nil {
 				return err
 			}
+			opts.DisableNetworkConnect = !connects
 			return clustermanager.Run(cmd.Context(), cfg, opts)
 		},
 	}
@@ -35,6 +38,7 @@ subnets), keeping it in the Kubernetes API.`,
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "kube-system", "namespace of the leader-election Lease")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", opts.MetricsAddr, "metrics listen address (0 disables)")
 	fs.StringVar(&opts.HealthAddr, "health-addr", opts.HealthAddr, "health probe listen address (0 disables)")
+	fs.BoolVar(&connects, "enable-network-connect", true, "validate and allocate ClusterNetworkConnects (zones connect networks only when this is on)")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }

@@ -2,7 +2,8 @@
 // leader-elected controller-runtime manager: network definitions
 // (internal/udncontroller), cluster-wide allocation (internal/netalloc), the
 // addresses of pods on networks spanning nodes (internal/podalloc), and the
-// EndpointSlices of Services on user-defined networks (internal/epslicemirror).
+// EndpointSlices of Services on user-defined networks (internal/epslicemirror),
+// and ClusterNetworkConnects (internal/connectcontroller).
 package clustermanager
 
 import (
@@ -24,6 +25,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/connectcontroller"
 	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
@@ -42,6 +44,10 @@ type Options struct {
 	// MetricsAddr and HealthAddr are listen addresses; "0" disables them.
 	MetricsAddr string
 	HealthAddr  string
+	// DisableNetworkConnect turns the ClusterNetworkConnect controller off
+	// (flag --enable-network-connect=false): connects are then left as they
+	// are, neither validated nor allocated.
+	DisableNetworkConnect bool
 }
 
 // Scheme returns a scheme with every type the cluster-manager reads or writes.
@@ -70,6 +76,12 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	c := NewControllers(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorderFor("ovn-udn-cluster-manager"), opts.Cluster, mgr.GetLogger())
+	if !opts.DisableNetworkConnect {
+		c.Recovery.Connects = true
+		if err := c.Connects.SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("setting up ClusterNetworkConnect controller: %w", err)
+		}
+	}
 	if err := c.Networks.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up network controllers: %w", err)
 	}
@@ -106,6 +118,10 @@ type Controllers struct {
 	// Slices mirrors the EndpointSlices of Services whose namespace's
 	// primary network is a user-defined network.
 	Slices *epslicemirror.Controller
+	// Connects validates and allocates ClusterNetworkConnects.
+	Connects *connectcontroller.Controller
+	// Recovery rebuilds the allocators' state from the API once.
+	Recovery *netalloc.Recovery
 }
 
 // NewControllers wires the controllers over a client (reads and writes), a
@@ -118,8 +134,10 @@ func NewControllers(c client.Client, reader client.Reader, recorder record.Event
 		NADs:     &netalloc.NADController{Client: c, Networks: networks, Recovery: recovery, Recorder: recorder},
 		Nodes: &netalloc.NodeController{Client: c, Reader: reader, Config: cfg, Nodes: netalloc.NewNodes(cfg.MaxNodeID()),
 			Recorder: recorder, Reporter: &netalloc.SubnetReporter{Client: c, Recorder: recorder}},
-		Pods:   &podalloc.Controller{Client: c, Reader: reader, Cluster: cfg, Recorder: recorder},
-		Slices: &epslicemirror.Controller{Client: c},
+		Pods:     &podalloc.Controller{Client: c, Reader: reader, Cluster: cfg, Recorder: recorder},
+		Slices:   &epslicemirror.Controller{Client: c},
+		Connects: &connectcontroller.Controller{Client: c, Cluster: cfg, Networks: networks, Recovery: recovery, Recorder: recorder},
+		Recovery: recovery,
 	}
 }
 

@@ -10,6 +10,20 @@ import (
 // ErrExhausted is wrapped when the connect subnets have no room left.
 var ErrExhausted = errors.New("connect subnets exhausted")
 
+// ExhaustedError names the network that found no room.
+type ExhaustedError struct {
+	Network Key
+	What    string // "block" or "link"
+	Layout  Layout
+}
+
+func (e *ExhaustedError) Error() string {
+	return fmt.Sprintf("no %s left in %s for network %s (%d blocks of %d links)", e.What, e.Layout, e.Network, e.Layout.Blocks, e.Layout.LinksPerBlock)
+}
+
+// Unwrap makes errors.Is(err, ErrExhausted) hold.
+func (e *ExhaustedError) Unwrap() error { return ErrExhausted }
+
 // Allocate returns the slices of the networks keys (the selected networks)
 // in layout l: a network that holds a valid slice in held keeps it; one that
 // held a slice before (remembered, e.g. unselected and selected again) gets
@@ -93,7 +107,7 @@ func Allocate(l Layout, held, remembered Subnets, keys []Key) (Subnets, error) {
 		if k.Topology == netconf.TopologyLayer3 {
 			b, ok := freeBlock()
 			if !ok {
-				return nil, fmt.Errorf("no /%d block left in %s for network %s (%d blocks): %w", l.Ranges[0].NetworkPrefix, l, k, l.Blocks, ErrExhausted)
+				return nil, &ExhaustedError{Network: k, What: "block", Layout: l}
 			}
 			take(k, l.Block(b))
 			continue
@@ -110,7 +124,7 @@ func Allocate(l Layout, held, remembered Subnets, keys []Key) (Subnets, error) {
 		if !placed {
 			b, ok := freeBlock()
 			if !ok || l.LinksPerBlock < 2 {
-				return nil, fmt.Errorf("no link left in %s for network %s: %w", l, k, ErrExhausted)
+				return nil, &ExhaustedError{Network: k, What: "link", Layout: l}
 			}
 			take(k, l.link(b, 1))
 		}

@@ -160,3 +160,43 @@ func (n *Networks) All() map[string]Network {
 }
 
 func keyName(network string, i int) string { return network + "#" + strconv.Itoa(i) }
+
+// Holders of tunnel keys other than networks (connect routers) are named
+// with a "/" no network name has.
+
+// ConnectRouterKeyHolder is the key holder name of a ClusterNetworkConnect's
+// connect router.
+func ConnectRouterKeyHolder(cnc string) string { return "cnc/" + cnc }
+
+// AllocateKey returns holder's tunnel key, allocating one if it has none,
+// from the same range as Layer2 transit routers' keys.
+func (n *Networks) AllocateKey(holder string) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	k, err := n.keys.Allocate(keyName(holder, 0))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w (%v)", holder, ErrTunnelKeys, err)
+	}
+	return k, nil
+}
+
+// RecoverKey records holder's persisted key before anything new is
+// allocated; it fails when another holder has it.
+func (n *Networks) RecoverKey(holder string, key int) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if cur, ok := n.keys.Get(keyName(holder, 0)); ok && cur == key {
+		return nil
+	}
+	if err := n.keys.Reserve(keyName(holder, 0), key); err != nil {
+		return fmt.Errorf("%s: tunnel key: %w", holder, err)
+	}
+	return nil
+}
+
+// ReleaseKey frees holder's key.
+func (n *Networks) ReleaseKey(holder string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.keys.Release(keyName(holder, 0))
+}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
 
@@ -24,6 +26,9 @@ type Recovery struct {
 	Reader   client.Reader
 	Networks *Networks
 	Log      logr.Logger
+	// Connects recovers the connect routers' tunnel keys too (from
+	// ClusterNetworkConnects' annotations).
+	Connects bool
 }
 
 // Ensure recovers the state if it has not been recovered yet.
@@ -42,6 +47,25 @@ func (r *Recovery) Ensure(ctx context.Context) error {
 		r.Log.Error(c, "network allocation not recovered; it will be allocated afresh")
 	}
 	r.Log.Info("recovered network allocations", "networks", n, "nads", len(nads.Items))
+	if r.Connects {
+		var cncs v1.ClusterNetworkConnectList
+		if err := r.Reader.List(ctx, &cncs); err != nil {
+			return fmt.Errorf("recovering connect router tunnel keys: listing ClusterNetworkConnects: %w", err)
+		}
+		for _, cnc := range cncs.Items {
+			v, ok := cnc.Annotations[v1.ConnectRouterTunnelKeyAnnotation]
+			if !ok {
+				continue
+			}
+			key, err := strconv.Atoi(v)
+			if err == nil {
+				err = r.Networks.RecoverKey(ConnectRouterKeyHolder(cnc.Name), key)
+			}
+			if err != nil {
+				r.Log.Error(err, "connect router tunnel key not recovered; it will be allocated afresh", "clusterNetworkConnect", cnc.Name)
+			}
+		}
+	}
 	r.done = true
 	return nil
 }
