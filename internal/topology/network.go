@@ -164,6 +164,17 @@ func (n Network) GatewayExternalPort(node string) string {
 	return routerToExternal(n.GatewayRouter(node))
 }
 
+// PodRouterPort is the router port facing the network's pods on node: the
+// cluster router's rtos- port of the node's switch (Layer3), the transit
+// router's trtos- port of the distributed switch (Layer2). Traffic from
+// pods enters the network's router through it.
+func (n Network) PodRouterPort(node string) string {
+	if n.Topology == netconf.TopologyLayer2 {
+		return "trtos-" + n.Layer2Switch()
+	}
+	return routerToSwitch(n.NodeSwitch(node))
+}
+
 // HasServices reports whether the network load-balances Kubernetes services:
 // primary Layer3 and Layer2 networks (the default network included).
 func (n Network) HasServices() bool {
