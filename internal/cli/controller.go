@@ -14,13 +14,15 @@ import (
 func newControllerCommand() *cobra.Command {
 	opts := zone.Options{Cluster: config.Default()}
 	var kube kubeFlags
+	connects := true
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the zone controller that renders networks into one node's OVN zone",
 		Long: `Run the zone controller of one OVN interconnect zone (one node): it keeps the
 zone's Northbound equal to the topology of every network (the default network,
 and every NetworkAttachmentDefinition with its allocation), and registers the
-other nodes' chassis in the zone's Southbound.`,
+other nodes' chassis in the zone's Southbound; it also renders the zone's
+Services, NetworkPolicies and ClusterNetworkConnects.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Zone == "" || opts.NB == "" || opts.SB == "" {
@@ -32,6 +34,7 @@ other nodes' chassis in the zone's Southbound.`,
 				return err
 			}
 			opts.OVSDBLogger = ctrl.Log.WithName("ovsdb").V(5)
+			opts.DisableNetworkConnect = !connects
 			return zone.Run(cmd.Context(), cfg, opts)
 		},
 	}
@@ -42,6 +45,7 @@ other nodes' chassis in the zone's Southbound.`,
 	fs.StringVar(&opts.SB, "sb", "", "the zone's Southbound database, e.g. tcp:127.0.0.1:6642")
 	fs.IntVar(&opts.Workers, "workers", 4, "networks reconciled at once")
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
+	fs.BoolVar(&connects, "enable-network-connect", true, "render ClusterNetworkConnects (connect routers) in the zone")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "0", "/metrics listen address, e.g. 127.0.0.1:9412 (0 disables; see docs/metrics.md)")
 	opts.Cluster.AddFlags(fs)
 	gw := config.DefaultGateway()

@@ -4,9 +4,10 @@
 // built-in default network) from the nodes' annotations and to what
 // internal/services computes for every Service, and registers the other
 // zones' chassis in the zone's Southbound, and to what internal/netpol
-// computes for every NetworkPolicy. Reconcile keys are "net:<network>",
+// computes for every NetworkPolicy, and to what internal/connectrouter
+// computes for every ClusterNetworkConnect. Reconcile keys are "net:<network>",
 // "pod:<ns>/<name>", "svc:<ns>/<name>", the policy keys (see PolicyKey,
-// DenyKey, PeerKey) and "chassis"; each
+// DenyKey, PeerKey), "cnc:<name>" and "chassis"; each
 // is written in one transaction, and a reconcile with nothing to change
 // writes nothing.
 package zone
@@ -83,6 +84,13 @@ func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 	if err := s.Share(&nbdb.LogicalRouter{}, "load_balancer"); err != nil {
 		return nil, err
 	}
+	// Connects add their ports and reroute policies to the networks'
+	// routers (internal/connectrouter).
+	for _, col := range []string{"ports", "policies"} {
+		if err := s.Share(&nbdb.LogicalRouter{}, col); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -94,11 +102,13 @@ type Reconciler struct {
 	Zone    string
 	Cluster config.Cluster
 	// Gateway is the gateway routers' default-route policy (nil: default).
-	Gateway  *config.Gateway
-	Client   client.Client // Kubernetes, cached
-	NB, SB   libovsdb.Client
-	nbWriter libovsdb.Client
-	Syncer   *ovsdbsync.Syncer
+	Gateway *config.Gateway
+	// DisableNetworkConnect leaves ClusterNetworkConnects alone.
+	DisableNetworkConnect bool
+	Client                client.Client // Kubernetes, cached
+	NB, SB                libovsdb.Client
+	nbWriter              libovsdb.Client
+	Syncer                *ovsdbsync.Syncer
 	// gate orders writes that create or delete datapaths (nil: no
 	// ordering, as in tests without northd).
 	gate     *northdgate.Gate
@@ -191,6 +201,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if isPolicyKey(key) {
 		return r.reconcilePolicyKey(ctx, key)
 	}
+	if strings.HasPrefix(key, connectKeyPrefix) {
+		return r.reconcileConnect(ctx, strings.TrimPrefix(key, connectKeyPrefix))
+	}
 	if !strings.HasPrefix(key, networkKeyPrefix) {
 		return ctrl.Result{}, nil
 	}
@@ -236,6 +249,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	if p.Inserted > 0 {
 		r.replanNamespaces(ctx, name)
 		r.wakeWaiters(ctx)
+		r.replanConnects(ctx)
 	}
 	if name == nodeinfo.DefaultNetwork && !p.Empty() && r.bfdOn(ctx) {
 		// Its BFD sessions may have just been made: the other networks'
@@ -543,6 +557,16 @@ func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
 	}
 	for _, k := range policyKeys {
 		keys[k] = true
+	}
+	for _, k := range r.connectKeys(ctx) {
+		keys[k] = true
+	}
+	connectOwners, err := r.Syncer.Owners(connectKeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	for owner := range connectOwners {
+		keys[owner] = true
 	}
 	// The node's pods: a change of the node (its slices) may let them be attached.
 	if local, ok, err := r.localNode(ctx); err == nil && ok {

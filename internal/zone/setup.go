@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
@@ -66,10 +67,13 @@ type Options struct {
 	// Gateway is the gateway routers' default-route policy (ECMP, BFD);
 	// nil is config.DefaultGateway().
 	Gateway *config.Gateway
+	// DisableNetworkConnect leaves ClusterNetworkConnects alone (and does
+	// not watch them: their CRD may be absent).
+	DisableNetworkConnect bool
 }
 
 // Scheme returns the scheme a zone controller needs.
-func Scheme() *runtime.Scheme { return kubeobj.NewScheme(nadv1.AddToScheme) }
+func Scheme() *runtime.Scheme { return kubeobj.NewScheme(nadv1.AddToScheme, v1.AddToScheme) }
 
 // Connect opens the zone's NB and SB clients (with the indexes and monitors
 // the controller needs) and a write-only NB connection, retrying with backoff
@@ -121,6 +125,7 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "sb", sb.Connected))
 	r.Zone, r.Cluster, r.Client, r.NB, r.nbWriter, r.SB, r.Syncer = opts.Zone, opts.Cluster, mgr.GetClient(), nb, nbWriter, sb, s
 	r.Gateway = opts.Gateway
+	r.DisableNetworkConnect = opts.DisableNetworkConnect
 	r.gate = &northdgate.Gate{NB: nbWriter}
 	r.Recorder = mgr.GetEventRecorderFor("ovn-udn-zone-" + opts.Zone)
 	return nil
@@ -315,7 +320,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		}
 		return out
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if !r.DisableNetworkConnect {
+		b = b.Watches(&v1.ClusterNetworkConnect{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			return []reconcile.Request{request(ConnectKey(o.GetName()))}
+		}))
+	}
+	return b.
 		Named("zone-"+r.Zone).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
@@ -337,6 +348,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 				for _, k := range r.namespacePeerKeys(ctx, o.GetNamespace(), name) {
 					out = append(out, request(k))
 				}
+			}
+			// Connects of the network render its ports and routes.
+			for _, k := range r.connectKeys(ctx) {
+				out = append(out, request(k))
 			}
 			// Pods of the namespace may wait for this network.
 			var pods corev1.PodList
@@ -417,8 +432,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			for owner := range svcOwners {
 				q.Add(request(owner))
 			}
-			// So do policies (and their default denies and peers).
-			for _, prefix := range []string{policyKeyPrefix, denyKeyPrefix, peerKeyPrefix} {
+			// So do policies (and their default denies and peers), and
+			// connects.
+			for _, prefix := range []string{policyKeyPrefix, denyKeyPrefix, peerKeyPrefix, connectKeyPrefix} {
 				owners, err := r.Syncer.Owners(prefix)
 				if err != nil {
 					return err

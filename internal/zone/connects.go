@@ -1,0 +1,196 @@
+package zone
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/connect"
+	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/northdgate"
+)
+
+// connectKeyPrefix starts the reconcile key (and OVSDB owner) of a
+// ClusterNetworkConnect: "cnc:<name>".
+const connectKeyPrefix = "cnc:"
+
+// ConnectKey is the reconcile key of a ClusterNetworkConnect.
+func ConnectKey(name string) string { return connectKeyPrefix + name }
+
+// reconcileConnect writes one connect's rows and its contributions to the
+// networks' routers in one transaction, and reports the outcome in the
+// connect's Ready-In-Zone-<node> condition.
+func (r *Reconciler) reconcileConnect(ctx context.Context, name string) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("clusterNetworkConnect", name, "zone", r.Zone)
+	out, cnc, err := r.DesiredConnect(ctx, name)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p, err := r.Syncer.Plan(ConnectKey(name), out.Rows, out.Contributions...)
+	if err == nil && !p.Empty() {
+		err = r.gate.Do(ctx, northdgate.Classify(p.Ops), func() error { return r.Syncer.Apply(ctx, p) })
+	}
+	if cnc != nil {
+		if serr := r.connectStatus(ctx, cnc, out.Problems, p, err); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("ClusterNetworkConnect %s: %w", name, err)
+	}
+	if !p.Empty() {
+		logger.Info("synced connect", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "added", p.Added, "removed", p.Removed)
+	}
+	if len(p.Missing) > 0 || len(out.Problems) > 0 {
+		// A network's routers or a node's subnet are on their way (the
+		// network's reconcile replans connects when it creates rows).
+		logger.V(1).Info("connect waits", "missing", p.Missing, "problems", out.Problems)
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// DesiredConnect returns the rows and contributions of a connect in the
+// zone, and the connect (nil when it is gone): none unless cluster-manager
+// accepted it and stored its allocation. `ovn-udn render` calls it too.
+func (r *Reconciler) DesiredConnect(ctx context.Context, name string) (connectrouter.Result, *v1.ClusterNetworkConnect, error) {
+	cnc := &v1.ClusterNetworkConnect{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, cnc); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return connectrouter.Result{}, nil, nil
+		}
+		return connectrouter.Result{}, nil, err
+	}
+	alloc, ok, err := connect.ParseAllocation(cnc.Annotations)
+	if err != nil || !ok || cnc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(cnc.Status.Conditions, v1.ConditionAccepted) {
+		return connectrouter.Result{}, cnc, nil
+	}
+	layout, err := connect.NewLayout(cnc.Spec.ConnectSubnets)
+	if err != nil {
+		return connectrouter.Result{Problems: []string{err.Error()}}, cnc, nil
+	}
+	byID, err := r.networksByID(ctx)
+	if err != nil {
+		return connectrouter.Result{}, cnc, err
+	}
+	var members []connectrouter.Member
+	var problems []string
+	for _, k := range alloc.Subnets.Keys() {
+		name, ok := byID[k.ID]
+		if !ok {
+			continue // deleted: the connect goes on without it
+		}
+		n, exists, err := r.network(ctx, name)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("network %s: %v", name, err))
+			continue
+		case !exists:
+			continue
+		case n.Topology != k.Topology:
+			problems = append(problems, fmt.Sprintf("network %s is %s, the allocation says %s", name, n.Topology, k.Topology))
+			continue
+		}
+		members = append(members, connectrouter.Member{Network: n, Slice: alloc.Subnets[k]})
+	}
+	nodes, _, err := r.nodes.nodes(ctx, r.Client)
+	if err != nil {
+		return connectrouter.Result{}, cnc, err
+	}
+	res, err := connectrouter.Render(connectrouter.Input{Name: name, TunnelKey: alloc.TunnelKey, Layout: layout, Members: members, Nodes: nodes, Zone: r.Zone})
+	if err != nil {
+		return connectrouter.Result{}, cnc, err
+	}
+	res.Problems = append(problems, res.Problems...)
+	return res, cnc, nil
+}
+
+// networksByID maps network IDs to network names (from the NADs'
+// allocation annotations).
+func (r *Reconciler) networksByID(ctx context.Context) (map[int]string, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads); err != nil {
+		return nil, err
+	}
+	out := map[int]string{}
+	for i := range nads.Items {
+		name, ok := netconf.NetworkName(nads.Items[i].Spec.Config)
+		id, _, has, err := netconf.ParseAllocation(nads.Items[i].Annotations)
+		if ok && has && err == nil {
+			out[id] = name
+		}
+	}
+	return out, nil
+}
+
+// connectStatus sets the zone's Ready-In-Zone-<node> condition on the
+// connect: OVNSetupFailed with the error or the links left out, else
+// OVNSetupSucceeded. A connect the zone does not render (refused, not yet
+// allocated) gets none.
+func (r *Reconciler) connectStatus(ctx context.Context, cnc *v1.ClusterNetworkConnect, problems []string, p interface{ Empty() bool }, syncErr error) error {
+	local, ok, err := r.localNode(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	if !meta.IsStatusConditionTrue(cnc.Status.Conditions, v1.ConditionAccepted) {
+		return nil
+	}
+	cond := metav1.Condition{Type: v1.ConditionReadyInZonePrefix + local.Name, Status: metav1.ConditionTrue, Reason: v1.ReasonOVNSetupSucceeded,
+		Message: "Connect router and all ports created successfully", ObservedGeneration: cnc.Generation}
+	switch {
+	case syncErr != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1.ReasonOVNSetupFailed, syncErr.Error()
+	case len(problems) > 0:
+		sort.Strings(problems)
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, v1.ReasonOVNSetupFailed, strings.Join(problems, "; ")
+	}
+	if !meta.SetStatusCondition(&cnc.Status.Conditions, cond) {
+		return nil
+	}
+	if cond.Status == metav1.ConditionFalse {
+		r.Recorder.Eventf(cnc, corev1.EventTypeWarning, v1.ReasonOVNSetupFailed, "zone %s: %s", r.Zone, cond.Message)
+	}
+	return r.Client.Status().Update(ctx, cnc)
+}
+
+// connectKeys are the keys of every ClusterNetworkConnect.
+func (r *Reconciler) connectKeys(ctx context.Context) []string {
+	if r.DisableNetworkConnect {
+		return nil
+	}
+	var list v1.ClusterNetworkConnectList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	out := make([]string, len(list.Items))
+	for i, c := range list.Items {
+		out[i] = ConnectKey(c.Name)
+	}
+	return out
+}
+
+// replanConnects asks for every connect to be planned again (a network's
+// routers, which connects add ports and policies to, may have just been
+// created).
+func (r *Reconciler) replanConnects(ctx context.Context) {
+	for _, k := range r.connectKeys(ctx) {
+		select {
+		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k)}}:
+		default: // full, or no controller (render): connects requeue by themselves
+		}
+	}
+}
