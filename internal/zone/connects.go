@@ -66,8 +66,12 @@ func (r *Reconciler) reconcileConnect(ctx context.Context, name string) (ctrl.Re
 
 // DesiredConnect returns the rows and contributions of a connect in the
 // zone, and the connect (nil when it is gone): none unless cluster-manager
-// accepted it and stored its allocation. `ovn-udn render` calls it too.
+// accepted it and stored its allocation, and none when the zone has the
+// feature off.
 func (r *Reconciler) DesiredConnect(ctx context.Context, name string) (connectrouter.Result, *v1.ClusterNetworkConnect, error) {
+	if r.DisableNetworkConnect {
+		return connectrouter.Result{}, nil, nil // rows left from before go
+	}
 	cnc := &v1.ClusterNetworkConnect{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, cnc); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
