@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"sort"
 	"strings"
 	"sync"
@@ -33,6 +32,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
 // Controller reconciles ClusterNetworkConnects (keys are their names).
@@ -251,20 +251,19 @@ func (c *Controller) view(ctx context.Context) (*view, error) {
 		if err != nil || conf == nil || !netconf.Managed(nad) {
 			continue
 		}
-		id, _, ok, err := netconf.ParseAllocation(nad.Annotations)
+		id, keys, ok, err := netconf.ParseAllocation(nad.Annotations)
 		if err != nil || !ok {
 			continue
 		}
-		n := connect.Network{Name: conf.Name, ID: id, Topology: conf.Topology, Role: conf.Role,
-			Join: conf.JoinPrefixes(), Transit: conf.TransitPrefixes()}
-		for _, s := range conf.ParsedSubnets() {
+		// The network as zones render it: defaults (join, transit) filled
+		// the same way.
+		tn, err := topology.FromNetConf(conf, id, keys, c.Cluster)
+		if err != nil {
+			continue
+		}
+		n := connect.Network{Name: tn.Name, ID: id, Topology: tn.Topology, Role: tn.Role, Join: tn.Join, Transit: tn.Transit}
+		for _, s := range tn.Subnets {
 			n.Subnets = append(n.Subnets, s.CIDR)
-		}
-		if len(n.Transit) == 0 {
-			n.Transit = sameFamilies(c.Cluster.TransitSubnets, n.Subnets)
-		}
-		if n.Role == netconf.RolePrimary && len(n.Join) == 0 {
-			n.Join = sameFamilies(c.Cluster.UDNJoinSubnets, n.Subnets)
 		}
 		v.networks[n.Name] = n
 		v.byKey[n.Key()] = n.Name
@@ -372,20 +371,6 @@ func (v *view) peers(self string) []connect.Peer {
 			}
 		}
 		out = append(out, p)
-	}
-	return out
-}
-
-// sameFamilies returns the prefixes of list whose IP family some subnet has.
-func sameFamilies(list, subnets []netip.Prefix) []netip.Prefix {
-	var out []netip.Prefix
-	for _, p := range list {
-		for _, s := range subnets {
-			if s.Addr().Is4() == p.Addr().Is4() {
-				out = append(out, p)
-				break
-			}
-		}
 	}
 	return out
 }
