@@ -151,8 +151,9 @@ func (g *Gate) sync(ctx context.Context) error {
 	return nil
 }
 
-// Sync is s.Sync(ctx, owner, rows) in its turn: it makes owner's rows equal
-// to rows in one transaction passed through Do. A plan that would both delete
+// Sync is s.Sync(ctx, owner, rows, contribs...) in its turn: it makes
+// owner's rows (and its contributions to other owners' rows) equal to rows
+// in one transaction passed through Do. A plan that would both delete
 // and create datapaths becomes two transactions: first all of the owner's
 // rows go (a deletion, between barriers), then the new ones are planned again
 // from the cache and come. Deleting everything rather than only the datapaths
@@ -162,8 +163,8 @@ func (g *Gate) sync(ctx context.Context) error {
 // node switch, gateway router and external switch carry the node's name),
 // and then the network's local part is rebuilt anyway. A nil Gate syncs
 // directly.
-func (g *Gate) Sync(ctx context.Context, s *ovsdbsync.Syncer, owner string, rows []model.Model) (*ovsdbsync.Plan, error) {
-	p, err := s.Plan(owner, rows)
+func (g *Gate) Sync(ctx context.Context, s *ovsdbsync.Syncer, owner string, rows []model.Model, contribs ...ovsdbsync.Contribution) (*ovsdbsync.Plan, error) {
+	p, err := s.Plan(owner, rows, contribs...)
 	if err != nil || p.Empty() {
 		return p, err
 	}
@@ -179,7 +180,7 @@ func (g *Gate) Sync(ctx context.Context, s *ovsdbsync.Syncer, owner string, rows
 		if err := g.Do(ctx, Classify(gone.Ops), func() error { return s.Apply(ctx, gone) }); err != nil {
 			return nil, err
 		}
-		if p, err = s.Plan(owner, rows); err != nil {
+		if p, err = s.Plan(owner, rows, contribs...); err != nil {
 			return nil, err
 		}
 		change = Classify(p.Ops)

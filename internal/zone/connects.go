@@ -21,7 +21,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/connect"
 	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 )
 
 // connectKeyPrefix starts the reconcile key (and OVSDB owner) of a
@@ -40,12 +39,10 @@ func (r *Reconciler) reconcileConnect(ctx context.Context, name string) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.Syncer.Plan(ConnectKey(name), out.Rows, out.Contributions...)
-	if err == nil && !p.Empty() {
-		err = r.gate.Do(ctx, northdgate.Classify(p.Ops), func() error { return r.Syncer.Apply(ctx, p) })
-	}
+	// The connect router is a datapath: its writes pass the northd gate.
+	p, err := r.gate.Sync(ctx, r.Syncer, ConnectKey(name), out.Rows, out.Contributions...)
 	if cnc != nil {
-		if serr := r.connectStatus(ctx, cnc, out.Problems, p, err); serr != nil && err == nil {
+		if serr := r.connectStatus(ctx, cnc, out.Problems, err); serr != nil && err == nil {
 			err = serr
 		}
 	}
@@ -145,7 +142,7 @@ func (r *Reconciler) networksByID(ctx context.Context) (map[int]string, error) {
 // connect: OVNSetupFailed with the error or the links left out, else
 // OVNSetupSucceeded. A connect the zone does not render (refused, not yet
 // allocated) gets none.
-func (r *Reconciler) connectStatus(ctx context.Context, cnc *v1.ClusterNetworkConnect, problems []string, p interface{ Empty() bool }, syncErr error) error {
+func (r *Reconciler) connectStatus(ctx context.Context, cnc *v1.ClusterNetworkConnect, problems []string, syncErr error) error {
 	local, ok, err := r.localNode(ctx)
 	if err != nil || !ok {
 		return err
