@@ -76,7 +76,7 @@ func Allocate(l Layout, held, remembered Subnets, keys []Key) (Subnets, error) {
 		}
 	}
 	var fresh []Key
-	for _, k := range (Subnets(nil)).sortKeys(keys) {
+	for _, k := range sortedKeys(append([]Key(nil), keys...)) {
 		if _, ok := out[k]; ok {
 			continue
 		}
@@ -130,13 +130,4 @@ func Allocate(l Layout, held, remembered Subnets, keys []Key) (Subnets, error) {
 		}
 	}
 	return out, nil
-}
-
-// sortKeys returns keys sorted as Subnets.Keys sorts them.
-func (Subnets) sortKeys(keys []Key) []Key {
-	s := Subnets{}
-	for _, k := range keys {
-		s[k] = Slice{}
-	}
-	return s.Keys()
 }

@@ -136,13 +136,19 @@ func (s Subnets) Keys() []Key {
 	for k := range s {
 		out = append(out, k)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Topology != out[j].Topology {
-			return out[i].Topology < out[j].Topology
+	return sortedKeys(out)
+}
+
+// sortedKeys sorts keys in place (layer2 before layer3, then by ID) and
+// returns them.
+func sortedKeys(keys []Key) []Key {
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].Topology != keys[j].Topology {
+			return keys[i].Topology < keys[j].Topology
 		}
-		return out[i].ID < out[j].ID
+		return keys[i].ID < keys[j].ID
 	})
-	return out
+	return keys
 }
 
 // Allocation is what cluster-manager stored on a ClusterNetworkConnect: its

@@ -138,7 +138,7 @@ func Render(in Input) (Result, error) {
 					b.problem("network %s, node %s: no subnet of the network yet", n.Name, node.Name)
 				}
 				for _, s := range subnets {
-					if hop, ok := familyOf(link.NetworkSide, s.Addr()); ok {
+					if hop, ok := topology.FamilyOf(link.NetworkSide, s.Addr()); ok {
 						router.StaticRoutes = append(router.StaticRoutes, b.route(cr, s, hop.Addr(), node.Name))
 					}
 				}
@@ -153,7 +153,7 @@ func Render(in Input) (Result, error) {
 			b.networkPort(n.TransitRouter(), networkPort(in.Name, n, ""), connectPort(in.Name, n, ""), link, "")
 			hops[n.Name] = link.ConnectSide
 			for _, s := range n.Subnets {
-				if hop, ok := familyOf(link.NetworkSide, s.CIDR.Addr()); ok {
+				if hop, ok := topology.FamilyOf(link.NetworkSide, s.CIDR.Addr()); ok {
 					router.StaticRoutes = append(router.StaticRoutes, b.route(cr, s.CIDR, hop.Addr(), ""))
 				}
 			}
@@ -180,15 +180,11 @@ func Render(in Input) (Result, error) {
 				continue
 			}
 			for _, s := range o.Network.Subnets {
-				h, ok := familyOf(hop, s.CIDR.Addr())
+				h, ok := topology.FamilyOf(hop, s.CIDR.Addr())
 				if !ok {
 					continue
 				}
-				ip := "ip4"
-				if s.CIDR.Addr().Is6() {
-					ip = "ip6"
-				}
-				match := fmt.Sprintf("inport == %q && %s.dst == %s", inport, ip, s.CIDR)
+				match := fmt.Sprintf("inport == %q && %s.dst == %s", inport, topology.IPMatch(s.CIDR), s.CIDR)
 				id := fmt.Sprintf("policy:%s:%d:%s", rtr, ReroutePriority, match)
 				b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: ReroutePriority, Match: match, Action: nbdb.LogicalRouterPolicyActionReroute,
 					Nexthops: []string{h.Addr().String()}, ExternalIDs: b.ext(loc.Name)})
@@ -200,7 +196,7 @@ func Render(in Input) (Result, error) {
 		}
 	}
 	b.add(router)
-	sort.SliceStable(b.rows, func(i, j int) bool { return topology.RowID(b.rows[i]) < topology.RowID(b.rows[j]) })
+	topology.SortRows(b.rows)
 	return Result{Rows: b.rows, Contributions: b.contribs, Problems: b.problems}, nil
 }
 
@@ -240,7 +236,7 @@ func (b *builder) contribute(router, column string, ids ...string) {
 // connectPort adds a connect router port: peered with the network's side
 // when local, else a remote port on the node's chassis.
 func (b *builder) connectPort(name, peer string, link connect.Link, node nodeinfo.Info, local bool) string {
-	lrp := &nbdb.LogicalRouterPort{UUID: "lrp:" + name, Name: name, MAC: macFor(link.ConnectSide), Networks: strings(link.ConnectSide),
+	lrp := &nbdb.LogicalRouterPort{UUID: "lrp:" + name, Name: name, MAC: topology.PortMAC(link.ConnectSide), Networks: topology.PrefixStrings(link.ConnectSide),
 		Options: map[string]string{"requested-tnl-key": strconv.Itoa(link.PortKey)}, ExternalIDs: b.ext(node.Name)}
 	if local {
 		lrp.Peer = &peer
@@ -254,7 +250,7 @@ func (b *builder) connectPort(name, peer string, link connect.Link, node nodeinf
 // networkPort adds the network router's side of a link and contributes it
 // to the router's ports.
 func (b *builder) networkPort(router, name, peer string, link connect.Link, node string) {
-	lrp := &nbdb.LogicalRouterPort{UUID: "lrp:" + name, Name: name, MAC: macFor(link.NetworkSide), Networks: strings(link.NetworkSide),
+	lrp := &nbdb.LogicalRouterPort{UUID: "lrp:" + name, Name: name, MAC: topology.PortMAC(link.NetworkSide), Networks: topology.PrefixStrings(link.NetworkSide),
 		Peer: &peer, ExternalIDs: b.ext(node)}
 	b.add(lrp)
 	b.contribute(router, "ports", lrp.UUID)
@@ -264,32 +260,4 @@ func (b *builder) route(router string, prefix netip.Prefix, hop netip.Addr, node
 	id := fmt.Sprintf("route:%s::%s:%s", router, prefix, hop)
 	b.add(&nbdb.LogicalRouterStaticRoute{UUID: id, IPPrefix: prefix.String(), Nexthop: hop.String(), ExternalIDs: b.ext(node)})
 	return id
-}
-
-func familyOf(list []netip.Prefix, a netip.Addr) (netip.Prefix, bool) {
-	for _, p := range list {
-		if p.Addr().Is4() == a.Is4() {
-			return p, true
-		}
-	}
-	return netip.Prefix{}, false
-}
-
-func macFor(ps []netip.Prefix) string {
-	if len(ps) == 0 {
-		return ""
-	}
-	p, _ := familyOf(ps, netip.IPv4Unspecified())
-	if !p.IsValid() {
-		p = ps[0]
-	}
-	return allocator.MAC(p.Addr()).String()
-}
-
-func strings(ps []netip.Prefix) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.String()
-	}
-	return out
 }

@@ -115,7 +115,7 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		}
 		gr := n.GatewayRouter(node.Name)
 		port := "trtor-" + gr
-		lrp := &nbdb.LogicalRouterPort{UUID: lrpID(port), Name: port, MAC: macFor(routerSide), Networks: prefixStrings(routerSide),
+		lrp := &nbdb.LogicalRouterPort{UUID: lrpID(port), Name: port, MAC: PortMAC(routerSide), Networks: PrefixStrings(routerSide),
 			Options: keyOpt(node.ID), ExternalIDs: b.ext(node.Name)}
 		if node.Name == local.Name {
 			peer := "rtotr-" + gr
@@ -128,25 +128,25 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		trPorts = append(trPorts, lrp.UUID)
 		for _, j := range n.Join {
 			joinIP, err := allocator.GatewayJoinIP(j, node.ID)
-			if hop, ok := familyOf(gwSide, j.Addr()); ok && err == nil {
+			if hop, ok := FamilyOf(gwSide, j.Addr()); ok && err == nil {
 				trRoutes = append(trRoutes, b.route(tr, "", hostPrefix(joinIP.Addr()), hop.Addr().String(), "", node.Name))
 			}
 		}
 	}
 	// The network's egress leaves through the local gateway router.
 	for _, s := range n.Subnets {
-		if hop, ok := familyOf(localGW, s.CIDR.Addr()); ok {
+		if hop, ok := FamilyOf(localGW, s.CIDR.Addr()); ok {
 			trRoutes = append(trRoutes, b.route(tr, nbdb.LogicalRouterStaticRoutePolicySrcIP, s.CIDR, hop.Addr().String(), "", local.Name))
 		}
 	}
 	// Pods reach their node's address through the node's management port.
 	var trPolicies []string
 	for _, ip := range local.PrimaryIPs {
-		m, ok := familyOf(mgmt, ip.Addr())
+		m, ok := FamilyOf(mgmt, ip.Addr())
 		if !ok {
 			continue
 		}
-		match := fmt.Sprintf("inport == %q && %s.dst == %s", trtos, ipMatch(ip), ip.Addr())
+		match := fmt.Sprintf("inport == %q && %s.dst == %s", trtos, IPMatch(ip), ip.Addr())
 		id := policyID(tr, NodeReroutePriority, match)
 		b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: NodeReroutePriority, Match: match,
 			Action: nbdb.LogicalRouterPolicyActionReroute, Nexthops: []string{m.Addr().String()}, ExternalIDs: b.ext(local.Name)})
@@ -156,9 +156,9 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	// Traffic toward the management port is SNATed on the transit router to
 	// the network's management masquerade address (seed 000, "NAT").
 	var trNATs []string
-	mgmtMAC := macFor(mgmt)
+	mgmtMAC := PortMAC(mgmt)
 	for _, s := range n.Subnets {
-		m, ok := familyOf(cfg.MasqueradeSubnets, s.CIDR.Addr())
+		m, ok := FamilyOf(cfg.MasqueradeSubnets, s.CIDR.Addr())
 		if !ok {
 			continue
 		}
@@ -186,11 +186,11 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	}
 	rtotr, peer := "rtotr-"+gr, "trtor-"+gr
 	grPorts := []string{lrpID(rtotr)}
-	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtotr), Name: rtotr, MAC: macFor(grJoin),
-		Networks: prefixStrings(append(append([]netip.Prefix{}, grJoin...), localGW...)), Peer: &peer, ExternalIDs: b.ext(local.Name)})
+	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtotr), Name: rtotr, MAC: PortMAC(grJoin),
+		Networks: PrefixStrings(append(append([]netip.Prefix{}, grJoin...), localGW...)), Peer: &peer, ExternalIDs: b.ext(local.Name)})
 	var grRoutes []string
 	for _, s := range n.Subnets {
-		if hop, ok := familyOf(localRouterSide, s.CIDR.Addr()); ok {
+		if hop, ok := FamilyOf(localRouterSide, s.CIDR.Addr()); ok {
 			grRoutes = append(grRoutes, b.route(gr, "", s.CIDR, hop.Addr().String(), rtotr, local.Name))
 		}
 	}
@@ -308,7 +308,7 @@ func (b *builder) isolatePods(ports []string, local nodeinfo.Info) error {
 			return fmt.Errorf("network %s: node %s: %w", b.n.Name, local.Name, err)
 		}
 		mgmt := m.Addr()
-		ip := ipMatch(s)
+		ip := IPMatch(s)
 		acl(nbdb.ACLDirectionFromLport, IsolationAllowPriority, fmt.Sprintf("inport == @%s && %s.dst == %s", IsolatedPortGroup, ip, mgmt), nbdb.ACLActionAllowRelated)
 		acl(nbdb.ACLDirectionToLport, IsolationAllowPriority, fmt.Sprintf("outport == @%s && %s.src == %s", IsolatedPortGroup, ip, mgmt), nbdb.ACLActionAllowRelated)
 	}

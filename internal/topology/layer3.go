@@ -74,7 +74,7 @@ func Render(in Input) (Result, error) {
 		return Result{}, err
 	}
 	skipped = append(skipped, portsSkipped...)
-	sortRows(b.rows)
+	SortRows(b.rows)
 	return Result{Rows: b.rows, Skipped: skipped, WaitingForBFD: b.waitingForBFD}, nil
 }
 
@@ -121,8 +121,8 @@ func readiness(n Network, node nodeinfo.Info) string {
 	return ""
 }
 
-// familyOf returns the prefix of list in a's IP family.
-func familyOf(list []netip.Prefix, a netip.Addr) (netip.Prefix, bool) {
+// FamilyOf returns the prefix of list in a's IP family.
+func FamilyOf(list []netip.Prefix, a netip.Addr) (netip.Prefix, bool) {
 	for _, p := range list {
 		if p.Addr().Is4() == a.Is4() {
 			return p, true
@@ -183,19 +183,19 @@ func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		rt := transitIP(r)
 		port := transitSwitchToRouter(n, r.Name)
 		b.add(&nbdb.LogicalSwitchPort{UUID: lspID(port), Name: port, Type: "remote",
-			Addresses:   []string{joinAddrs(macFor(rt), prefixStrings(rt)...)},
+			Addresses:   []string{joinAddrs(PortMAC(rt), PrefixStrings(rt)...)},
 			Options:     map[string]string{"requested-chassis": r.ChassisID, "requested-tnl-key": strconv.Itoa(r.ID)},
 			ExternalIDs: b.ext(r.Name)})
 		tsPorts = append(tsPorts, lspID(port))
 		for _, s := range r.Subnets[n.Name] {
-			if hop, ok := familyOf(rt, s.Addr()); ok {
+			if hop, ok := FamilyOf(rt, s.Addr()); ok {
 				crRoutes = append(crRoutes, b.route(cr, "", s, hop.Addr().String(), "", r.Name))
 			}
 		}
 		if n.IsPrimary() {
 			for _, j := range n.Join {
 				grJoin, err := allocator.GatewayJoinIP(j, r.ID)
-				if hop, ok := familyOf(rt, j.Addr()); ok && err == nil {
+				if hop, ok := FamilyOf(rt, j.Addr()); ok && err == nil {
 					crRoutes = append(crRoutes, b.route(cr, "", hostPrefix(grJoin.Addr()), hop.Addr().String(), "", r.Name))
 				}
 			}
@@ -231,7 +231,7 @@ func (b *builder) managementPort(name, node string, addrs []netip.Prefix) string
 	for _, a := range addrs {
 		ips = append(ips, a.Addr().String())
 	}
-	b.add(&nbdb.LogicalSwitchPort{UUID: lspID(name), Name: name, Addresses: []string{joinAddrs(macFor(addrs), ips...)},
+	b.add(&nbdb.LogicalSwitchPort{UUID: lspID(name), Name: name, Addresses: []string{joinAddrs(PortMAC(addrs), ips...)},
 		ExternalIDs: b.ext(node)})
 	return lspID(name)
 }
@@ -260,7 +260,7 @@ func (b *builder) gateway(local nodeinfo.Info, cfg config.Cluster) (string, []st
 	// Egress of the local node's pods goes to the local gateway router.
 	var crRoutes []string
 	for _, s := range local.Subnets[n.Name] {
-		if hop, ok := familyOf(grJoin, s.Addr()); ok {
+		if hop, ok := FamilyOf(grJoin, s.Addr()); ok {
 			crRoutes = append(crRoutes, b.route(cr, nbdb.LogicalRouterStaticRoutePolicySrcIP, s, hop.Addr().String(), "", local.Name))
 		}
 	}
@@ -269,7 +269,7 @@ func (b *builder) gateway(local nodeinfo.Info, cfg config.Cluster) (string, []st
 	// router, out through the node's next hops, egress SNATed.
 	var grRoutes, nats []string
 	for _, s := range n.Subnets {
-		if hop, ok := familyOf(crJoin, s.CIDR.Addr()); ok {
+		if hop, ok := FamilyOf(crJoin, s.CIDR.Addr()); ok {
 			grRoutes = append(grRoutes, b.route(gr, "", s.CIDR, hop.Addr().String(), "", local.Name))
 		}
 	}
@@ -294,7 +294,7 @@ func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (
 	g := local.Gateway
 	rtoe, ext := routerToExternal(gr), n.ExternalSwitch(local.Name)
 	ports = append(ports, lrpID(rtoe))
-	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtoe), Name: rtoe, MAC: g.MAC, Networks: prefixStrings(g.IPs), ExternalIDs: b.ext(local.Name)})
+	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtoe), Name: rtoe, MAC: g.MAC, Networks: PrefixStrings(g.IPs), ExternalIDs: b.ext(local.Name)})
 	ln := localnetPort(n, local.Name)
 	b.add(&nbdb.LogicalSwitchPort{UUID: lspID(ln), Name: ln, Type: "localnet", Addresses: []string{"unknown"},
 		Options: map[string]string{"network_name": g.PhysicalNetwork}, ExternalIDs: b.ext(local.Name)})
@@ -306,7 +306,7 @@ func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (
 	// the host masquerade address) go back out the external port, to a next
 	// hop br-ex answers ARP for.
 	for _, host := range cfg.HostMasqueradeIPs() {
-		hop, ok := familyOf(prefixesOf(cfg.MasqueradeNextHops()), host)
+		hop, ok := FamilyOf(prefixesOf(cfg.MasqueradeNextHops()), host)
 		if !ok || !hasAddrFamily(g.IPs, host) {
 			continue
 		}
@@ -315,13 +315,13 @@ func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (
 	for _, s := range n.Subnets {
 		var external netip.Addr
 		if n.IsDefault() {
-			p, ok := familyOf(g.IPs, s.CIDR.Addr())
+			p, ok := FamilyOf(g.IPs, s.CIDR.Addr())
 			if !ok {
 				continue
 			}
 			external = p.Addr()
 		} else {
-			m, ok := familyOf(cfg.MasqueradeSubnets, s.CIDR.Addr())
+			m, ok := FamilyOf(cfg.MasqueradeSubnets, s.CIDR.Addr())
 			if !ok {
 				continue
 			}
@@ -371,7 +371,7 @@ func GatewaySNATZone(id int) int { return GatewaySNATZoneBase + id }
 
 // hasAddrFamily reports whether some prefix has a's IP family.
 func hasAddrFamily(ps []netip.Prefix, a netip.Addr) bool {
-	_, ok := familyOf(ps, a)
+	_, ok := FamilyOf(ps, a)
 	return ok
 }
 
@@ -410,7 +410,7 @@ func (b *builder) isolation(router string, cfg config.Cluster) []string {
 		if !b.hasFamily(t.Addr()) {
 			continue
 		}
-		match := fmt.Sprintf("%s.dst == %s", ipMatch(t), t)
+		match := fmt.Sprintf("%s.dst == %s", IPMatch(t), t)
 		id := policyID(router, IsolationPriority, match)
 		b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: IsolationPriority, Match: match,
 			Action: nbdb.LogicalRouterPolicyActionDrop, ExternalIDs: b.ext("")})

@@ -129,7 +129,7 @@ func (b *builder) routerTypePort(name, routerPort, node string, options map[stri
 // routerPort adds a router port holding addresses; its MAC is derived from the
 // first IPv4 address (else the first address).
 func (b *builder) routerPort(name, node string, networks []netip.Prefix, options map[string]string) string {
-	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(name), Name: name, MAC: macFor(networks), Networks: prefixStrings(networks),
+	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(name), Name: name, MAC: PortMAC(networks), Networks: PrefixStrings(networks),
 		Options: options, ExternalIDs: b.ext(node)})
 	return lrpID(name)
 }
@@ -155,9 +155,9 @@ func (b *builder) routeRow(router, policy string, prefix netip.Prefix, nexthop s
 	return r
 }
 
-// macFor is the MAC of a port holding these addresses: derived from the first
+// PortMAC is the MAC of a port holding these addresses: derived from the first
 // IPv4 address, else the first one.
-func macFor(networks []netip.Prefix) string {
+func PortMAC(networks []netip.Prefix) string {
 	for _, p := range networks {
 		if p.Addr().Is4() {
 			return allocator.MAC(p.Addr()).String()
@@ -169,7 +169,8 @@ func macFor(networks []netip.Prefix) string {
 	return allocator.MAC(networks[0].Addr()).String()
 }
 
-func prefixStrings(ps []netip.Prefix) []string {
+// PrefixStrings renders prefixes as strings (a row's networks column).
+func PrefixStrings(ps []netip.Prefix) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.String()
@@ -203,16 +204,16 @@ func gatewayAndManagement(s netip.Prefix) (gw, mgmt netip.Prefix, err error) {
 	return gw, mgmt, nil
 }
 
-// ipMatch is "ip4" or "ip6" for a prefix.
-func ipMatch(p netip.Prefix) string {
+// IPMatch is "ip4" or "ip6" for a prefix (an OVN match's protocol).
+func IPMatch(p netip.Prefix) string {
 	if p.Addr().Is4() {
 		return "ip4"
 	}
 	return "ip6"
 }
 
-// sortRows orders rows by ID, so renderings are stable for diffs and goldens.
-func sortRows(rows []model.Model) {
+// SortRows orders rows by ID, so renderings are stable for diffs and goldens.
+func SortRows(rows []model.Model) {
 	sort.SliceStable(rows, func(i, j int) bool { return RowID(rows[i]) < RowID(rows[j]) })
 }
 
