@@ -29,8 +29,8 @@ type Network struct {
 // Key is the network's key in the annotation.
 func (n Network) Key() Key { return Key{Topology: n.Topology, ID: n.ID} }
 
-// Peer is another ClusterNetworkConnect: its connect subnets and the
-// networks it connects.
+// Peer is an older ClusterNetworkConnect: its connect subnets and the
+// networks it selects (the caller passes only those that take precedence).
 type Peer struct {
 	Name     string
 	Ranges   []netip.Prefix
@@ -54,8 +54,8 @@ func refuse(reason, format string, args ...any) *Refusal {
 // two, the same IP families (covered by the connect subnets), no two
 // networks' subnets overlapping, the connect subnets clear of the networks'
 // subnets and the cluster's reserved ranges, and of the connect subnets of
-// other connects selecting one of the same networks. It returns the first
-// failure.
+// the peers (older connects) selecting one of the same networks. It returns
+// the first failure.
 func Validate(l Layout, nets []Network, cluster config.Cluster, peers []Peer) *Refusal {
 	for _, n := range nets {
 		switch {

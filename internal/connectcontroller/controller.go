@@ -96,7 +96,7 @@ func (c *Controller) decide(ctx context.Context, cnc *v1.ClusterNetworkConnect, 
 	if err != nil {
 		return &connect.Refusal{Reason: v1.ReasonUnsupportedNetworkType, Message: err.Error()}, nil
 	}
-	if r := connect.Validate(layout, nets, c.Cluster, view.peers(cnc.Name)); r != nil {
+	if r := connect.Validate(layout, nets, c.Cluster, view.peers(cnc)); r != nil {
 		return r, nil
 	}
 	if r := connect.CheckFit(layout, nets, view.maxNodeID); r != nil {
@@ -349,28 +349,39 @@ func specOnly(name string, t v1.UserDefinedNetworkSpec) (connect.Network, bool) 
 	return connect.Network{Name: name, Topology: topo, Role: role}, true
 }
 
-// peers are the other connects with an allocation: their connect subnets
-// and the networks they connect.
-func (v *view) peers(self string) []connect.Peer {
+// peers are the connects older than self (creation time, then name): their
+// connect subnets and the networks they select now. Only an older connect
+// can refuse a younger one (ConnectSubnetOverlap), so the outcome does not
+// depend on which is reconciled first, nor flip when one is refused: the
+// older keeps its subnets, as it would if the younger had never existed.
+func (v *view) peers(self *v1.ClusterNetworkConnect) []connect.Peer {
 	var out []connect.Peer
-	for _, o := range v.cncs {
-		if o.Name == self {
+	for i := range v.cncs {
+		o := &v.cncs[i]
+		if o.Name == self.Name || !older(o, self) {
 			continue
 		}
-		alloc, ok, err := connect.ParseAllocation(o.Annotations)
-		if err != nil || !ok || !meta.IsStatusConditionTrue(o.Status.Conditions, v1.ConditionAccepted) {
+		l, err := connect.NewLayout(o.Spec.ConnectSubnets)
+		if err != nil {
 			continue
 		}
-		p := connect.Peer{Name: o.Name, Networks: map[string]bool{}}
-		if l, err := connect.NewLayout(o.Spec.ConnectSubnets); err == nil {
-			p.Ranges = l.Prefixes()
+		nets, err := v.selected(o)
+		if err != nil {
+			continue
 		}
-		for k := range alloc.Subnets {
-			if name, ok := v.byKey[k]; ok {
-				p.Networks[name] = true
-			}
+		p := connect.Peer{Name: o.Name, Ranges: l.Prefixes(), Networks: map[string]bool{}}
+		for _, n := range nets {
+			p.Networks[n.Name] = true
 		}
 		out = append(out, p)
 	}
 	return out
+}
+
+// older reports whether a was created before b (by name on a tie).
+func older(a, b *v1.ClusterNetworkConnect) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.Name < b.Name
 }
