@@ -2,11 +2,13 @@ package connect
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/config"
@@ -295,5 +297,56 @@ func TestValidate(t *testing.T) {
 	}
 	if r := CheckFit(l, []Network{green}, 128); r != nil {
 		t.Errorf("Layer2 networks need no per-node link: %v", r)
+	}
+}
+
+// TestServicePeers: only active connects enabling ClusterIPServiceNetwork
+// count, whatever else they enable; peers of several connects add up;
+// the network itself is never its own peer.
+func TestServicePeers(t *testing.T) {
+	l3 := func(id int) Key { return Key{Topology: netconf.TopologyLayer3, ID: id} }
+	l2 := func(id int) Key { return Key{Topology: netconf.TopologyLayer2, ID: id} }
+	cnc := func(name string, accepted bool, types []v1.ConnectivityType, keys ...Key) v1.ClusterNetworkConnect {
+		c := v1.ClusterNetworkConnect{}
+		c.Name = name
+		c.Spec.ConnectivityEnabled = types
+		subnets := Subnets{}
+		for i, k := range keys {
+			subnets[k] = Slice{V4: netip.MustParsePrefix(fmt.Sprintf("192.168.%d.0/24", i))}
+		}
+		c.Annotations = Allocation{TunnelKey: 7, Subnets: subnets}.Annotations()
+		status := metav1.ConditionFalse
+		if accepted {
+			status = metav1.ConditionTrue
+		}
+		c.Status.Conditions = []metav1.Condition{{Type: v1.ConditionAccepted, Status: status}}
+		return c
+	}
+	svc := []v1.ConnectivityType{v1.ClusterIPServiceNetwork}
+	both := []v1.ConnectivityType{v1.PodNetwork, v1.ClusterIPServiceNetwork}
+	pods := []v1.ConnectivityType{v1.PodNetwork}
+	for _, tc := range []struct {
+		name string
+		cncs []v1.ClusterNetworkConnect
+		want []Key
+	}{
+		{"services only", []v1.ClusterNetworkConnect{cnc("a", true, svc, l3(1), l3(2), l2(3))}, []Key{l2(3), l3(2)}},
+		{"pods and services", []v1.ClusterNetworkConnect{cnc("a", true, both, l3(1), l2(3))}, []Key{l2(3)}},
+		{"pods only: none", []v1.ClusterNetworkConnect{cnc("a", true, pods, l3(1), l2(3))}, []Key{}},
+		{"refused: none", []v1.ClusterNetworkConnect{cnc("a", false, svc, l3(1), l2(3))}, []Key{}},
+		{"not a member: none", []v1.ClusterNetworkConnect{cnc("a", true, svc, l3(4), l2(3))}, []Key{}},
+		{"two connects add up, once each", []v1.ClusterNetworkConnect{cnc("a", true, svc, l3(1), l3(2)), cnc("b", true, both, l3(2), l3(1), l2(5))}, []Key{l2(5), l3(2)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ServicePeers(tc.cncs, l3(1))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	deleting := cnc("a", true, svc, l3(1), l3(2))
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	if got := ServicePeers([]v1.ClusterNetworkConnect{deleting}, l3(1)); len(got) != 0 {
+		t.Errorf("a connect being deleted gives peers %v", got)
 	}
 }

@@ -7,7 +7,9 @@
 // subnets (per node for Layer3), and on each network's router a
 // priority-9001 reroute of traffic toward the other networks. The ports and
 // policies on the networks' routers are contributions to rows the networks
-// own (internal/ovsdbsync): the connect adds and removes only its own.
+// own (internal/ovsdbsync): the connect adds and removes only its own. A
+// connect that lets only services cross also puts tier-0 ACLs on the
+// networks' pod switches (servicesonly.go).
 package connectrouter
 
 import (
@@ -56,13 +58,20 @@ type Input struct {
 	// Nodes are all nodes; Zone names the local one's zone.
 	Nodes []nodeinfo.Info
 	Zone  string
+	// ServicesOnly is true when the connect enables ClusterIPServiceNetwork
+	// without PodNetwork: the networks' switches then drop new connections
+	// to the other networks' pods and let service traffic through
+	// (ServiceCIDRs). The load balancers themselves are the services'
+	// (internal/services), whatever the mode.
+	ServicesOnly bool
+	ServiceCIDRs []netip.Prefix
 }
 
 // Result is a connect's rendering in one zone.
 type Result struct {
 	Rows []model.Model
 	// Contributions put the network-side ports and the reroute policies in
-	// the networks' routers.
+	// the networks' routers, and services-only ACLs on their pod switches.
 	Contributions []ovsdbsync.Contribution
 	// Problems are links left out (a node whose ID does not fit, a node
 	// without a subnet of the network yet): the rest is rendered.
@@ -195,6 +204,9 @@ func Render(in Input) (Result, error) {
 			b.contribute(rtr, "policies", ids...)
 		}
 	}
+	if in.ServicesOnly {
+		b.servicesOnly(members, loc, in.ServiceCIDRs)
+	}
 	b.add(router)
 	topology.SortRows(b.rows)
 	return Result{Rows: b.rows, Contributions: b.contribs, Problems: b.problems}, nil
@@ -223,14 +235,31 @@ func (b *builder) ext(node string) map[string]string {
 
 // contribute adds members to a set column of a network's router.
 func (b *builder) contribute(router, column string, ids ...string) {
+	b.contributeTo(&nbdb.LogicalRouter{Name: router}, column, ids...)
+}
+
+// contributeTo adds members to a set column of a row a network owns,
+// merging with an earlier contribution to the same row and column.
+func (b *builder) contributeTo(target model.Model, column string, ids ...string) {
 	for i := range b.contribs {
 		c := &b.contribs[i]
-		if c.Column == column && c.Target.(*nbdb.LogicalRouter).Name == router {
+		if c.Column == column && targetName(c.Target) == targetName(target) {
 			c.Members = append(c.Members, ids...)
 			return
 		}
 	}
-	b.contribs = append(b.contribs, ovsdbsync.Contribution{Target: &nbdb.LogicalRouter{Name: router}, Column: column, Members: ids})
+	b.contribs = append(b.contribs, ovsdbsync.Contribution{Target: target, Column: column, Members: ids})
+}
+
+// targetName tells contribution targets apart: table and name.
+func targetName(m model.Model) string {
+	switch x := m.(type) {
+	case *nbdb.LogicalRouter:
+		return "router/" + x.Name
+	case *nbdb.LogicalSwitch:
+		return "switch/" + x.Name
+	}
+	return fmt.Sprintf("%T", m)
 }
 
 // connectPort adds a connect router port: peered with the network's side

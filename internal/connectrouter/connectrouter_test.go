@@ -48,12 +48,16 @@ func summary(r Result) []string {
 			out = append(out, fmt.Sprintf("route %s via %s", x.IPPrefix, x.Nexthop))
 		case *nbdb.LogicalRouterPolicy:
 			out = append(out, fmt.Sprintf("policy %d %s reroute %v", x.Priority, x.Match, x.Nexthops))
+		case *nbdb.ACL:
+			out = append(out, fmt.Sprintf("acl %s tier%d %d %s %s", x.Direction, x.Tier, x.Priority, x.Match, x.Action))
+		case *nbdb.AddressSet:
+			out = append(out, fmt.Sprintf("address-set %s %v", x.Name, x.Addresses))
 		default:
 			out = append(out, fmt.Sprintf("%T", m))
 		}
 	}
 	for _, c := range r.Contributions {
-		out = append(out, fmt.Sprintf("contribute %s.%s %d", c.Target.(*nbdb.LogicalRouter).Name, c.Column, len(c.Members)))
+		out = append(out, fmt.Sprintf("contribute %s.%s %d", gostrings.TrimPrefix(targetName(c.Target), "router/"), c.Column, len(c.Members)))
 	}
 	out = append(out, r.Problems...)
 	sort.Strings(out)
@@ -176,5 +180,65 @@ func TestRender(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRenderServicesOnly renders the seed's "Case3" (ClusterIPServiceNetwork
+// without PodNetwork): the same router, ports, routes and reroutes as for
+// pods, plus on each network's pod switch a pass toward the service CIDRs,
+// a drop of new connections toward the other networks only (never the
+// network's own subnet), and the node's allow-related.
+func TestRenderServicesOnly(t *testing.T) {
+	layout, err := connect.NewLayout([]v1.ConnectSubnet{{CIDR: "192.168.0.0/16", NetworkPrefix: 24}, {CIDR: "fd00:192::/112", NetworkPrefix: 120}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blue := topology.Network{Name: "blue", ID: 1, Topology: netconf.TopologyLayer3, Role: netconf.RolePrimary,
+		Subnets: []netconf.Subnet{{CIDR: pfx("103.103.0.0/16")}, {CIDR: pfx("fd03::/60")}}}
+	yellow := topology.Network{Name: "yellow", ID: 3, Topology: netconf.TopologyLayer2, Role: netconf.RolePrimary,
+		Subnets: []netconf.Subnet{{CIDR: pfx("105.105.0.0/16")}}}
+	nodes := []nodeinfo.Info{{Name: "worker", Zone: "worker", ID: 2, ChassisID: "ch-1",
+		Subnets: nodeinfo.Subnets{"blue": {pfx("103.103.0.0/24"), pfx("fd03:0:0:2::/64")}}}}
+	res, err := Render(Input{Name: "cc", TunnelKey: 16715800, Layout: layout, Nodes: nodes, Zone: "worker",
+		Members: []Member{
+			{Network: blue, Slice: connect.Slice{V4: pfx("192.168.0.0/24"), V6: pfx("fd00:192::/120")}},
+			{Network: yellow, Slice: connect.Slice{V4: pfx("192.168.1.2/31"), V6: pfx("fd00:192::102/127")}},
+		},
+		ServicesOnly: true, ServiceCIDRs: []netip.Prefix{pfx("10.96.0.0/16"), pfx("fd00:10:96::/112")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range summary(res) {
+		if gostrings.HasPrefix(l, "acl ") || gostrings.HasPrefix(l, "address-set ") || gostrings.Contains(l, ".acls ") {
+			got = append(got, l)
+		}
+	}
+	blue4, yellow4, yellow6 := ConnectedSubnetsSet("cc", "blue", false), ConnectedSubnetsSet("cc", "yellow", false), ConnectedSubnetsSet("cc", "yellow", true)
+	want := []string{
+		"acl from-lport tier0 4950 ip4.dst == $" + blue4 + " && ct.new drop",
+		"acl from-lport tier0 4950 ip4.dst == $" + yellow4 + " && ct.new drop",
+		"acl from-lport tier0 4950 ip6.dst == $" + yellow6 + " && ct.new drop",
+		"acl from-lport tier0 5000 ip4.dst == 10.96.0.0/16 || ip6.dst == fd00:10:96::/112 pass",
+		"acl to-lport tier0 4900 ip4.src == 103.103.0.2 allow-related",
+		"acl to-lport tier0 4900 ip4.src == 105.105.0.2 allow-related",
+		"acl to-lport tier0 4900 ip6.src == fd03:0:0:2::2 allow-related",
+		"address-set " + blue4 + " [105.105.0.0/16]",
+		"address-set " + yellow4 + " [103.103.0.0/16]",
+		"address-set " + yellow6 + " [fd03::/60]",
+		"contribute switch/blue_worker.acls 4",
+		"contribute switch/yellow_ovn_layer2_switch.acls 4",
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s\nall:\n%s", diff, gostrings.Join(summary(res), "\n"))
+	}
+	// Without ServicesOnly, no ACL and no address set.
+	pods, _ := Render(Input{Name: "cc", TunnelKey: 16715800, Layout: layout, Nodes: nodes, Zone: "worker",
+		Members: []Member{{Network: blue, Slice: connect.Slice{V4: pfx("192.168.0.0/24"), V6: pfx("fd00:192::/120")}}, {Network: yellow, Slice: connect.Slice{V4: pfx("192.168.1.2/31")}}}})
+	for _, l := range summary(pods) {
+		if gostrings.HasPrefix(l, "acl ") || gostrings.HasPrefix(l, "address-set ") {
+			t.Errorf("pod connectivity renders %s", l)
+		}
 	}
 }

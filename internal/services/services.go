@@ -2,7 +2,8 @@
 // the EndpointSlices of its network into the Northbound rows one zone needs:
 // one Load_Balancer per protocol in the network, put into the network's
 // cluster Load_Balancer_Group (a contribution to a row the network's topology
-// owns, see internal/ovsdbsync), and, for the services every pod may reach on
+// owns, see internal/ovsdbsync) and onto the pod switches of the networks
+// connected to it for services (ClusterNetworkConnect), and, for the services every pod may reach on
 // the default network (the API server, DNS), the ACLs that let pods with a
 // primary user-defined network through the default network's isolation.
 //
@@ -59,6 +60,11 @@ type Input struct {
 	// user-defined network reach through the default network (only
 	// meaningful when Network is the default network).
 	Infrastructure bool
+	// Peers are the networks connected to Network for ClusterIP services
+	// (internal/connect.ServicePeers): the cluster-IP load balancers go on
+	// their pod switches in the zone too, so their pods reach the service;
+	// the connect's routes carry the load-balanced traffic across.
+	Peers []topology.Network
 }
 
 // Output is what a service owns in a zone and what it contributes to rows
@@ -90,6 +96,11 @@ func Render(in Input) Output {
 	out.Contributions = append(out.Contributions, ovsdbsync.Contribution{
 		Target: &nbdb.LoadBalancerGroup{Name: in.Network.ClusterLBGroup()}, Column: "load_balancer", Members: members,
 	})
+	for _, p := range in.Peers {
+		out.Contributions = append(out.Contributions, ovsdbsync.Contribution{
+			Target: &nbdb.LogicalSwitch{Name: p.PodSwitch(in.Node)}, Column: "load_balancer", Members: members,
+		})
+	}
 	if len(in.NodeIPs) > 0 { // Render serves primary networks only (HasServices)
 		var routerLBs []string
 		for _, proto := range protocols(svc) {

@@ -190,6 +190,15 @@ func TestRender(t *testing.T) {
 		in:   Input{Service: svc(), Network: blue, Node: "node2", NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.100.12")}},
 		rows: []any{lb(tcpName, "tcp", map[string]string{"10.96.0.20:80": ""})}, contrb: []ovsdbsync.Contribution{group("lb:blue:TCP")},
 	}, {
+		name: "connected for services: the cluster-IP load balancer on the peers' pod switches too",
+		in: Input{Service: svc(), Network: blue, Node: "node2", Peers: []topology.Network{
+			{Name: "green", ID: 2, Topology: netconf.TopologyLayer3, Role: netconf.RolePrimary},
+			{Name: "yellow", ID: 3, Topology: netconf.TopologyLayer2, Role: netconf.RolePrimary}}},
+		rows: []any{lb(tcpName, "tcp", map[string]string{"10.96.0.20:80": ""})},
+		contrb: []ovsdbsync.Contribution{group("lb:blue:TCP"),
+			{Target: &nbdb.LogicalSwitch{Name: "green_node2"}, Column: "load_balancer", Members: []string{"lb:blue:TCP"}},
+			{Target: &nbdb.LogicalSwitch{Name: "yellow_ovn_layer2_switch"}, Column: "load_balancer", Members: []string{"lb:blue:TCP"}}},
+	}, {
 		name: "headless: nothing",
 		in:   Input{Service: svc(func(s *corev1.Service) { s.Spec.ClusterIP, s.Spec.ClusterIPs = "None", []string{"None"} }), Network: blue},
 	}, {

@@ -175,6 +175,15 @@ func (n Network) PodRouterPort(node string) string {
 	return routerToSwitch(n.NodeSwitch(node))
 }
 
+// PodSwitch is the switch the network's pods on node plug into: the node's
+// switch of a Layer3 network, the distributed switch of a Layer2 network.
+func (n Network) PodSwitch(node string) string {
+	if n.Topology == netconf.TopologyLayer2 {
+		return n.Layer2Switch()
+	}
+	return n.NodeSwitch(node)
+}
+
 // HasServices reports whether the network load-balances Kubernetes services:
 // primary Layer3 and Layer2 networks (the default network included).
 func (n Network) HasServices() bool {

@@ -21,6 +21,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/connect"
 	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
 // connectKeyPrefix starts the reconcile key (and OVSDB owner) of a
@@ -76,8 +77,8 @@ func (r *Reconciler) DesiredConnect(ctx context.Context, name string) (connectro
 		}
 		return connectrouter.Result{}, nil, err
 	}
-	alloc, ok, err := connect.ParseAllocation(cnc.Annotations)
-	if err != nil || !ok || cnc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(cnc.Status.Conditions, v1.ConditionAccepted) {
+	alloc, ok := connect.Active(cnc)
+	if !ok {
 		return connectrouter.Result{}, cnc, nil
 	}
 	layout, err := connect.NewLayout(cnc.Spec.ConnectSubnets)
@@ -112,7 +113,8 @@ func (r *Reconciler) DesiredConnect(ctx context.Context, name string) (connectro
 	if err != nil {
 		return connectrouter.Result{}, cnc, err
 	}
-	res, err := connectrouter.Render(connectrouter.Input{Name: name, TunnelKey: alloc.TunnelKey, Layout: layout, Members: members, Nodes: nodes, Zone: r.Zone})
+	res, err := connectrouter.Render(connectrouter.Input{Name: name, TunnelKey: alloc.TunnelKey, Layout: layout, Members: members, Nodes: nodes, Zone: r.Zone,
+		ServicesOnly: connect.Enables(cnc, v1.ClusterIPServiceNetwork) && !connect.Enables(cnc, v1.PodNetwork), ServiceCIDRs: r.Cluster.ServiceCIDRs})
 	if err != nil {
 		return connectrouter.Result{}, cnc, err
 	}
@@ -193,5 +195,114 @@ func (r *Reconciler) replanConnects(ctx context.Context) {
 		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k)}}:
 		default: // full, or no controller (render): connects requeue by themselves
 		}
+	}
+}
+
+// servicePeers returns the networks whose pods reach network n's ClusterIP
+// services through connects (connect.ServicePeers): none with the feature
+// off, for networks without services, or while a peer is not known yet.
+func (r *Reconciler) servicePeers(ctx context.Context, n topology.Network) ([]topology.Network, error) {
+	if r.DisableNetworkConnect || !n.HasServices() || n.IsDefault() {
+		return nil, nil
+	}
+	var list v1.ClusterNetworkConnectList
+	if err := r.Client.List(ctx, &list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	keys := connect.ServicePeers(list.Items, connect.Key{Topology: n.Topology, ID: n.ID})
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	byID, err := r.networksByID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []topology.Network
+	for _, k := range keys {
+		name, ok := byID[k.ID]
+		if !ok {
+			continue
+		}
+		p, exists, err := r.network(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		if exists && p.Topology == k.Topology && p.HasServices() {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// serviceView is what services see of a connect: its networks' slices when
+// it is active and enables ClusterIPServiceNetwork, else nothing.
+func serviceView(cnc *v1.ClusterNetworkConnect) string {
+	if cnc == nil || !connect.Enables(cnc, v1.ClusterIPServiceNetwork) {
+		return ""
+	}
+	a, ok := connect.Active(cnc)
+	if !ok {
+		return ""
+	}
+	return a.Subnets.Format()
+}
+
+// connectServiceKeys returns the keys of the services of the networks of a
+// connect, before and after a change, when the change alters what services
+// see of it (serviceView): their load balancers join or leave the peers'
+// switches.
+func (r *Reconciler) connectServiceKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []string {
+	if serviceView(old) == serviceView(cur) {
+		return nil
+	}
+	ids := map[int]bool{}
+	for _, c := range []*v1.ClusterNetworkConnect{old, cur} {
+		if c == nil {
+			continue
+		}
+		if a, ok, err := connect.ParseAllocation(c.Annotations); ok && err == nil {
+			for _, k := range a.Subnets.Keys() {
+				ids[k.ID] = true
+			}
+		}
+	}
+	byID, err := r.networksByID(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for id := range ids {
+		name, ok := byID[id]
+		if !ok {
+			continue
+		}
+		var nads nadv1.NetworkAttachmentDefinitionList
+		if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: name}); err != nil {
+			continue
+		}
+		for _, nad := range nads.Items {
+			out = append(out, r.namespaceServiceKeys(ctx, nad.Namespace)...)
+		}
+	}
+	return out
+}
+
+// replanServicePeers asks for the services of the networks connected to a
+// network for services to be planned again: their load balancers go on the
+// network's pod switch, which may have just been created.
+func (r *Reconciler) replanServicePeers(ctx context.Context, network string) {
+	n, exists, err := r.network(ctx, network)
+	if err != nil || !exists {
+		return
+	}
+	peers, err := r.servicePeers(ctx, n)
+	if err != nil {
+		return
+	}
+	for _, p := range peers {
+		r.replanNamespaces(ctx, p.Name)
 	}
 }

@@ -9,8 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -18,6 +21,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
@@ -105,6 +109,20 @@ func TestConnectLayer3Layer2(t *testing.T) {
 		resyncWritesNothing(t, c.Controller(n))
 	}
 
+	// Services only: a service of green (its backend green's management
+	// address) is load-balanced on blue's switch too, and reached through
+	// the connect; green's addresses themselves are not.
+	vip := servicesOnly(t, c, cnc, green.Namespace, greenNet, blueNet, greenMgmt)
+	toVIP := toGreen
+	toVIP.IPDst, toVIP.Proto, toVIP.SrcPort, toVIP.DstPort = vip, "tcp", 40000, 80
+	ovntest.ExpectDelivered(t, za.Trace(blueNet+"_node-a", toVIP, "--ct=new"), "k8s-"+greenNet+"_node-a")
+	if v := za.Trace(blueNet+"_node-a", toGreen, "--ct=new"); len(v.Delivered()) > 0 {
+		t.Errorf("services only: blue reaches green's address %s:\n%s", greenMgmt, v.Trace)
+	}
+	for _, n := range []string{"node-a", "node-b"} {
+		resyncWritesNothing(t, c.Controller(n))
+	}
+
 	// Delete the connect: its rows and contributions go, the networks'
 	// own stay; blue's traffic toward green no longer crosses.
 	blueCRPorts := za.MustNBCtl("--bare", "--columns=ports", "find", "Logical_Router", "name="+blueNet+"_ovn_cluster_router")
@@ -116,6 +134,9 @@ func TestConnectLayer3Layer2(t *testing.T) {
 		cmtest.Eventually(t, time.Minute, func() error {
 			if out := z.MustNBCtl("--bare", "--columns=name", "find", "Logical_Router", "name="+cr); out != "" {
 				return fmt.Errorf("zone %s still has %s", n, cr)
+			}
+			if out := z.MustNBCtl("--bare", "--columns=load_balancer,acls", "find", "Logical_Switch", "name="+blueNet+"_"+n); strings.TrimSpace(out) != "" {
+				return fmt.Errorf("zone %s: blue's switch keeps load balancers or ACLs %q", n, out)
 			}
 			if out := z.MustNBCtl("--bare", "--columns=match", "find", "Logical_Router_Policy", "priority=9001"); out != "" {
 				return fmt.Errorf("zone %s still has reroutes: %s", n, out)
@@ -130,4 +151,55 @@ func TestConnectLayer3Layer2(t *testing.T) {
 	if v := za.Trace(blueNet+"_node-a", toGreen); len(v.Delivered()) == 1 && v.Delivered()[0] == "k8s-"+greenNet+"_node-a" {
 		t.Errorf("blue still reaches green after the connect went:\n%s", v.Trace)
 	}
+}
+
+// servicesOnly creates a Service in namespace ns of the Layer2 network svcNet with one
+// endpoint (backend, port 8080, a mirrored slice written by hand), switches
+// the connect to ClusterIPServiceNetwork alone, and waits until every zone
+// has the service's load balancer on the Layer3 peerNet's switch and the connect's
+// ACLs on both networks' switches. It returns the service's cluster IP.
+func servicesOnly(t *testing.T, c *clustertest.Cluster, cnc *v1.ClusterNetworkConnect, ns, svcNet, peerNet, backend string) string {
+	t.Helper()
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}}
+	if err := c.Admin.Create(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-" + svcNet,
+		Labels: map[string]string{epslicemirror.LabelServiceName: "web", epslicemirror.LabelNetwork: svcNet, discoveryv1.LabelManagedBy: "test"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{backend}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}}}
+	if err := c.Admin.Create(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(cnc), cnc); err != nil {
+		t.Fatal(err)
+	}
+	cnc.Spec.ConnectivityEnabled = []v1.ConnectivityType{v1.ClusterIPServiceNetwork}
+	if err := c.Admin.Update(ctx, cnc); err != nil {
+		t.Fatal(err)
+	}
+	lbName := svcNet + "_Service_" + ns + "/web_TCP_cluster"
+	for n, z := range c.Zones {
+		peerSwitch := peerNet + "_" + n
+		cmtest.Eventually(t, time.Minute, func() error {
+			lb := strings.TrimSpace(z.MustNBCtl("--bare", "--columns=_uuid", "find", "Load_Balancer", "name="+lbName))
+			if lb == "" {
+				return fmt.Errorf("zone %s: no load balancer %s", n, lbName)
+			}
+			if got := z.MustNBCtl("--bare", "--columns=load_balancer", "find", "Logical_Switch", "name="+peerSwitch); strings.TrimSpace(got) != lb {
+				return fmt.Errorf("zone %s: %s load balancers %q, want %s", n, peerSwitch, got, lb)
+			}
+			for _, sw := range []string{peerSwitch, svcNet + "_ovn_layer2_switch"} {
+				acls := strings.Fields(z.MustNBCtl("--bare", "--columns=acls", "find", "Logical_Switch", "name="+sw))
+				if len(acls) != 3 { // pass, drop, node
+					return fmt.Errorf("zone %s: %s has ACLs %v, want the connect's 3", n, sw, acls)
+				}
+			}
+			return nil
+		})
+	}
+	return svc.Spec.ClusterIP
 }

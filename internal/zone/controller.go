@@ -85,9 +85,16 @@ func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 		return nil, err
 	}
 	// Connects add their ports and reroute policies to the networks'
-	// routers (internal/connectrouter).
+	// routers and services-only ACLs to their switches
+	// (internal/connectrouter); services of connected networks add their
+	// load balancers to the switches (internal/services).
 	for _, col := range []string{"ports", "policies"} {
 		if err := s.Share(&nbdb.LogicalRouter{}, col); err != nil {
+			return nil, err
+		}
+	}
+	for _, col := range []string{"acls", "load_balancer"} {
+		if err := s.Share(&nbdb.LogicalSwitch{}, col); err != nil {
 			return nil, err
 		}
 	}
@@ -250,6 +257,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		r.replanNamespaces(ctx, name)
 		r.wakeWaiters(ctx)
 		r.replanConnects(ctx)
+		r.replanServicePeers(ctx, name)
 	}
 	if name == nodeinfo.DefaultNetwork && !p.Empty() && r.bfdOn(ctx) {
 		// Its BFD sessions may have just been made: the other networks'

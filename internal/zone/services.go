@@ -79,9 +79,13 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 	if err != nil {
 		return services.Output{}, err
 	}
+	peers, err := r.servicePeers(ctx, sc.network)
+	if err != nil {
+		return services.Output{}, err
+	}
 	return services.Render(services.Input{
 		Service: svc, Network: sc.network, Slices: slices, Node: sc.local.Name, HairpinIPs: r.Cluster.ServiceHairpinIPs(),
-		NodeIPs: gatewayAddrs(sc.local), Infrastructure: r.Cluster.IsInfrastructureService(ns, name),
+		NodeIPs: gatewayAddrs(sc.local), Infrastructure: r.Cluster.IsInfrastructureService(ns, name), Peers: peers,
 	}), nil
 }
 

@@ -247,6 +247,34 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 	}
 }
 
+// connectEvents requeues a ClusterNetworkConnect, and the services of its
+// networks when what services see of it changes (connectServiceKeys).
+func (r *Reconciler) connectEvents() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur client.Object) {
+		o, _ := old.(*v1.ClusterNetworkConnect)
+		c, _ := cur.(*v1.ClusterNetworkConnect)
+		for _, x := range []*v1.ClusterNetworkConnect{o, c} {
+			if x != nil {
+				q.Add(request(ConnectKey(x.Name)))
+			}
+		}
+		for _, k := range r.connectServiceKeys(ctx, o, c) {
+			q.Add(request(k))
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, nil, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object, nil)
+		},
+	}
+}
+
 // policyEvents requeues what a NetworkPolicy concerns, before and after the
 // change (policyKeysOf).
 func (r *Reconciler) policyEvents() handler.EventHandler {
@@ -322,9 +350,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	})
 	b := ctrl.NewControllerManagedBy(mgr)
 	if !r.DisableNetworkConnect {
-		b = b.Watches(&v1.ClusterNetworkConnect{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{request(ConnectKey(o.GetName()))}
-		}))
+		b = b.Watches(&v1.ClusterNetworkConnect{}, r.connectEvents())
 	}
 	return b.
 		Named("zone-"+r.Zone).

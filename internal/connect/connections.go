@@ -1,0 +1,59 @@
+package connect
+
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+)
+
+// Enables reports whether a connect lets t cross between its networks.
+func Enables(cnc *v1.ClusterNetworkConnect, t v1.ConnectivityType) bool {
+	return slices.Contains(cnc.Spec.ConnectivityEnabled, t)
+}
+
+// Active returns a connect's allocation when zones render it: accepted by
+// cluster-manager, allocated, not being deleted.
+func Active(cnc *v1.ClusterNetworkConnect) (Allocation, bool) {
+	if cnc.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(cnc.Status.Conditions, v1.ConditionAccepted) {
+		return Allocation{}, false
+	}
+	a, ok, err := ParseAllocation(cnc.Annotations)
+	if err != nil || !ok {
+		return Allocation{}, false
+	}
+	return a, true
+}
+
+// ServicePeers returns the networks whose pods reach the ClusterIP services
+// of network k through the active connects that enable
+// ClusterIPServiceNetwork (sorted, k excluded): the networks on whose
+// switches k's service load balancers belong. It is the one place that
+// says which networks a service crosses to.
+func ServicePeers(cncs []v1.ClusterNetworkConnect, k Key) []Key {
+	seen := map[Key]bool{}
+	for i := range cncs {
+		cnc := &cncs[i]
+		if !Enables(cnc, v1.ClusterIPServiceNetwork) {
+			continue
+		}
+		a, ok := Active(cnc)
+		if !ok {
+			continue
+		}
+		if _, member := a.Subnets[k]; !member {
+			continue
+		}
+		for o := range a.Subnets {
+			if o != k {
+				seen[o] = true
+			}
+		}
+	}
+	out := make([]Key, 0, len(seen))
+	for o := range seen {
+		out = append(out, o)
+	}
+	return sortedKeys(out)
+}

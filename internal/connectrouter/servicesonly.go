@@ -1,0 +1,126 @@
+package connectrouter
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+)
+
+// Priorities and tier of the ACLs that let only service traffic cross when
+// a connect enables ClusterIPServiceNetwork without PodNetwork (the seed's
+// "Case3"). Tier 0 is evaluated before network policies (tier 2).
+const (
+	// ServicePassPriority lets traffic toward the service CIDRs go on to
+	// the next tiers (network policies) and the load balancers.
+	ServicePassPriority = 5000
+	// ConnectedDropPriority drops new connections from a network's pods
+	// straight to the other connected networks' pods.
+	ConnectedDropPriority = 4950
+	// NodeAllowPriority admits the node's own traffic to its pods (as
+	// Kubernetes requires) with allow-related, which also makes the switch
+	// track connections: replies of service connections crossing back are
+	// then established, not new, and pass the drop.
+	NodeAllowPriority = 4900
+	// ServicesOnlyTier is the ACL tier of these ACLs.
+	ServicesOnlyTier = 0
+)
+
+// NetworkKey names, on a connect's per-network rows, the network they serve.
+const NetworkKey = "k8s.ovn.org/network"
+
+// ConnectedSubnetsSet is the name of the Address_Set holding, for one
+// network of a services-only connect, the subnets of the other networks it
+// is connected to ("connected_udn_subnets_<hash>_v4"/"_v6"; the seed names
+// one connected_udn_subnets). The hash keeps the name an OVN identifier
+// whatever the connect's and network's names are.
+func ConnectedSubnetsSet(cnc, network string, ipv6 bool) string {
+	h := fnv.New64a()
+	h.Write([]byte(cnc + "|" + network))
+	fam := "_v4"
+	if ipv6 {
+		fam = "_v6"
+	}
+	return fmt.Sprintf("connected_udn_subnets_%016x%s", h.Sum64(), fam)
+}
+
+// servicesOnly adds the ACLs of a connect that lets only ClusterIP service
+// traffic cross: on each member's pod switch in the zone, from-lport,
+// evaluated before the load balancers (so they see the service address,
+// not the backend): pass toward the service CIDRs, drop new connections
+// toward the other members' subnets, and the node's allow-related.
+// Replies of a service connection leave the backend's switch established,
+// so they pass.
+func (b *builder) servicesOnly(members []Member, loc nodeinfo.Info, serviceCIDRs []netip.Prefix) {
+	var pass string
+	if len(serviceCIDRs) > 0 {
+		var terms []string
+		for _, p := range serviceCIDRs {
+			terms = append(terms, fmt.Sprintf("%s.dst == %s", topology.IPMatch(p), p.Masked()))
+		}
+		match := strings.Join(terms, " || ")
+		pass = "acl:" + b.cnc + ":pass"
+		b.add(&nbdb.ACL{UUID: pass, Direction: nbdb.ACLDirectionFromLport, Priority: ServicePassPriority, Tier: ServicesOnlyTier,
+			Match: match, Action: nbdb.ACLActionPass, ExternalIDs: b.ext("")})
+	}
+	for _, m := range members {
+		n := m.Network
+		if n.Topology != netconf.TopologyLayer3 && n.Topology != netconf.TopologyLayer2 {
+			continue
+		}
+		sw := n.PodSwitch(loc.Name)
+		var acls []string
+		if pass != "" {
+			acls = append(acls, pass)
+		}
+		for _, v6 := range []bool{false, true} {
+			var others []string
+			for _, o := range members {
+				if o.Network.Name == n.Name {
+					continue
+				}
+				for _, s := range o.Network.Subnets {
+					if s.CIDR.Addr().Is6() == v6 {
+						others = append(others, s.CIDR.Masked().String())
+					}
+				}
+			}
+			if len(others) == 0 {
+				continue
+			}
+			sort.Strings(others)
+			set := ConnectedSubnetsSet(b.cnc, n.Name, v6)
+			ext := b.ext("")
+			ext[NetworkKey] = n.Name
+			b.add(&nbdb.AddressSet{UUID: "as:" + set, Name: set, Addresses: others, ExternalIDs: ext})
+			ip := "ip4"
+			if v6 {
+				ip = "ip6"
+			}
+			id := "acl:" + b.cnc + ":drop:" + set
+			b.add(&nbdb.ACL{UUID: id, Direction: nbdb.ACLDirectionFromLport, Priority: ConnectedDropPriority, Tier: ServicesOnlyTier,
+				Match: fmt.Sprintf("%s.dst == $%s && ct.new", ip, set), Action: nbdb.ACLActionDrop, ExternalIDs: ext})
+			acls = append(acls, id)
+		}
+		for _, a := range topology.ManagementAddresses(n, loc) {
+			ip := "ip4"
+			if a.Is6() {
+				ip = "ip6"
+			}
+			match := fmt.Sprintf("%s.src == %s", ip, a)
+			id := "acl:" + b.cnc + ":node:" + sw + ":" + match
+			ext := b.ext(loc.Name)
+			ext[NetworkKey] = n.Name
+			b.add(&nbdb.ACL{UUID: id, Direction: nbdb.ACLDirectionToLport, Priority: NodeAllowPriority, Tier: ServicesOnlyTier,
+				Match: match, Action: nbdb.ACLActionAllowRelated, ExternalIDs: ext})
+			acls = append(acls, id)
+		}
+		b.contributeTo(&nbdb.LogicalSwitch{Name: sw}, "acls", acls...)
+	}
+}
