@@ -175,7 +175,9 @@ func createConnect(t *testing.T, cnc *v1.ClusterNetworkConnect) {
 	if err := admin.Create(ctx, cnc); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.Delete(ctx, &v1.ClusterNetworkConnect{ObjectMeta: metav1.ObjectMeta{Name: cnc.Name}}) })
+	t.Cleanup(func() {
+		_ = admin.Delete(ctx, &v1.ClusterNetworkConnect{ObjectMeta: metav1.ObjectMeta{Name: cnc.Name}})
+	})
 	eventually(t, func() error {
 		if err := admin.Get(ctx, client.ObjectKeyFromObject(cnc), cnc); err != nil {
 			return err
