@@ -21,12 +21,13 @@ func newRenderCommand() *cobra.Command {
 		Use:   "render -f FILE|DIR... [--zone NODE] [-o yaml|json|nbctl|dot|svg]",
 		Short: "Show what manifests become: NADs, allocations, conditions, pod addresses and OVN rows, offline",
 		Long: `Render reads Namespaces, Nodes, UserDefinedNetworks, ClusterUserDefinedNetworks,
-NetworkAttachmentDefinitions and Pods from manifests and runs the controllers'
+NetworkAttachmentDefinitions, ClusterNetworkConnects, Pods, Services,
+EndpointSlices and NetworkPolicies from manifests and runs the controllers'
 own code over them, with no API server and no OVN: validation (the CRDs' schemas
 and CEL rules), cluster-manager's allocation, and each zone's pod addressing and
 topology. It prints the NADs that would be created with their allocation, the
-Node and Pod annotations, the networks' conditions, the Events, and each zone's
-Northbound rows grouped by network. -o dot draws each zone's networks (routers,
+Node and Pod annotations, the networks' and connects' conditions, the Events,
+and each zone's Northbound rows grouped by network (then connects, policies). -o dot draws each zone's networks (routers,
 switches, their ports and addresses) as a Graphviz graph; -o svg runs Graphviz's
 dot command on it.
 

@@ -76,6 +76,7 @@ var kinds = map[schema.GroupVersionKind]kind{
 	nadv1.SchemeGroupVersion.WithKind("NetworkAttachmentDefinition"): {func() client.Object { return &nadv1.NetworkAttachmentDefinition{} }, true},
 	v1.GroupVersion.WithKind("UserDefinedNetwork"):                   {func() client.Object { return &v1.UserDefinedNetwork{} }, true},
 	v1.GroupVersion.WithKind("ClusterUserDefinedNetwork"):            {func() client.Object { return &v1.ClusterUserDefinedNetwork{} }, false},
+	v1.GroupVersion.WithKind("ClusterNetworkConnect"):                {func() client.Object { return &v1.ClusterNetworkConnect{} }, false},
 }
 
 // Load reads the objects of manifest files and directories (see

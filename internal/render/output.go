@@ -97,6 +97,10 @@ func writeNBCtl(w io.Writer, res *Result) error {
 				fmt.Fprintf(&b, "## service %s\n(not rendered: %s)\n", s.Service, s.NotRendered)
 			}
 		}
+		for _, c := range z.Connects {
+			fmt.Fprintf(&b, "## connect %s\n", c.Connect)
+			b.WriteString(describeConnect(c))
+		}
 		if len(z.Policies) > 0 {
 			b.WriteString("## network policies\n")
 			b.WriteString(describePolicies(z.Policies))

@@ -38,6 +38,7 @@ type Result struct {
 	NetworkAttachmentDefinitions []NAD           `json:"networkAttachmentDefinitions,omitempty"`
 	Nodes                        []Node          `json:"nodes,omitempty"`
 	Pods                         []Pod           `json:"pods,omitempty"`
+	ClusterNetworkConnects       []ConnectStatus `json:"clusterNetworkConnects,omitempty"`
 	Zones                        []Zone          `json:"zones,omitempty"`
 }
 
@@ -97,6 +98,7 @@ type Zone struct {
 	Networks []NetworkRows `json:"networks"`
 	Services []ServiceRows `json:"services,omitempty"`
 	Policies []PolicyRows  `json:"policies,omitempty"`
+	Connects []ConnectRows `json:"connects,omitempty"`
 }
 
 // ServiceRows are the rows of one Service in one zone, and the members it
@@ -150,7 +152,8 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 	var nads nadv1.NetworkAttachmentDefinitionList
 	var nodes corev1.NodeList
 	var pods corev1.PodList
-	for _, l := range []client.ObjectList{&udns, &cudns, &nads, &nodes, &pods} {
+	var cncs v1.ClusterNetworkConnectList
+	for _, l := range []client.ObjectList{&udns, &cudns, &nads, &nodes, &pods, &cncs} {
 		if err := e.c.List(ctx, l); err != nil {
 			return err
 		}
@@ -189,6 +192,7 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		}
 		res.Pods = append(res.Pods, Pod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Networks: nets})
 	}
+	res.ClusterNetworkConnects = connectStatuses(cncs.Items)
 	want := map[string]bool{}
 	for _, z := range zones {
 		want[z] = true
@@ -217,7 +221,11 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		if err != nil {
 			return err
 		}
-		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols})
+		cns, err := connectRows(ctx, e.zones[name], cncs.Items)
+		if err != nil {
+			return err
+		}
+		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols, Connects: cns})
 	}
 	return nil
 }

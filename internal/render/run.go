@@ -55,13 +55,14 @@ type engine struct {
 	events *recorder
 	warn   func(Problem)
 
-	udns   reconcile.Reconciler
-	cudns  reconcile.Reconciler
-	nads   *netalloc.NADController
-	nodes  *netalloc.NodeController
-	pods   *podalloc.Controller
-	zones  map[string]*zone.Reconciler
-	zoneOf map[string]string // node -> zone
+	udns     reconcile.Reconciler
+	cudns    reconcile.Reconciler
+	connects reconcile.Reconciler
+	nads     *netalloc.NADController
+	nodes    *netalloc.NodeController
+	pods     *podalloc.Controller
+	zones    map[string]*zone.Reconciler
+	zoneOf   map[string]string // node -> zone
 
 	seen     map[string]map[types.NamespacedName]bool // kind -> every key ever seen
 	observed map[types.NamespacedName]*nadv1.NetworkAttachmentDefinition
@@ -111,7 +112,7 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 	// the field-managed one spends most of a small render computing.
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(testing.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())).
 		WithObjects(objs...).
-		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{})
+		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{}, &v1.ClusterNetworkConnect{})
 	for _, i := range zone.Indexes() {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
 	}
@@ -205,11 +206,12 @@ func (e *engine) converge(ctx context.Context, maxRounds int) error {
 func (e *engine) build(cfg config.Cluster, logger logr.Logger) {
 	c := clustermanager.NewControllers(e.c, e.c, e.events, cfg, logger)
 	e.udns, e.cudns = &udncontroller.UDNReconciler{Controller: c.Networks}, &udncontroller.CUDNReconciler{Controller: c.Networks}
-	e.nads, e.nodes, e.pods = c.NADs, c.Nodes, c.Pods
+	e.nads, e.nodes, e.pods, e.connects = c.NADs, c.Nodes, c.Pods, c.Connects
 }
 
 // round passes every object once to each controller, in the order their
-// results feed each other: networks, their allocation, nodes, pods.
+// results feed each other: networks, their allocation, nodes, connects,
+// pods.
 func (e *engine) round(ctx context.Context) error {
 	steps := []struct {
 		kind string
@@ -220,6 +222,7 @@ func (e *engine) round(ctx context.Context) error {
 		{"ClusterUserDefinedNetwork", &v1.ClusterUserDefinedNetworkList{}, e.reconciler(e.cudns)},
 		{"NetworkAttachmentDefinition", &nadv1.NetworkAttachmentDefinitionList{}, e.reconciler(e.nads)},
 		{"Node", &corev1.NodeList{}, e.reconcileNode},
+		{"ClusterNetworkConnect", &v1.ClusterNetworkConnectList{}, e.reconciler(e.connects)},
 		{"Pod", &corev1.PodList{}, e.reconcilePod},
 	}
 	for _, s := range steps {

@@ -58,6 +58,8 @@ func targetName(m model.Model) string {
 		return t.Name
 	case *nbdb.LogicalRouter:
 		return t.Name
+	case *nbdb.LogicalSwitch:
+		return t.Name
 	}
 	return ""
 }
@@ -93,6 +95,8 @@ func withServices(n NetworkRows, svcs []ServiceRows) []model.Model {
 				case *nbdb.PortGroup:
 					t.ACLs = append(t.ACLs, prefix+id)
 				case *nbdb.LogicalRouter:
+					t.LoadBalancer = append(t.LoadBalancer, prefix+id)
+				case *nbdb.LogicalSwitch:
 					t.LoadBalancer = append(t.LoadBalancer, prefix+id)
 				}
 			}

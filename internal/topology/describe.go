@@ -170,6 +170,7 @@ func Describe(rows []model.Model) string {
 			}
 		}
 		lines = append(lines, lbGroupLines(s.LoadBalancerGroup)...)
+		lines = append(lines, lbLines(s.LoadBalancer)...)
 		sort.Strings(lines)
 		b.WriteString(join(lines))
 	}

@@ -1,0 +1,100 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/ovn-org/libovsdb/model"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone"
+)
+
+// ConnectStatus is what cluster-manager would make of a
+// ClusterNetworkConnect: its conditions and the annotations holding its
+// allocation (connect router tunnel key, the networks' slices).
+type ConnectStatus struct {
+	Name        string            `json:"name"`
+	Conditions  []Condition       `json:"conditions,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ConnectRows are the rows one ClusterNetworkConnect holds in one zone and
+// the members it adds to rows the networks own.
+type ConnectRows struct {
+	Connect       string         `json:"connect"`
+	Rows          []Row          `json:"rows,omitempty"`
+	Contributions []Contribution `json:"contributions,omitempty"`
+	// Problems are the links the zone leaves out (zone.DesiredConnect).
+	Problems []string `json:"problems,omitempty"`
+	// Models are the rows as the zone controller hands them to the
+	// database.
+	Models []model.Model `json:"-"`
+}
+
+// connectStatuses reads the connects back from the in-memory API.
+func connectStatuses(list []v1.ClusterNetworkConnect) []ConnectStatus {
+	out := make([]ConnectStatus, 0, len(list))
+	for _, c := range list {
+		ann := map[string]string{}
+		for k, v := range c.Annotations {
+			if strings.HasPrefix(k, "k8s.ovn.org/") {
+				ann[k] = v
+			}
+		}
+		out = append(out, ConnectStatus{Name: c.Name, Conditions: conditions(c.Status.Conditions), Annotations: ann})
+	}
+	return out
+}
+
+// connectRows renders every ClusterNetworkConnect of the input in a zone, as
+// the zone controller would (zone.Reconciler.DesiredConnect), by name;
+// connects with no rows in the zone (refused, not allocated) are left out.
+func connectRows(ctx context.Context, r *zone.Reconciler, list []v1.ClusterNetworkConnect) ([]ConnectRows, error) {
+	var out []ConnectRows
+	for _, c := range list {
+		res, _, err := r.DesiredConnect(ctx, c.Name)
+		if err != nil {
+			return nil, fmt.Errorf("zone %s, ClusterNetworkConnect %s: %w", r.Zone, c.Name, err)
+		}
+		if len(res.Rows) == 0 && len(res.Problems) == 0 {
+			continue
+		}
+		cr := ConnectRows{Connect: c.Name, Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows}
+		for _, cb := range res.Contributions {
+			cr.Contributions = append(cr.Contributions, Contribution{Table: tableOf(cb.Target), Target: targetName(cb.Target), Column: cb.Column, Members: cb.Members})
+		}
+		out = append(out, cr)
+	}
+	return out, nil
+}
+
+// describeConnect describes a connect's rows in a zone as ovn-nbctl shows
+// them, then what it adds to the networks' rows.
+func describeConnect(c ConnectRows) string {
+	var b strings.Builder
+	b.WriteString(topology.Describe(c.Models))
+	acls := map[string]*nbdb.ACL{}
+	for _, m := range c.Models {
+		if a, ok := m.(*nbdb.ACL); ok {
+			acls[a.UUID] = a
+		}
+	}
+	for _, cb := range c.Contributions {
+		fmt.Fprintf(&b, "adds to %s %s %s:\n", cb.Table, cb.Target, cb.Column)
+		for _, id := range cb.Members {
+			if a, ok := acls[id]; ok {
+				fmt.Fprintf(&b, "  acl %s tier %d %d %s %s\n", a.Direction, a.Tier, a.Priority, a.Match, a.Action)
+				continue
+			}
+			fmt.Fprintf(&b, "  %s\n", id)
+		}
+	}
+	for _, p := range c.Problems {
+		fmt.Fprintf(&b, "(left out: %s)\n", p)
+	}
+	return b.String()
+}
