@@ -156,10 +156,16 @@ func expect(t *testing.T, checks ...sandbox.Check) []sandbox.Result {
 
 // TestDemoMatrix is `make demo`'s matrix: same network on one node and
 // across nodes reach each other; tenants with the same subnet, a CUDN and a
-// tenant, UDN and default-network pods do not.
+// tenant, UDN and default-network pods do not; then its connected networks.
 func TestDemoMatrix(t *testing.T) {
 	serve(t, examplePods(t)...)
 	expect(t, sandbox.DemoChecks...)
+	// The demo's connected networks: l3-blue and l2-blue reach each other
+	// while the connect lives, and not once it is deleted.
+	var out bytes.Buffer
+	if err := sandbox.ConnectDemo(context.Background(), dir, binary, admin, &out); err != nil {
+		t.Errorf("%v\n%s", err, out.String())
+	}
 }
 
 // TestPodRecreatedOnAnotherNode: a pod deleted and created again on another
