@@ -300,10 +300,10 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestServicePeers: only active connects enabling ClusterIPServiceNetwork
+// TestPeers: only active connects enabling the connectivity type
 // count, whatever else they enable; peers of several connects add up;
 // the network itself is never its own peer.
-func TestServicePeers(t *testing.T) {
+func TestPeers(t *testing.T) {
 	l3 := func(id int) Key { return Key{Topology: netconf.TopologyLayer3, ID: id} }
 	l2 := func(id int) Key { return Key{Topology: netconf.TopologyLayer2, ID: id} }
 	cnc := func(name string, accepted bool, types []v1.ConnectivityType, keys ...Key) v1.ClusterNetworkConnect {
@@ -332,21 +332,24 @@ func TestServicePeers(t *testing.T) {
 	}{
 		{"services only", []v1.ClusterNetworkConnect{cnc("a", true, svc, l3(1), l3(2), l2(3))}, []Key{l2(3), l3(2)}},
 		{"pods and services", []v1.ClusterNetworkConnect{cnc("a", true, both, l3(1), l2(3))}, []Key{l2(3)}},
-		{"pods only: none", []v1.ClusterNetworkConnect{cnc("a", true, pods, l3(1), l2(3))}, []Key{}},
+		{"pods only: none for services", []v1.ClusterNetworkConnect{cnc("a", true, pods, l3(1), l2(3))}, []Key{}},
 		{"refused: none", []v1.ClusterNetworkConnect{cnc("a", false, svc, l3(1), l2(3))}, []Key{}},
 		{"not a member: none", []v1.ClusterNetworkConnect{cnc("a", true, svc, l3(4), l2(3))}, []Key{}},
 		{"two connects add up, once each", []v1.ClusterNetworkConnect{cnc("a", true, svc, l3(1), l3(2)), cnc("b", true, both, l3(2), l3(1), l2(5))}, []Key{l2(5), l3(2)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, ServicePeers(tc.cncs, l3(1))); diff != "" {
+			if diff := cmp.Diff(tc.want, Peers(tc.cncs, l3(1), v1.ClusterIPServiceNetwork)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
+	if got := Peers([]v1.ClusterNetworkConnect{cnc("a", true, pods, l3(1), l2(3)), cnc("b", true, svc, l3(1), l3(2))}, l3(1), v1.PodNetwork); !cmp.Equal(got, []Key{l2(3)}) {
+		t.Errorf("pod peers %v, want [layer2_3]", got)
+	}
 	deleting := cnc("a", true, svc, l3(1), l3(2))
 	now := metav1.Now()
 	deleting.DeletionTimestamp = &now
-	if got := ServicePeers([]v1.ClusterNetworkConnect{deleting}, l3(1)); len(got) != 0 {
+	if got := Peers([]v1.ClusterNetworkConnect{deleting}, l3(1), v1.ClusterIPServiceNetwork); len(got) != 0 {
 		t.Errorf("a connect being deleted gives peers %v", got)
 	}
 }

@@ -26,16 +26,16 @@ func Active(cnc *v1.ClusterNetworkConnect) (Allocation, bool) {
 	return a, true
 }
 
-// ServicePeers returns the networks whose pods reach the ClusterIP services
-// of network k through the active connects that enable
-// ClusterIPServiceNetwork (sorted, k excluded): the networks on whose
-// switches k's service load balancers belong. It is the one place that
-// says which networks a service crosses to.
-func ServicePeers(cncs []v1.ClusterNetworkConnect, k Key) []Key {
+// Peers returns the networks connected to network k for t by the active
+// connects that enable t (sorted, k excluded): for ClusterIPServiceNetwork,
+// the networks on whose switches k's service load balancers belong; for
+// PodNetwork, the networks whose pods k's NetworkPolicy peers also select.
+// It is the one place that says which networks a feature crosses to.
+func Peers(cncs []v1.ClusterNetworkConnect, k Key, t v1.ConnectivityType) []Key {
 	seen := map[Key]bool{}
 	for i := range cncs {
 		cnc := &cncs[i]
-		if !Enables(cnc, v1.ClusterIPServiceNetwork) {
+		if !Enables(cnc, t) {
 			continue
 		}
 		a, ok := Active(cnc)

@@ -13,9 +13,11 @@
 //
 // Each is planned on its own. Which network a namespace uses, which pods and
 // addresses exist and which port is a pod's are decided elsewhere (the zone
-// controller reads them); this package only translates. A peer only ever
-// holds addresses on its own network: a selector naming namespaces of another
-// network contributes nothing, as the user-defined networks design says.
+// controller reads them); this package only translates. A peer holds the
+// addresses of pods on its own network, and on the networks a
+// ClusterNetworkConnect connects to it for pods: a selector naming
+// namespaces of any other network contributes nothing, as the user-defined
+// networks design says.
 package netpol
 
 import (

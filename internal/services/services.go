@@ -61,7 +61,7 @@ type Input struct {
 	// meaningful when Network is the default network).
 	Infrastructure bool
 	// Peers are the networks connected to Network for ClusterIP services
-	// (internal/connect.ServicePeers): the cluster-IP load balancers go on
+	// (internal/connect.Peers): the cluster-IP load balancers go on
 	// their pod switches in the zone too, so their pods reach the service;
 	// the connect's routes carry the load-balanced traffic across.
 	Peers []topology.Network

@@ -199,10 +199,39 @@ func (r *Reconciler) replanConnects(ctx context.Context) {
 }
 
 // servicePeers returns the networks whose pods reach network n's ClusterIP
-// services through connects (connect.ServicePeers): none with the feature
-// off, for networks without services, or while a peer is not known yet.
+// services through connects: none with the feature off, for networks
+// without services, or while a peer is not known yet.
 func (r *Reconciler) servicePeers(ctx context.Context, n topology.Network) ([]topology.Network, error) {
-	if r.DisableNetworkConnect || !n.HasServices() || n.IsDefault() {
+	if !n.HasServices() {
+		return nil, nil
+	}
+	return r.connectedNetworks(ctx, n, v1.ClusterIPServiceNetwork)
+}
+
+// podPeers returns the names of the networks connected to network (by
+// name) for pods: its NetworkPolicy peers select their pods too.
+func (r *Reconciler) podPeers(ctx context.Context, network string) (map[string]bool, error) {
+	n, exists, err := r.network(ctx, network)
+	if err != nil || !exists {
+		return nil, err
+	}
+	nets, err := r.connectedNetworks(ctx, n, v1.PodNetwork)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, p := range nets {
+		out[p.Name] = true
+	}
+	return out, nil
+}
+
+// connectedNetworks returns the networks connected to n for t by active
+// connects (connect.Peers, the one place that reads connects for this):
+// none with the feature off or for the default network; a peer not known
+// yet (no NAD, another topology) is left out.
+func (r *Reconciler) connectedNetworks(ctx context.Context, n topology.Network, t v1.ConnectivityType) ([]topology.Network, error) {
+	if r.DisableNetworkConnect || n.IsDefault() {
 		return nil, nil
 	}
 	var list v1.ClusterNetworkConnectList
@@ -212,7 +241,7 @@ func (r *Reconciler) servicePeers(ctx context.Context, n topology.Network) ([]to
 		}
 		return nil, err
 	}
-	keys := connect.ServicePeers(list.Items, connect.Key{Topology: n.Topology, ID: n.ID})
+	keys := connect.Peers(list.Items, connect.Key{Topology: n.Topology, ID: n.ID}, t)
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -230,17 +259,23 @@ func (r *Reconciler) servicePeers(ctx context.Context, n topology.Network) ([]to
 		if err != nil {
 			return nil, err
 		}
-		if exists && p.Topology == k.Topology && p.HasServices() {
+		if exists && p.Topology == k.Topology && p.IsPrimary() {
 			out = append(out, p)
 		}
 	}
 	return out, nil
 }
 
-// serviceView is what services see of a connect: its networks' slices when
-// it is active and enables ClusterIPServiceNetwork, else nothing.
+// serviceView and podView are what services and NetworkPolicy peers see of
+// a connect: its networks' slices when it is active and enables their
+// kind of connectivity, else nothing.
 func serviceView(cnc *v1.ClusterNetworkConnect) string {
-	if cnc == nil || !connect.Enables(cnc, v1.ClusterIPServiceNetwork) {
+	return connectView(cnc, v1.ClusterIPServiceNetwork)
+}
+func podView(cnc *v1.ClusterNetworkConnect) string { return connectView(cnc, v1.PodNetwork) }
+
+func connectView(cnc *v1.ClusterNetworkConnect, t v1.ConnectivityType) string {
+	if cnc == nil || !connect.Enables(cnc, t) {
 		return ""
 	}
 	a, ok := connect.Active(cnc)

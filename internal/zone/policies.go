@@ -343,8 +343,10 @@ func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) (
 	return netpol.PeerRows(n, p, netpol.PeerAddresses(p, namespaces, pods)), nil
 }
 
-// peerPods returns the namespaces on a network a peer may select pods of,
-// and those namespaces' pods with their addresses on the network.
+// peerPods returns the namespaces on a network, or on a network connected
+// to it for pods (ClusterNetworkConnect with PodNetwork), a peer may select
+// pods of, and those namespaces' pods with their addresses on their own
+// network.
 func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer) ([]netpol.Namespace, []netpol.Pod, error) {
 	var candidates []corev1.Namespace
 	if p.Namespaces == nil {
@@ -363,6 +365,10 @@ func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer
 		}
 		candidates = list.Items
 	}
+	connected, err := r.podPeers(ctx, network)
+	if err != nil {
+		return nil, nil, err
+	}
 	var namespaces []netpol.Namespace
 	var pods []netpol.Pod
 	for _, ns := range candidates {
@@ -374,8 +380,8 @@ func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer
 		if err != nil {
 			return nil, nil, err
 		}
-		if !ok || primary.None() || primary.Network != network {
-			continue // another network's pods are never a peer here
+		if !ok || primary.None() || (primary.Network != network && !connected[primary.Network]) {
+			continue // an unconnected network's pods are never a peer here
 		}
 		namespaces = append(namespaces, nsv)
 		var list corev1.PodList
@@ -492,7 +498,8 @@ func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network s
 // podPolicyKeys returns the keys a pod's change concerns: the policies of its
 // namespace that select it (and the namespace's default deny) when it is on
 // the zone's node, and every peer that selects it, on its namespace's
-// network (policies whose egress named ports resolve on such a peer too).
+// network and the networks connected to it for pods (policies whose egress
+// named ports resolve on such a peer too).
 func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []string {
 	var all networkingv1.NetworkPolicyList
 	if err := r.Client.List(ctx, &all); err != nil || len(all.Items) == 0 {
@@ -520,13 +527,22 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []strin
 	if err != nil || !ok || primary.None() {
 		return out
 	}
+	// Its network's peers, and those of networks connected to it for pods.
+	networks := []string{primary.Network}
+	if connected, err := r.podPeers(ctx, primary.Network); err == nil {
+		for n := range connected {
+			networks = append(networks, n)
+		}
+	}
 	nsv := netpol.Namespace{Name: ns.Name, Labels: ns.Labels}
 	for i := range all.Items {
 		pol := &all.Items[i]
 		cp := r.policies.get(pol)
 		for _, p := range cp.peers {
 			if p.Selects(nsv, pod.Labels) {
-				out = append(out, PeerKey(primary.Network, p))
+				for _, n := range networks {
+					out = append(out, PeerKey(n, p))
+				}
 			}
 		}
 		for _, p := range cp.named {

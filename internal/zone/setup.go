@@ -247,8 +247,9 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 	}
 }
 
-// connectEvents requeues a ClusterNetworkConnect, and the services of its
-// networks when what services see of it changes (connectServiceKeys).
+// connectEvents requeues a ClusterNetworkConnect, the services of its
+// networks when what services see of it changes (connectServiceKeys), and
+// every NetworkPolicy key when what policies see of it changes (podView).
 func (r *Reconciler) connectEvents() handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur client.Object) {
 		o, _ := old.(*v1.ClusterNetworkConnect)
@@ -260,6 +261,13 @@ func (r *Reconciler) connectEvents() handler.EventHandler {
 		}
 		for _, k := range r.connectServiceKeys(ctx, o, c) {
 			q.Add(request(k))
+		}
+		if podView(o) != podView(c) {
+			// NetworkPolicy peers of the connected networks now select
+			// (or no longer select) each other's pods.
+			for _, k := range r.namespacePolicyKeys(ctx, "") {
+				q.Add(request(k))
+			}
 		}
 	}
 	return handler.Funcs{

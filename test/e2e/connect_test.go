@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -139,6 +140,21 @@ func TestNetworkConnect(t *testing.T) {
 	createConnect(t, abc)
 	cnExpect(t, "pods and services of a, b, c", pods, vips, [][]string{all}, [][]string{all})
 
+	// NetworkPolicy peers span the connected networks: a policy of cn-a
+	// admitting cn-b's namespace lets cn-b's pod in (directly and through
+	// cn-a's service), not cn-c's, though both are connected.
+	pol := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "cn-a", Name: "from-b"}, Spec: networkingv1.NetworkPolicySpec{
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "cn-b"}}}}}}}}
+	if err := admin.Create(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+	cnExpect(t, "a policy of a admits b only", pods, vips, [][]string{all}, [][]string{all}, "cn-a", "cn-b")
+	if err := admin.Delete(ctx, pol); err != nil {
+		t.Fatal(err)
+	}
+
 	setConnectivity(t, abc, v1.ClusterIPServiceNetwork)
 	cnExpect(t, "services only of a, b, c", pods, vips, nil, [][]string{all})
 
@@ -221,8 +237,10 @@ func deleteConnect(t *testing.T, cnc *v1.ClusterNetworkConnect) {
 // pod-to-pod matrix (pods of one network always reach each other, pods of
 // networks in one of podGroups too) and the services (a pod reaches the
 // service of namespace ns when ns is its own or one of svcGroups holds
-// both), and fails with what differs.
-func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[string]string, podGroups, svcGroups [][]string) {
+// both), and fails with what differs. onlyFrom, as pairs of namespaces
+// (target, source), says a NetworkPolicy admits into target's pods only
+// source's pods (and target's own).
+func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[string]string, podGroups, svcGroups [][]string, onlyFrom ...string) {
 	t.Helper()
 	ctx := context.Background()
 	nsOf := func(ref string) string { ns, _, _ := strings.Cut(ref, "/"); return ns }
@@ -237,6 +255,14 @@ func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[stri
 		}
 		return false
 	}
+	admits := func(from, to string) bool {
+		for i := 0; i+1 < len(onlyFrom); i += 2 {
+			if onlyFrom[i] == to && from != to && from != onlyFrom[i+1] {
+				return false
+			}
+		}
+		return true
+	}
 	refs := make([]string, len(pods))
 	for i, p := range pods {
 		refs[i] = p.Ref
@@ -245,7 +271,8 @@ func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[stri
 	for i := range pods {
 		for j := range pods {
 			if i != j {
-				want.Set(i, j, 0, together(podGroups, nsOf(refs[i]), nsOf(refs[j])))
+				from, to := nsOf(refs[i]), nsOf(refs[j])
+				want.Set(i, j, 0, together(podGroups, from, to) && admits(from, to))
 			}
 		}
 	}
@@ -288,7 +315,7 @@ func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[stri
 			for _, a := range answers {
 				c := cells[k]
 				k++
-				wantReach := together(svcGroups, nsOf(p.Ref), c.ns)
+				wantReach := together(svcGroups, nsOf(p.Ref), c.ns) && admits(nsOf(p.Ref), c.ns)
 				if (a.Answer == backend[c.ns]) != wantReach {
 					svcWrong = append(svcWrong, fmt.Sprintf("%s -> service %s/svc (%s): want reached=%v, answer %q %s", p.Ref, c.ns, a.Address, wantReach, a.Answer, a.Error))
 				}
