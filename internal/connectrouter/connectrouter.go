@@ -5,7 +5,9 @@
 // router, remote ones bound to their node's chassis) and per Layer2
 // network (peered with its transit router), routes to every network's
 // subnets (per node for Layer3), and on each network's router a
-// priority-9001 reroute of traffic toward the other networks. The ports and
+// priority-9001 reroute of traffic toward the other networks (one per
+// network and family, matching an address set of the other networks'
+// subnets, so a zone holds O(networks) policies, not O(networks²)). The ports and
 // policies on the networks' routers are contributions to rows the networks
 // own (internal/ovsdbsync): the connect adds and removes only its own. A
 // connect that lets only services cross also puts tier-0 ACLs on the
@@ -184,21 +186,24 @@ func Render(in Input) (Result, error) {
 		}
 		inport := n.PodRouterPort(loc.Name)
 		var ids []string
-		for _, o := range members {
-			if o.Network.Name == n.Name {
+		for _, v6 := range []bool{false, true} {
+			set, ok := b.connectedSet(members, n, v6)
+			if !ok {
 				continue
 			}
-			for _, s := range o.Network.Subnets {
-				h, ok := topology.FamilyOf(hop, s.CIDR.Addr())
-				if !ok {
-					continue
-				}
-				match := fmt.Sprintf("inport == %q && %s.dst == %s", inport, topology.IPMatch(s.CIDR), s.CIDR)
-				id := fmt.Sprintf("policy:%s:%d:%s", rtr, ReroutePriority, match)
-				b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: ReroutePriority, Match: match, Action: nbdb.LogicalRouterPolicyActionReroute,
-					Nexthops: []string{h.Addr().String()}, ExternalIDs: b.ext(loc.Name)})
-				ids = append(ids, id)
+			any := netip.IPv4Unspecified()
+			if v6 {
+				any = netip.IPv6Unspecified()
 			}
+			h, ok := topology.FamilyOf(hop, any)
+			if !ok {
+				continue
+			}
+			match := fmt.Sprintf("inport == %q && %s.dst == $%s", inport, ipOf(v6), set)
+			id := fmt.Sprintf("policy:%s:%d:%s", rtr, ReroutePriority, match)
+			b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: ReroutePriority, Match: match, Action: nbdb.LogicalRouterPolicyActionReroute,
+				Nexthops: []string{h.Addr().String()}, ExternalIDs: b.ext(loc.Name)})
+			ids = append(ids, id)
 		}
 		if len(ids) > 0 {
 			b.contribute(rtr, "policies", ids...)
@@ -214,6 +219,7 @@ func Render(in Input) (Result, error) {
 
 type builder struct {
 	cnc      string
+	sets     map[string]bool // address sets added
 	rows     []model.Model
 	contribs []ovsdbsync.Contribution
 	problems []string

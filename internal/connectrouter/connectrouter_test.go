@@ -51,9 +51,17 @@ func summary(r Result) []string {
 		case *nbdb.ACL:
 			out = append(out, fmt.Sprintf("acl %s tier%d %d %s %s", x.Direction, x.Tier, x.Priority, x.Match, x.Action))
 		case *nbdb.AddressSet:
-			out = append(out, fmt.Sprintf("address-set %s %v", x.Name, x.Addresses))
+			out = append(out, fmt.Sprintf("address-set of %s %v", x.ExternalIDs[NetworkKey], x.Addresses))
 		default:
 			out = append(out, fmt.Sprintf("%T", m))
+		}
+	}
+	// Matches name address sets by their contents, not their hashed names.
+	for _, m := range r.Rows {
+		if x, ok := m.(*nbdb.AddressSet); ok {
+			for i := range out {
+				out[i] = gostrings.ReplaceAll(out[i], "$"+x.Name, fmt.Sprintf("$%v", x.Addresses))
+			}
 		}
 	}
 	for _, c := range r.Contributions {
@@ -94,8 +102,10 @@ func TestRender(t *testing.T) {
 			"contribute blue.net_ovn_cluster_router.ports 1",
 			"contribute green.net_ovn_cluster_router.policies 1",
 			"contribute green.net_ovn_cluster_router.ports 1",
-			`policy 9001 inport == "rtos-blue.net_worker" && ip4.dst == 104.104.0.0/16 reroute [192.168.0.5]`,
-			`policy 9001 inport == "rtos-green.net_worker" && ip4.dst == 103.103.0.0/16 reroute [192.168.1.5]`,
+			"address-set of blue.net [104.104.0.0/16]",
+			`policy 9001 inport == "rtos-blue.net_worker" && ip4.dst == $[104.104.0.0/16] reroute [192.168.0.5]`,
+			"address-set of green.net [103.103.0.0/16]",
+			`policy 9001 inport == "rtos-green.net_worker" && ip4.dst == $[103.103.0.0/16] reroute [192.168.1.5]`,
 			"port blue.net_worker-to-cc [192.168.0.4/31] peer=cc-to-blue.net_worker",
 			"port cc-to-blue.net_worker [192.168.0.5/31] peer=blue.net_worker-to-cc key=2",
 			"port cc-to-blue.net_worker2 [192.168.0.7/31] chassis=ch-2 key=3",
@@ -113,8 +123,10 @@ func TestRender(t *testing.T) {
 			"contribute teal.net_transit_router.ports 1",
 			"contribute yellow.net_transit_router.policies 1",
 			"contribute yellow.net_transit_router.ports 1",
-			`policy 9001 inport == "trtos-teal.net_ovn_layer2_switch" && ip4.dst == 105.105.0.0/16 reroute [192.168.2.5]`,
-			`policy 9001 inport == "trtos-yellow.net_ovn_layer2_switch" && ip4.dst == 106.106.0.0/16 reroute [192.168.2.3]`,
+			"address-set of teal.net [105.105.0.0/16]",
+			`policy 9001 inport == "trtos-teal.net_ovn_layer2_switch" && ip4.dst == $[105.105.0.0/16] reroute [192.168.2.5]`,
+			"address-set of yellow.net [106.106.0.0/16]",
+			`policy 9001 inport == "trtos-yellow.net_ovn_layer2_switch" && ip4.dst == $[106.106.0.0/16] reroute [192.168.2.3]`,
 			"port cc-to-teal.net [192.168.2.5/31] peer=teal.net-to-cc key=258",
 			"port cc-to-yellow.net [192.168.2.3/31] peer=yellow.net-to-cc key=257",
 			"port teal.net-to-cc [192.168.2.4/31] peer=cc-to-teal.net",
@@ -128,8 +140,10 @@ func TestRender(t *testing.T) {
 			"contribute blue.net_ovn_cluster_router.ports 1",
 			"contribute yellow.net_transit_router.policies 1",
 			"contribute yellow.net_transit_router.ports 1",
-			`policy 9001 inport == "rtos-blue.net_worker" && ip4.dst == 105.105.0.0/16 reroute [192.168.0.5]`,
-			`policy 9001 inport == "trtos-yellow.net_ovn_layer2_switch" && ip4.dst == 103.103.0.0/16 reroute [192.168.2.3]`,
+			"address-set of blue.net [105.105.0.0/16]",
+			`policy 9001 inport == "rtos-blue.net_worker" && ip4.dst == $[105.105.0.0/16] reroute [192.168.0.5]`,
+			"address-set of yellow.net [103.103.0.0/16]",
+			`policy 9001 inport == "trtos-yellow.net_ovn_layer2_switch" && ip4.dst == $[103.103.0.0/16] reroute [192.168.2.3]`,
 			"port blue.net_worker-to-cc [192.168.0.4/31] peer=cc-to-blue.net_worker",
 			"port cc-to-blue.net_worker [192.168.0.5/31] peer=blue.net_worker-to-cc key=2",
 			"port cc-to-blue.net_worker2 [192.168.0.7/31] chassis=ch-2 key=3",
@@ -147,8 +161,10 @@ func TestRender(t *testing.T) {
 			"contribute yellow.net_transit_router.policies 1",
 			"contribute yellow.net_transit_router.ports 1",
 			"network blue.net, node far: node ID 200 does not fit a block of 192.168.0.0/16 (/24 per network): it holds node IDs 1 to 127",
-			`policy 9001 inport == "rtos-blue.net_worker" && ip4.dst == 105.105.0.0/16 reroute [192.168.0.5]`,
-			`policy 9001 inport == "trtos-yellow.net_ovn_layer2_switch" && ip4.dst == 103.103.0.0/16 reroute [192.168.2.3]`,
+			"address-set of blue.net [105.105.0.0/16]",
+			`policy 9001 inport == "rtos-blue.net_worker" && ip4.dst == $[105.105.0.0/16] reroute [192.168.0.5]`,
+			"address-set of yellow.net [103.103.0.0/16]",
+			`policy 9001 inport == "trtos-yellow.net_ovn_layer2_switch" && ip4.dst == $[103.103.0.0/16] reroute [192.168.2.3]`,
 			"port blue.net_worker-to-cc [192.168.0.4/31] peer=cc-to-blue.net_worker",
 			"port cc-to-blue.net_worker [192.168.0.5/31] peer=blue.net_worker-to-cc key=2",
 			"port cc-to-yellow.net [192.168.2.3/31] peer=yellow.net-to-cc key=257",
@@ -164,6 +180,7 @@ func TestRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			sort.Strings(tc.want)
 			if diff := cmp.Diff(tc.want, summary(res)); diff != "" {
 				t.Errorf("(-want +got):\n%s\nall:\n%s", diff, gostrings.Join(summary(res), "\n"))
 			}
@@ -214,18 +231,17 @@ func TestRenderServicesOnly(t *testing.T) {
 			got = append(got, l)
 		}
 	}
-	blue4, yellow4, yellow6 := ConnectedSubnetsSet("cc", "blue", false), ConnectedSubnetsSet("cc", "yellow", false), ConnectedSubnetsSet("cc", "yellow", true)
 	want := []string{
-		"acl from-lport tier0 4950 ip4.dst == $" + blue4 + " && ct.new drop",
-		"acl from-lport tier0 4950 ip4.dst == $" + yellow4 + " && ct.new drop",
-		"acl from-lport tier0 4950 ip6.dst == $" + yellow6 + " && ct.new drop",
+		"acl from-lport tier0 4950 ip4.dst == $[105.105.0.0/16] && ct.new drop",
+		"acl from-lport tier0 4950 ip4.dst == $[103.103.0.0/16] && ct.new drop",
+		"acl from-lport tier0 4950 ip6.dst == $[fd03::/60] && ct.new drop",
 		"acl from-lport tier0 5000 ip4.dst == 10.96.0.0/16 || ip6.dst == fd00:10:96::/112 pass",
 		"acl to-lport tier0 4900 ip4.src == 103.103.0.2 allow-related",
 		"acl to-lport tier0 4900 ip4.src == 105.105.0.2 allow-related",
 		"acl to-lport tier0 4900 ip6.src == fd03:0:0:2::2 allow-related",
-		"address-set " + blue4 + " [105.105.0.0/16]",
-		"address-set " + yellow4 + " [103.103.0.0/16]",
-		"address-set " + yellow6 + " [fd03::/60]",
+		"address-set of blue [105.105.0.0/16]",
+		"address-set of yellow [103.103.0.0/16]",
+		"address-set of yellow [fd03::/60]",
 		"contribute switch/blue_worker.acls 4",
 		"contribute switch/yellow_ovn_layer2_switch.acls 4",
 	}
@@ -233,12 +249,46 @@ func TestRenderServicesOnly(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s\nall:\n%s", diff, gostrings.Join(summary(res), "\n"))
 	}
-	// Without ServicesOnly, no ACL and no address set.
+	// Without ServicesOnly, no ACL.
 	pods, _ := Render(Input{Name: "cc", TunnelKey: 16715800, Layout: layout, Nodes: nodes, Zone: "worker",
 		Members: []Member{{Network: blue, Slice: connect.Slice{V4: pfx("192.168.0.0/24"), V6: pfx("fd00:192::/120")}}, {Network: yellow, Slice: connect.Slice{V4: pfx("192.168.1.2/31")}}}})
 	for _, l := range summary(pods) {
-		if gostrings.HasPrefix(l, "acl ") || gostrings.HasPrefix(l, "address-set ") {
+		if gostrings.HasPrefix(l, "acl ") {
 			t.Errorf("pod connectivity renders %s", l)
 		}
+	}
+}
+
+// TestReroutesGrowWithNetworks: each network's router gets one reroute per
+// family whatever the number of networks it is connected to, matching the
+// set of the others' subnets.
+func TestReroutesGrowWithNetworks(t *testing.T) {
+	layout, err := connect.NewLayout([]v1.ConnectSubnet{{CIDR: "192.168.0.0/16", NetworkPrefix: 24}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := []nodeinfo.Info{{Name: "worker", Zone: "worker", ID: 2, ChassisID: "ch-1", Subnets: nodeinfo.Subnets{}}}
+	var members []Member
+	for i := range 5 {
+		n := network(fmt.Sprintf("n%d", i), netconf.TopologyLayer3, fmt.Sprintf("10.%d.0.0/16", i), i+1)
+		nodes[0].Subnets[n.Name] = []netip.Prefix{pfx(fmt.Sprintf("10.%d.0.0/24", i))}
+		members = append(members, Member{Network: n, Slice: layout.Block(i)})
+	}
+	res, err := Render(Input{Name: "cc", TunnelKey: 7, Layout: layout, Members: members, Nodes: nodes, Zone: "worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := 0
+	for _, l := range summary(res) {
+		if gostrings.HasPrefix(l, "policy ") {
+			policies++
+		}
+		if gostrings.HasPrefix(l, "policy ") && gostrings.HasPrefix(l, `policy 9001 inport == "rtos-n0_worker"`) &&
+			!gostrings.Contains(l, "$[10.1.0.0/16 10.2.0.0/16 10.3.0.0/16 10.4.0.0/16]") {
+			t.Errorf("n0's reroute does not match the four others: %s", l)
+		}
+	}
+	if policies != 5 {
+		t.Errorf("%d reroutes for 5 networks, want 5:\n%s", policies, gostrings.Join(summary(res), "\n"))
 	}
 }

@@ -36,8 +36,8 @@ const (
 const NetworkKey = "k8s.ovn.org/network"
 
 // ConnectedSubnetsSet is the name of the Address_Set holding, for one
-// network of a services-only connect, the subnets of the other networks it
-// is connected to ("connected_udn_subnets_<hash>_v4"/"_v6"; the seed names
+// network of a connect, the subnets of the other networks it is connected
+// to ("connected_udn_subnets_<hash>_v4"/"_v6"; the seed names
 // one connected_udn_subnets). The hash keeps the name an OVN identifier
 // whatever the connect's and network's names are.
 func ConnectedSubnetsSet(cnc, network string, ipv6 bool) string {
@@ -80,40 +80,19 @@ func (b *builder) servicesOnly(members []Member, loc nodeinfo.Info, serviceCIDRs
 			acls = append(acls, pass)
 		}
 		for _, v6 := range []bool{false, true} {
-			var others []string
-			for _, o := range members {
-				if o.Network.Name == n.Name {
-					continue
-				}
-				for _, s := range o.Network.Subnets {
-					if s.CIDR.Addr().Is6() == v6 {
-						others = append(others, s.CIDR.Masked().String())
-					}
-				}
-			}
-			if len(others) == 0 {
+			set, ok := b.connectedSet(members, n, v6)
+			if !ok {
 				continue
 			}
-			sort.Strings(others)
-			set := ConnectedSubnetsSet(b.cnc, n.Name, v6)
 			ext := b.ext("")
 			ext[NetworkKey] = n.Name
-			b.add(&nbdb.AddressSet{UUID: "as:" + set, Name: set, Addresses: others, ExternalIDs: ext})
-			ip := "ip4"
-			if v6 {
-				ip = "ip6"
-			}
 			id := "acl:" + b.cnc + ":drop:" + set
 			b.add(&nbdb.ACL{UUID: id, Direction: nbdb.ACLDirectionFromLport, Priority: ConnectedDropPriority, Tier: ServicesOnlyTier,
-				Match: fmt.Sprintf("%s.dst == $%s && ct.new", ip, set), Action: nbdb.ACLActionDrop, ExternalIDs: ext})
+				Match: fmt.Sprintf("%s.dst == $%s && ct.new", ipOf(v6), set), Action: nbdb.ACLActionDrop, ExternalIDs: ext})
 			acls = append(acls, id)
 		}
 		for _, a := range topology.ManagementAddresses(n, loc) {
-			ip := "ip4"
-			if a.Is6() {
-				ip = "ip6"
-			}
-			match := fmt.Sprintf("%s.src == %s", ip, a)
+			match := fmt.Sprintf("%s.src == %s", ipOf(a.Is6()), a)
 			id := "acl:" + b.cnc + ":node:" + sw + ":" + match
 			ext := b.ext(loc.Name)
 			ext[NetworkKey] = n.Name
@@ -123,4 +102,45 @@ func (b *builder) servicesOnly(members []Member, loc nodeinfo.Info, serviceCIDRs
 		}
 		b.contributeTo(&nbdb.LogicalSwitch{Name: sw}, "acls", acls...)
 	}
+}
+
+// connectedSet adds (once) the Address_Set of the subnets of the family of
+// the members other than n, and returns its name; ok is false when they
+// have none. The reroutes on n's router and, in services-only mode, the
+// drop on its switch match it.
+func (b *builder) connectedSet(members []Member, n topology.Network, v6 bool) (string, bool) {
+	var others []string
+	for _, o := range members {
+		if o.Network.Name == n.Name {
+			continue
+		}
+		for _, s := range o.Network.Subnets {
+			if s.CIDR.Addr().Is6() == v6 {
+				others = append(others, s.CIDR.Masked().String())
+			}
+		}
+	}
+	if len(others) == 0 {
+		return "", false
+	}
+	set := ConnectedSubnetsSet(b.cnc, n.Name, v6)
+	if b.sets == nil {
+		b.sets = map[string]bool{}
+	}
+	if !b.sets[set] {
+		b.sets[set] = true
+		sort.Strings(others)
+		ext := b.ext("")
+		ext[NetworkKey] = n.Name
+		b.add(&nbdb.AddressSet{UUID: "as:" + set, Name: set, Addresses: others, ExternalIDs: ext})
+	}
+	return set, true
+}
+
+// ipOf is the match field prefix of a family.
+func ipOf(v6 bool) string {
+	if v6 {
+		return "ip6"
+	}
+	return "ip4"
 }

@@ -78,9 +78,13 @@ func describeConnect(c ConnectRows) string {
 	var b strings.Builder
 	b.WriteString(topology.Describe(c.Models))
 	acls := map[string]*nbdb.ACL{}
+	policies := map[string]*nbdb.LogicalRouterPolicy{}
 	for _, m := range c.Models {
-		if a, ok := m.(*nbdb.ACL); ok {
-			acls[a.UUID] = a
+		switch x := m.(type) {
+		case *nbdb.ACL:
+			acls[x.UUID] = x
+		case *nbdb.LogicalRouterPolicy:
+			policies[x.UUID] = x
 		}
 	}
 	for _, cb := range c.Contributions {
@@ -88,6 +92,10 @@ func describeConnect(c ConnectRows) string {
 		for _, id := range cb.Members {
 			if a, ok := acls[id]; ok {
 				fmt.Fprintf(&b, "  acl %s tier %d %d %s %s\n", a.Direction, a.Tier, a.Priority, a.Match, a.Action)
+				continue
+			}
+			if p, ok := policies[id]; ok {
+				fmt.Fprintf(&b, "  policy %d %s %s %s\n", p.Priority, p.Match, p.Action, strings.Join(p.Nexthops, " "))
 				continue
 			}
 			fmt.Fprintf(&b, "  %s\n", id)
