@@ -191,11 +191,11 @@ func Render(in Input) (Result, error) {
 			if !ok {
 				continue
 			}
-			any := netip.IPv4Unspecified()
+			family := netip.IPv4Unspecified()
 			if v6 {
-				any = netip.IPv6Unspecified()
+				family = netip.IPv6Unspecified()
 			}
-			h, ok := topology.FamilyOf(hop, any)
+			h, ok := topology.FamilyOf(hop, family)
 			if !ok {
 				continue
 			}

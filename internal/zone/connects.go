@@ -209,13 +209,18 @@ func (r *Reconciler) servicePeers(ctx context.Context, n topology.Network) ([]to
 }
 
 // podPeers returns the names of the networks connected to network (by
-// name) for pods: its NetworkPolicy peers select their pods too.
+// name) for pods: its NetworkPolicy peers select their pods too. Pod events
+// ask it: without a connect for pods it reads nothing but the connects.
 func (r *Reconciler) podPeers(ctx context.Context, network string) (map[string]bool, error) {
+	cncs, err := r.activeConnects(ctx, v1.PodNetwork)
+	if err != nil || len(cncs) == 0 {
+		return nil, err
+	}
 	n, exists, err := r.network(ctx, network)
 	if err != nil || !exists {
 		return nil, err
 	}
-	nets, err := r.connectedNetworks(ctx, n, v1.PodNetwork)
+	nets, err := r.peerNetworks(ctx, cncs, n, v1.PodNetwork)
 	if err != nil {
 		return nil, err
 	}
@@ -227,11 +232,19 @@ func (r *Reconciler) podPeers(ctx context.Context, network string) (map[string]b
 }
 
 // connectedNetworks returns the networks connected to n for t by active
-// connects (connect.Peers, the one place that reads connects for this):
-// none with the feature off or for the default network; a peer not known
-// yet (no NAD, another topology) is left out.
+// connects: none with the feature off or for the default network.
 func (r *Reconciler) connectedNetworks(ctx context.Context, n topology.Network, t v1.ConnectivityType) ([]topology.Network, error) {
-	if r.DisableNetworkConnect || n.IsDefault() {
+	cncs, err := r.activeConnects(ctx, t)
+	if err != nil || len(cncs) == 0 {
+		return nil, err
+	}
+	return r.peerNetworks(ctx, cncs, n, t)
+}
+
+// activeConnects returns the connects zones render that enable t; none with
+// the feature off (or its CRD absent).
+func (r *Reconciler) activeConnects(ctx context.Context, t v1.ConnectivityType) ([]v1.ClusterNetworkConnect, error) {
+	if r.DisableNetworkConnect {
 		return nil, nil
 	}
 	var list v1.ClusterNetworkConnectList
@@ -241,7 +254,23 @@ func (r *Reconciler) connectedNetworks(ctx context.Context, n topology.Network, 
 		}
 		return nil, err
 	}
-	keys := connect.Peers(list.Items, connect.Key{Topology: n.Topology, ID: n.ID}, t)
+	var out []v1.ClusterNetworkConnect
+	for _, c := range list.Items {
+		if _, ok := connect.Active(&c); ok && connect.Enables(&c, t) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// peerNetworks resolves the networks connect.Peers (the one place that
+// reads connects for this) names for n among cncs; a peer not known yet (no
+// NAD, another topology) is left out, and the default network has none.
+func (r *Reconciler) peerNetworks(ctx context.Context, cncs []v1.ClusterNetworkConnect, n topology.Network, t v1.ConnectivityType) ([]topology.Network, error) {
+	if n.IsDefault() {
+		return nil, nil
+	}
+	keys := connect.Peers(cncs, connect.Key{Topology: n.Topology, ID: n.ID}, t)
 	if len(keys) == 0 {
 		return nil, nil
 	}
@@ -314,12 +343,9 @@ func (r *Reconciler) connectServiceKeys(ctx context.Context, old, cur *v1.Cluste
 		if !ok {
 			continue
 		}
-		var nads nadv1.NetworkAttachmentDefinitionList
-		if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: name}); err != nil {
-			continue
-		}
-		for _, nad := range nads.Items {
-			out = append(out, r.namespaceServiceKeys(ctx, nad.Namespace)...)
+		namespaces, _ := r.networkNamespaces(ctx, name)
+		for _, ns := range namespaces {
+			out = append(out, r.namespaceServiceKeys(ctx, ns)...)
 		}
 	}
 	return out

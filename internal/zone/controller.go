@@ -318,22 +318,31 @@ func (r *Reconciler) sharedBFD(ctx context.Context, node string) (map[netip.Addr
 	return out, nil
 }
 
+// networkNamespaces returns the namespaces holding a user-defined network's
+// NADs.
+func (r *Reconciler) networkNamespaces(ctx context.Context, network string) ([]string, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: network}); err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(nads.Items))
+	for _, n := range nads.Items {
+		out = append(out, n.Namespace)
+	}
+	return out, nil
+}
+
 // replanNamespaces asks for the services of a network to be planned again
 // (rows they contribute to, such as the network's load balancer group, may
 // have just been created): those of the namespaces with the network's NADs,
 // every namespace for the default network (namespaceServiceKeys("") lists
 // all).
 func (r *Reconciler) replanNamespaces(ctx context.Context, network string) {
-	var namespaces []string
-	if network == nodeinfo.DefaultNetwork {
-		namespaces = []string{""}
-	} else {
-		var nads nadv1.NetworkAttachmentDefinitionList
-		if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: network}); err != nil {
+	namespaces := []string{""}
+	if network != nodeinfo.DefaultNetwork {
+		var err error
+		if namespaces, err = r.networkNamespaces(ctx, network); err != nil {
 			return
-		}
-		for _, n := range nads.Items {
-			namespaces = append(namespaces, n.Namespace)
 		}
 	}
 	for _, ns := range namespaces {
