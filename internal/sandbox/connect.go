@@ -71,7 +71,7 @@ func ConnectDemo(ctx context.Context, dir, binary string, c client.Client, out i
 	}); err != nil {
 		return fmt.Errorf("ClusterNetworkConnect %s not set up in every zone (conditions %+v): %w", cnc.Name, cnc.Status.Conditions, err)
 	}
-	if err := syncChassis(dir); err != nil {
+	if err := SyncChassis(dir); err != nil {
 		return err
 	}
 	results, err := Matrix(ctx, dir, binary, c, DemoConnectedChecks)
@@ -119,12 +119,12 @@ func syncConnectGone(dir, cnc string) error {
 			return fmt.Errorf("zone %s still has connect-router-%s: %w", n.Name, cnc, err)
 		}
 	}
-	return syncChassis(dir)
+	return SyncChassis(dir)
 }
 
-// syncChassis waits until every zone's chassis have applied its Northbound
-// (ovn-nbctl --wait=hv sync).
-func syncChassis(dir string) error {
+// SyncChassis waits until every zone's chassis have applied everything
+// written to the zone's Northbound so far (ovn-nbctl --wait=hv sync).
+func SyncChassis(dir string) error {
 	st, err := ReadState(NewLayoutMust(dir))
 	if err != nil {
 		return err

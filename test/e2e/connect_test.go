@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
@@ -99,18 +99,7 @@ func TestNetworkConnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, err := sandbox.ReachServers(binary, pods)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	var missing []string
-	if err := proc.WaitFor(cnDeadline, 100*time.Millisecond, func() (bool, error) {
-		missing, err = sandbox.ReachSelf(ctx, binary, pods, cnProbes, cnProbeTimeout)
-		return err == nil && len(missing) == 0, err
-	}); err != nil {
-		t.Fatalf("servers not answering from inside their own pods: %v\n%s", err, strings.Join(missing, "\n"))
-	}
+	reachServers(t, pods, cnProbes, cnProbeTimeout, cnDeadline)
 	// A service in front of cn-a/a and one in front of cn-b/b.
 	vips := map[string]string{}
 	for _, ns := range []string{"cn-a", "cn-b"} {
@@ -249,7 +238,7 @@ func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[stri
 			return true
 		}
 		for _, g := range groups {
-			if strings.Contains(" "+strings.Join(g, " ")+" ", " "+a+" ") && strings.Contains(" "+strings.Join(g, " ")+" ", " "+b+" ") {
+			if slices.Contains(g, a) && slices.Contains(g, b) {
 				return true
 			}
 		}

@@ -417,17 +417,30 @@ func nbClean(network string) error {
 }
 
 // syncDataplane waits until every zone's chassis has applied everything
-// written to the zone's Northbound so far (ovn-nbctl --wait=hv).
+// written to the zone's Northbound so far (sandbox.SyncChassis).
 func syncDataplane(t *testing.T) {
 	t.Helper()
-	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
+	if err := sandbox.SyncChassis(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reachServers starts the reach servers in pods until the test ends, and
+// waits until each answers at its own address on every probe: a blocked
+// cell of a reach matrix proves something only if its target answers.
+func reachServers(t *testing.T, pods []sandbox.ReachPod, probes []sandbox.ReachProbe, timeout, deadline time.Duration) {
+	t.Helper()
+	stop, err := sandbox.ReachServers(binary, pods)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range st.Nodes {
-		if out, err := deps.OVNCommand("ovn-nbctl", "--db="+n.NB, "--timeout=60", "--wait=hv", "sync").CombinedOutput(); err != nil {
-			t.Fatalf("zone %s: ovn-nbctl --wait=hv sync: %v: %s", n.Name, err, out)
-		}
+	t.Cleanup(stop)
+	var missing []string
+	if err := proc.WaitFor(deadline, 100*time.Millisecond, func() (bool, error) {
+		missing, err = sandbox.ReachSelf(context.Background(), binary, pods, probes, timeout)
+		return err == nil && len(missing) == 0, err
+	}); err != nil {
+		t.Fatalf("servers not answering from inside their own pods: %v\n%s", err, strings.Join(missing, "\n"))
 	}
 }
 

@@ -22,7 +22,6 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/netpoleval"
-	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
@@ -307,20 +306,7 @@ func TestNetworkPolicyMatrix(t *testing.T) {
 			}
 		}
 	}
-	stop, err := sandbox.ReachServers(binary, pods)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	// A blocked cell proves something only if its target answers at that
-	// address: each pod asks itself first.
-	var missing []string
-	if err := proc.WaitFor(npDeadline, 100*time.Millisecond, func() (bool, error) {
-		missing, err = sandbox.ReachSelf(ctx, binary, pods, npProbes, npProbeTimeout)
-		return err == nil && len(missing) == 0, err
-	}); err != nil {
-		t.Fatalf("servers not answering from inside their own pods: %v\n%s", err, strings.Join(missing, "\n"))
-	}
+	reachServers(t, pods, npProbes, npProbeTimeout, npDeadline)
 	t.Logf("pods ready, servers answering (%s)", time.Since(start).Round(100*time.Millisecond))
 
 	plans := npPlans(t, setups, groups)
