@@ -23,6 +23,7 @@ func newNodeCommand() *cobra.Command {
 	var kube kubeFlags
 	var toolsDir, nodeIP, encapIP string
 	var gw nodeagent.GatewayFlags
+	var ecmp, bfd bool
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Run the node agent: node annotations and pod network plumbing",
@@ -45,6 +46,12 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 				if opts.Info.EncapIP, err = netip.ParseAddr(encapIP); err != nil {
 					return fmt.Errorf("--encap-ip %q is not an address", encapIP)
 				}
+			}
+			if cmd.Flags().Changed("default-route-ecmp") {
+				gw.ECMP = &ecmp
+			}
+			if cmd.Flags().Changed("default-route-bfd") {
+				gw.BFD = &bfd
 			}
 			if opts.Info.Gateway, err = gw.Parse(); err != nil {
 				return err
@@ -75,7 +82,9 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 	fs.StringVar(&nodeIP, "node-ip", "", "the node's primary address with prefix length, e.g. 192.168.100.11/24")
 	fs.StringVar(&encapIP, "encap-ip", "", "the node's Geneve endpoint (default: the node address)")
 	fs.StringVar(&gw.IP, "gateway-ip", "", "address with prefix length of the node's external interface for gateway routers (none: no gateway)")
-	fs.StringVar(&gw.NextHop, "gateway-next-hop", "", "the external next hop of gateway routers")
+	fs.StringSliceVar(&gw.NextHops, "gateway-next-hop", nil, "the external next hops of gateway routers, in order (repeat or separate with commas; with ECMP off only the first of each family is used)")
+	fs.BoolVar(&ecmp, "default-route-ecmp", true, "override the zone controllers' --default-route-ecmp for this node (only when given)")
+	fs.BoolVar(&bfd, "default-route-bfd", false, "override the zone controllers' --default-route-bfd for this node (only when given)")
 	fs.StringVar(&gw.MAC, "gateway-mac", "", "the MAC address of gateway routers' external ports")
 	fs.StringVar(&opts.Gateway.Bridge, "external-bridge", "", "the external bridge whose OpenFlow table the agent owns (shared gateway mode: egress, node ports, host to services; e.g. br-ex; empty: leave it alone)")
 	fs.StringVar(&opts.Gateway.Interface, "external-interface", "eth0", "the uplink port of --external-bridge")

@@ -41,7 +41,7 @@ func (g *Gateway) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&g.BFD, "default-route-bfd", g.BFD, "watch gateway routers' next hops with BFD, withdrawing routes through dead ones")
 	fs.IntVar(&g.BFDMinTx, "bfd-min-tx", g.BFDMinTx, "BFD min_tx in milliseconds (0: OVN's default, 1000)")
 	fs.IntVar(&g.BFDMinRx, "bfd-min-rx", g.BFDMinRx, "BFD min_rx in milliseconds (0: OVN's default, 1000)")
-	fs.IntVar(&g.BFDDetectMult, "bfd-detect-mult", g.BFDDetectMult, "BFD detect_mult (0: OVN's default, 3)")
+	fs.IntVar(&g.BFDDetectMult, "bfd-detect-mult", g.BFDDetectMult, "BFD detect_mult (0: OVN's default, 5)")
 }
 
 // Validate checks the timers.

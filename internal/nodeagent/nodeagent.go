@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -212,7 +213,14 @@ func SystemID(h cni.Host) (string, error) {
 
 // GatewayFlags are the node's external interface as flags give it.
 type GatewayFlags struct {
-	IP, NextHop, MAC string
+	// IP is the interface's address with its prefix length; MAC its MAC.
+	IP, MAC string
+	// NextHops are the external next hops, the first being the
+	// "compatibility gateway" used alone when ECMP is off.
+	NextHops []string
+	// ECMP and BFD override the zone controllers' default-route policy for
+	// this node when set.
+	ECMP, BFD *bool
 }
 
 // Parse returns the gateway, or nil when no address is given.
@@ -220,11 +228,12 @@ func (g GatewayFlags) Parse() (*nodeinfo.ParsedGateway, error) {
 	if g.IP == "" {
 		return nil, nil
 	}
-	v := fmt.Sprintf(`{"mac-address":%q,"ip-addresses":[%q],"next-hops":[%q]}`, g.MAC, g.IP, g.NextHop)
-	if g.NextHop == "" {
-		v = fmt.Sprintf(`{"mac-address":%q,"ip-addresses":[%q]}`, g.MAC, g.IP)
+	v, err := json.Marshal(nodeinfo.Gateway{MAC: g.MAC, IPs: []string{g.IP}, NextHops: g.NextHops,
+		DefaultRouteECMP: g.ECMP, DefaultRouteBFD: g.BFD})
+	if err != nil {
+		return nil, err
 	}
-	return nodeinfo.ParseGateway(v)
+	return nodeinfo.ParseGateway(string(v))
 }
 
 // ParseAddress parses a node address flag ("192.168.100.11/24").

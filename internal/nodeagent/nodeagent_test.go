@@ -104,7 +104,7 @@ func (h *agentHarness) start() {
 	h.t.Helper()
 	h.stopAgent()
 	cfg := cmtest.RoleIdentity(h.t, env, "node.yaml", "ovn-udn-node")
-	gw, err := nodeagent.GatewayFlags{IP: "192.168.101.11/24", NextHop: "192.168.101.1", MAC: "02:00:00:00:01:0b"}.Parse()
+	gw, err := nodeagent.GatewayFlags{IP: "192.168.101.11/24", NextHops: []string{"192.168.101.1"}, MAC: "02:00:00:00:01:0b"}.Parse()
 	if err != nil {
 		h.t.Fatal(err)
 	}

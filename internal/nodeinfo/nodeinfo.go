@@ -247,17 +247,36 @@ func ParseGateway(v string) (*ParsedGateway, error) {
 		}
 		out.IPs = append(out.IPs, p)
 	}
+	if len(out.IPs) == 0 {
+		return nil, fmt.Errorf("%s: no ip-addresses", GatewayAnnotation)
+	}
+	seen := map[netip.Addr]bool{}
 	for _, s := range g.NextHops {
 		a, err := netip.ParseAddr(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: next-hops: %q is not an address", GatewayAnnotation, s)
 		}
-		out.NextHops = append(out.NextHops, a)
-	}
-	if len(out.IPs) == 0 {
-		return nil, fmt.Errorf("%s: no ip-addresses", GatewayAnnotation)
+		if !onLink(out.IPs, a) {
+			return nil, fmt.Errorf("%s: next-hops: %s is on none of the subnets of ip-addresses %v (a gateway router reaches its next hops on its external port)", GatewayAnnotation, a, g.IPs)
+		}
+		// The same next hop twice is one next hop (one route, one session).
+		if !seen[a] {
+			seen[a] = true
+			out.NextHops = append(out.NextHops, a)
+		}
 	}
 	return out, nil
+}
+
+// onLink reports whether a is inside one of the interface's subnets and is
+// not one of its own addresses.
+func onLink(ips []netip.Prefix, a netip.Addr) bool {
+	for _, p := range ips {
+		if p.Addr() != a && p.Masked().Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // Annotations renders the node agent's annotations for info (tests and the

@@ -2,6 +2,7 @@ package nodeinfo
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -33,5 +34,49 @@ func TestSubnetsRoundTrip(t *testing.T) {
 	}
 	if id, ok, _ := NodeID(map[string]string{NodeIDAnnotation: "7"}); !ok || id != 7 {
 		t.Errorf("NodeID = %d, %v", id, ok)
+	}
+}
+
+func TestParseGatewayNextHops(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+		err      string
+	}{
+		{name: "one", in: `{"mac-address":"02:00:00:00:00:01","ip-addresses":["192.168.100.11/24"],"next-hops":["192.168.100.1"]}`,
+			want: []string{"192.168.100.1"}},
+		{name: "two in order, the first stays first", in: `{"mac-address":"02:00:00:00:00:01","ip-addresses":["192.168.100.11/24"],"next-hops":["192.168.100.2","192.168.100.1"]}`,
+			want: []string{"192.168.100.2", "192.168.100.1"}},
+		{name: "a duplicate is one next hop", in: `{"mac-address":"02:00:00:00:00:01","ip-addresses":["192.168.100.11/24"],"next-hops":["192.168.100.1","192.168.100.2","192.168.100.1"]}`,
+			want: []string{"192.168.100.1", "192.168.100.2"}},
+		{name: "dual stack", in: `{"mac-address":"02:00:00:00:00:01","ip-addresses":["192.168.100.11/24","fd00::11/64"],"next-hops":["fd00::1","192.168.100.1"]}`,
+			want: []string{"fd00::1", "192.168.100.1"}},
+		{name: "none", in: `{"mac-address":"02:00:00:00:00:01","ip-addresses":["192.168.100.11/24"]}`},
+		{name: "off the subnet", in: `{"mac-address":"02:00:00:00:00:01","ip-addresses":["192.168.100.11/24"],"next-hops":["192.168.100.1","10.0.0.1"]}`,
+			err: "next-hops: 10.0.0.1 is on none of the subnets"},
+		{name: "the node itself", in: `{"mac-address":"02:00:00:00:00:01","ip-addresses":["192.168.100.11/24"],"next-hops":["192.168.100.11"]}`,
+			err: "next-hops: 192.168.100.11 is on none of the subnets"},
+		{name: "not an address", in: `{"mac-address":"02:00:00:00:00:01","ip-addresses":["192.168.100.11/24"],"next-hops":["router"]}`,
+			err: `next-hops: "router" is not an address`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, err := ParseGateway(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range g.NextHops {
+				got = append(got, h.String())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("next hops (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
