@@ -27,9 +27,14 @@ DEBIAN_MIRROR=${OVN_UDN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # What the OVN root holds: OVN and OVS for the zones and chassis, iproute2 and the
 # small tools the dataplane tests run inside pod network namespaces.
 OVN_PACKAGES=ovn-central,ovn-host,openvswitch-switch,iproute2,iputils-ping,ethtool,netcat-openbsd,tcpdump
+# Added to the root afterwards with its own apt (debootstrap's naive dependency
+# resolution pulls systemd in for FRR and fails): FRR for the sandbox's outside
+# routers (their BFD daemon, bfdd, runs chrooted in the root, where FRR finds its
+# users and groups) and nftables to count their packets per uplink.
+OVN_EXTRA_PACKAGES="frr nftables"
 # Wrappers made in ovn/bin, one per program of the root the project runs.
 OVN_PROGRAMS="ovsdb-server ovsdb-tool ovsdb-client ovn-northd ovn-controller ovn-nbctl ovn-sbctl
-ovn-trace ovn-appctl ovs-vswitchd ovs-vsctl ovs-appctl ovs-ofctl ovs-dpctl ping ethtool nc tcpdump ip"
+ovn-trace ovn-appctl ovs-vswitchd ovs-vsctl ovs-appctl ovs-ofctl ovs-dpctl ping ethtool nc tcpdump ip nft"
 
 step() { printf '==> %s\n' "$*"; }
 fail() {
@@ -115,6 +120,25 @@ ovn_root() {
 	stamp_set ovn-root "$key"
 }
 
+ovn_root_extras() {
+	local root="$CACHE/ovn/root"
+	local key
+	key="$(cat "$CACHE/stamps/ovn-root") $OVN_EXTRA_PACKAGES"
+	if stamp_ok ovn-root-extras "$key"; then
+		return 0
+	fi
+	step "ovn root: apt-get install $OVN_EXTRA_PACKAGES (about 30 s)"
+	# The mirror's Release files may be older than their Valid-Until by this
+	# machine's clock; debootstrap does not check it, apt does.
+	local apt=(chroot "$root" apt-get -qq -o Acquire::Check-Valid-Until=false)
+	"${apt[@]}" update >"$CACHE/ovn/extras.log" 2>&1 &&
+		DEBIAN_FRONTEND=noninteractive "${apt[@]}" install -y --no-install-recommends $OVN_EXTRA_PACKAGES >>"$CACHE/ovn/extras.log" 2>&1 ||
+		fail "ovn root" "apt-get install $OVN_EXTRA_PACKAGES in the root failed (log: $CACHE/ovn/extras.log)"
+	# The package lists are only needed for the install.
+	rm -rf "$root/var/lib/apt/lists/"* "$root/var/cache/apt/archives/"*.deb
+	stamp_set ovn-root-extras "$key"
+}
+
 # in_root ROOT PATH: resolves PATH (relative to ROOT) through symlinks the way the
 # root itself would see them (absolute links such as /etc/alternatives point
 # inside the root, not at the host).
@@ -134,7 +158,7 @@ in_root() {
 ovn_wrappers() {
 	local root="$CACHE/ovn/root" bin="$CACHE/ovn/bin"
 	local key
-	key="$(cat "$CACHE/stamps/ovn-root") $(echo "$OVN_PROGRAMS" | sha256sum | cut -c1-16) v2"
+	key="$(cat "$CACHE/stamps/ovn-root") $(cat "$CACHE/stamps/ovn-root-extras") $(echo "$OVN_PROGRAMS" | sha256sum | cut -c1-16) v2"
 	if [ -d "$bin" ] && stamp_ok ovn-wrappers "$key"; then
 		return 0
 	fi
@@ -166,6 +190,7 @@ start=$(date +%s)
 host_packages
 kube_binaries
 ovn_root
+ovn_root_extras
 ovn_wrappers
 # sed -n reads all of each version's output: head would close the pipe early,
 # and with pipefail the writer's SIGPIPE (exit 141) would fail the install.
