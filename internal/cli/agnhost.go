@@ -31,6 +31,9 @@ runtime there), so a Deployment behind a Service answers.`,
 	serve.Flags().IntVar(&port, "port", 9376, "port to serve on")
 	serve.Flags().BoolVar(&tcp, "tcp", false, "serve raw TCP")
 	serve.Flags().BoolVar(&udp, "udp", false, "serve UDP")
+	// Real agnhost serves raw TCP with --tcp --http=false; here --tcp or
+	// --udp alone replace HTTP, and --http is accepted for the same manifests.
+	serve.Flags().Bool("http", true, "serve HTTP unless --tcp or --udp is given (accepted for agnhost's manifests)")
 	var httpPort, udpPort int
 	netexec := &cobra.Command{
 		Use:   "netexec",

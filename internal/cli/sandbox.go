@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
@@ -29,7 +31,7 @@ Needs root (network namespaces) and the components make deps installs.`,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", sandbox.DefaultDir(), "state directory (kubeconfig, logs, PIDs); $"+sandbox.DirEnv+" sets the default")
 
-	opts := sandbox.Options{Nodes: 3}
+	opts := sandbox.Options{Nodes: 3, Uplinks: 1}
 	var files []string
 	up := &cobra.Command{
 		Use:   "up",
@@ -50,6 +52,7 @@ Needs root (network namespaces) and the components make deps installs.`,
 		},
 	}
 	up.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of nodes (1-9)")
+	addUplinkFlags(up.Flags(), &opts)
 	up.Flags().StringSliceVarP(&files, "filename", "f", nil, "manifests (files or directories) to apply once ready")
 
 	down := &cobra.Command{
@@ -130,6 +133,7 @@ a node's (its host network).`,
 		},
 	}
 	supervise.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of nodes")
+	addUplinkFlags(supervise.Flags(), &opts)
 	kubectl := &cobra.Command{
 		Use:   "kubectl -- [ARG...]",
 		Short: "Run the real kubectl (installed by make deps) against the sandbox",
@@ -156,7 +160,7 @@ kubectl's flags from being read as this command's).`,
 }
 
 func sandboxDemoCommand(dir *string) *cobra.Command {
-	opts := sandbox.DemoOptions{Options: sandbox.Options{Nodes: 3}}
+	opts := sandbox.DemoOptions{Options: sandbox.Options{Nodes: 3, Uplinks: 2}}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Bring up a sandbox, apply the examples and measure who reaches whom",
@@ -174,6 +178,7 @@ any unexpected result. Tears the sandbox down unless --keep.`,
 	cmd.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of nodes (the examples use 3)")
 	cmd.Flags().StringSliceVarP(&opts.Manifests, "filename", "f", []string{"examples"}, "manifests (files or directories)")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "leave the sandbox running afterwards")
+	addUplinkFlags(cmd.Flags(), &opts.Options)
 	return cmd
 }
 
@@ -220,23 +225,46 @@ each "answer" or "error" as JSON.`,
 
 func sandboxProbeCommand() *cobra.Command {
 	var timeout time.Duration
-	var localPort int
+	var localPort, count int
+	var source string
 	cmd := &cobra.Command{
 		Use:    "probe HOST:PORT",
 		Short:  "Connect over TCP and print the server's answer (run in a pod by the demo)",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			answer, err := sandbox.ProbeFrom(args[0], localPort, timeout)
-			if err != nil {
-				return err
+			if count <= 1 {
+				answer, err := sandbox.ProbeFrom(args[0], source, localPort, timeout)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), answer)
+				return nil
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), answer)
+			// Several connections at once, one attempt each (unlike
+			// probe-many, which tries again): a line each, in order.
+			answers := make([]string, count)
+			var wg sync.WaitGroup
+			for i := range answers {
+				wg.Go(func() {
+					a, err := sandbox.ProbeFrom(args[0], source, localPort, timeout)
+					if err != nil {
+						a = "error: " + err.Error()
+					}
+					answers[i] = a
+				})
+			}
+			wg.Wait()
+			for _, a := range answers {
+				fmt.Fprintln(cmd.OutOrStdout(), a)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "connect and read timeout")
 	cmd.Flags().IntVar(&localPort, "local-port", 0, "connect from this source port (0: any)")
+	cmd.Flags().StringVar(&source, "source", "", "connect from this address (empty: any)")
+	cmd.Flags().IntVar(&count, "count", 1, "open this many connections at once (one attempt each), printing each answer or \"error: ...\" on a line")
 	return cmd
 }
 
@@ -301,4 +329,10 @@ func ExitCode(err error) (int, bool) {
 		return int(e), false
 	}
 	return 1, true
+}
+
+// addUplinkFlags adds the outside routers' flags of up and supervise.
+func addUplinkFlags(fs *pflag.FlagSet, opts *sandbox.Options) {
+	fs.IntVar(&opts.Uplinks, "uplinks", opts.Uplinks, fmt.Sprintf("outside routers the nodes route through, 192.168.100.1 to .K (1-%d); with 2 or more every gateway router has ECMP default routes and the routers run BFD with every node", sandbox.MaxUplinks))
+	fs.DurationVar(&opts.BFDInterval, "bfd-interval", 0, "BFD transmit and receive interval of the routers and gateway routers (0: FRR's 300ms on the routers, OVN's 1s on the gateway routers)")
 }

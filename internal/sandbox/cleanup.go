@@ -19,7 +19,7 @@ import (
 // running one of them with the state directory on their command line.
 var programs = map[string]bool{
 	"etcd": true, "kube-apiserver": true, "ovsdb-server": true, "ovs-vswitchd": true,
-	"ovn-controller": true, "ovn-northd": true, "ovn-udn": true,
+	"ovn-controller": true, "ovn-northd": true, "ovn-udn": true, "bfdd": true,
 }
 
 // scanned is a process found in /proc.
@@ -30,7 +30,12 @@ type scanned struct {
 
 // scan finds the processes of the sandbox program set whose command line
 // mentions dir (every process a sandbox starts names a file in it).
-func scan(dir string) []scanned {
+func scan(dir string) []scanned { return scanFor(dir + "/") }
+
+// scanFor lists the sandbox's programs whose command line contains needle:
+// the state directory, or for the routers' bfdd (chrooted, so the state
+// directory is not in its arguments) its run directory.
+func scanFor(needle string) []scanned {
 	entries, _ := os.ReadDir("/proc")
 	self := os.Getpid()
 	var out []scanned
@@ -40,7 +45,7 @@ func scan(dir string) []scanned {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(b, []byte(dir+"/")) {
+		if err != nil || !bytes.Contains(b, []byte(needle)) {
 			continue
 		}
 		for _, arg := range bytes.Split(b, []byte{0}) {
@@ -75,7 +80,7 @@ func findProcesses(kubeDir string) []Process {
 // namespaces (nodes, underlay, pods): after the supervisor stopped cleanly it
 // finds nothing; after a crash it is what makes `down` complete.
 func cleanup(l Layout) error {
-	left := scan(l.Dir)
+	left := append(scan(l.Dir), scanFor(l.bfddRunDir(1))...)
 	for _, p := range left {
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
@@ -99,6 +104,12 @@ func cleanup(l Layout) error {
 			errs = append(errs, fmt.Errorf("ip netns del %s: %v: %s", n, err, bytes.TrimSpace(out)))
 		}
 	}
+	// The routers' bfdd files.
+	if run, err := filepath.Glob(filepath.Join(deps.OVNRoot(), l.bfddRunDir(1)) + "*"); err == nil {
+		for _, d := range run {
+			errs = append(errs, os.RemoveAll(d))
+		}
+	}
 	// Pods' resolv.conf files (writeResolvConf).
 	if etc, err := filepath.Glob(filepath.Join("/etc/netns", l.NetnsPrefix()+"*")); err == nil {
 		for _, d := range etc {
@@ -112,7 +123,7 @@ func cleanup(l Layout) error {
 // (by their command line) and network namespaces — for tests of down.
 func Leftovers(l Layout) []string {
 	var out []string
-	for _, p := range scan(l.Dir) {
+	for _, p := range append(scan(l.Dir), scanFor(l.bfddRunDir(1))...) {
 		out = append(out, fmt.Sprintf("process %d (%s)", p.pid, p.program))
 	}
 	names, _ := namespaces(l.NetnsPrefix())

@@ -44,7 +44,8 @@ func Up(opts Options, out io.Writer) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(opts.Binary, "sandbox", "supervise", "--dir", l.Dir, "--nodes", fmt.Sprint(opts.Nodes))
+	cmd := exec.Command(opts.Binary, "sandbox", "supervise", "--dir", l.Dir, "--nodes", fmt.Sprint(opts.Nodes),
+		"--uplinks", fmt.Sprint(opts.Uplinks), "--bfd-interval", opts.BFDInterval.String())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: the supervisor outlives this command and the terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -60,10 +61,14 @@ func Up(opts Options, out io.Writer) error {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	fmt.Fprintf(out, "starting a %d-node sandbox in %s (supervisor pid %d)\n", opts.Nodes, l.Dir, pid)
 	var st *State
+	// A failed start ends the wait at once (WaitFor's errors only say why
+	// it goes on waiting).
+	var failed error
 	err = proc.WaitFor(opts.ReadyTimeout, 200*time.Millisecond, func() (bool, error) {
 		select {
 		case <-exited:
-			return false, errSupervisorExited
+			failed = errSupervisorExited
+			return true, nil
 		default:
 		}
 		s, err := ReadState(l)
@@ -75,10 +80,14 @@ func Up(opts Options, out io.Writer) error {
 		case PhaseReady:
 			return true, nil
 		case PhaseFailed:
-			return false, errors.New(s.Error)
+			failed = errors.New(s.Error)
+			return true, nil
 		}
 		return false, fmt.Errorf("sandbox is %s", s.Phase)
 	})
+	if err == nil {
+		err = failed
+	}
 	if err != nil {
 		if st != nil && st.Phase == PhaseFailed || errors.Is(err, errSupervisorExited) {
 			return fmt.Errorf("the sandbox did not start: %w\nsupervisor log %s ends:\n%s\n(`ovn-udn sandbox down` removes what is left)",

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -147,13 +148,22 @@ func answer(reply string, from net.Addr) string {
 }
 
 // Probe connects to addr over TCP and returns the line the server answers.
-func Probe(addr string, timeout time.Duration) (string, error) { return ProbeFrom(addr, 0, timeout) }
+func Probe(addr string, timeout time.Duration) (string, error) {
+	return ProbeFrom(addr, "", 0, timeout)
+}
 
-// ProbeFrom is Probe from a given source port (0: any).
-func ProbeFrom(addr string, localPort int, timeout time.Duration) (string, error) {
+// ProbeFrom is Probe from a given source address ("": any) and port (0:
+// any).
+func ProbeFrom(addr, source string, localPort int, timeout time.Duration) (string, error) {
 	d := net.Dialer{Timeout: timeout}
-	if localPort > 0 {
-		d.LocalAddr = &net.TCPAddr{Port: localPort}
+	if localPort > 0 || source != "" {
+		local := &net.TCPAddr{Port: localPort}
+		if source != "" {
+			if local.IP = net.ParseIP(source); local.IP == nil {
+				return "", fmt.Errorf("source %q is not an address", source)
+			}
+		}
+		d.LocalAddr = local
 	}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
@@ -162,7 +172,9 @@ func ProbeFrom(addr string, localPort int, timeout time.Duration) (string, error
 	defer c.Close()
 	_ = c.SetReadDeadline(time.Now().Add(timeout))
 	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
+	// A server that answers and closes without a newline (agnhost
+	// serve-hostname --tcp) still answered.
+	if err != nil && !(errors.Is(err, io.EOF) && line != "") {
 		return "", fmt.Errorf("reading the answer from %s: %w", addr, err)
 	}
 	return strings.TrimSpace(line), nil

@@ -34,11 +34,27 @@ type Options struct {
 	// Attached ties the sandbox to the process that starts it: when that
 	// process dies the supervisor gets SIGTERM and stops everything (tests).
 	Attached bool
+	// Uplinks is how many outside routers the nodes route through (1 to
+	// MaxUplinks, default 1); with 2 or more they run BFD (see uplinks.go).
+	Uplinks int
+	// BFDInterval is the BFD sessions' transmit and receive interval, on
+	// the routers and the gateway routers (0: FRR's 300 ms on the routers,
+	// OVN's 1 s on the gateway routers).
+	BFDInterval time.Duration
 }
 
 func (o *Options) defaults() error {
 	if o.Nodes < 1 || o.Nodes > 9 {
 		return fmt.Errorf("--nodes must be between 1 and 9, got %d", o.Nodes)
+	}
+	if o.Uplinks == 0 {
+		o.Uplinks = 1
+	}
+	if o.Uplinks < 1 || o.Uplinks > MaxUplinks {
+		return fmt.Errorf("--uplinks must be between 1 and %d, got %d", MaxUplinks, o.Uplinks)
+	}
+	if o.BFDInterval != 0 && o.BFDInterval < 10*time.Millisecond {
+		return fmt.Errorf("--bfd-interval must be at least 10ms, got %s", o.BFDInterval)
 	}
 	if o.Binary == "" {
 		b, err := os.Executable()
@@ -139,6 +155,9 @@ func (s *supervisor) start(ctx context.Context) error {
 		return err
 	}
 	if err := s.startExternal(); err != nil {
+		return err
+	}
+	if err := s.startRouters(); err != nil {
 		return err
 	}
 	for i := 1; i <= s.opts.Nodes; i++ {
@@ -266,14 +285,22 @@ func (s *supervisor) startNode(i int) error {
 		BridgeMappings: nodeinfo.DefaultPhysicalNetwork + ":br-ex"}); err != nil {
 		return err
 	}
-	s.addComponent(&component{name: "node-agent/" + name, args: []string{"node",
+	agent := []string{"node",
 		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("node")), "--node=" + name, "--ovsdb=" + n.DB,
 		"--netns=" + ns, "--netns-prefix=" + s.l.PodNetnsPrefix(name), "--node-ip=" + NodeIP(i),
-		"--gateway-ip=" + NodeIP(i), "--gateway-next-hop=" + ExternalRouterIP, "--gateway-mac=" + GatewayMAC(i),
+		"--gateway-ip=" + NodeIP(i), "--gateway-next-hop=" + strings.Join(s.opts.nextHops(), ","), "--gateway-mac=" + GatewayMAC(i),
 		"--external-bridge=br-ex", "--external-interface=eth0",
-		"--tools-dir=" + deps.OVNBinDir(), "--report-node-status", "--workload-dir=" + filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy=" + APIProxyAddr}})
-	s.addComponent(&component{name: "zone-controller/" + name, args: []string{"controller",
-		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("controller")), "--zone=" + name, "--nb=" + z.NB, "--sb=" + z.SB}})
+		"--tools-dir=" + deps.OVNBinDir(), "--report-node-status", "--workload-dir=" + filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy=" + APIProxyAddr}
+	if s.opts.Uplinks > 1 {
+		agent = append(agent, "--default-route-bfd=true")
+	}
+	s.addComponent(&component{name: "node-agent/" + name, args: agent})
+	zone := []string{"controller",
+		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("controller")), "--zone=" + name, "--nb=" + z.NB, "--sb=" + z.SB}
+	if ms := int(s.opts.BFDInterval / time.Millisecond); ms > 0 {
+		zone = append(zone, fmt.Sprintf("--bfd-min-tx=%d", ms), fmt.Sprintf("--bfd-min-rx=%d", ms))
+	}
+	s.addComponent(&component{name: "zone-controller/" + name, args: zone})
 	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB})
 	return nil
 }
