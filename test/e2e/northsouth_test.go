@@ -110,7 +110,13 @@ type heldConn struct {
 // that the server saw the node's address.
 func hold(t *testing.T, pod, nodeIP string) *heldConn {
 	t.Helper()
-	netns, err := sandbox.PodNetns(context.Background(), dir, admin, pod)
+	return holdIn(t, dir, admin, pod, nodeIP)
+}
+
+// holdIn is hold in the sandbox of state directory sandboxDir.
+func holdIn(t *testing.T, sandboxDir string, c client.Client, pod, nodeIP string) *heldConn {
+	t.Helper()
+	netns, err := sandbox.PodNetns(context.Background(), sandboxDir, c, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
