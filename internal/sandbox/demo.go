@@ -138,6 +138,14 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 		fmt.Fprintf(out, "\nNorth-south (each network's gateway router on br-ex; the outside world at %s, echo servers on %s:%d):\n\n", ExternalRouterIP, ExternalServerIP, ExternalPort)
 		merr = errors.Join(merr, PrintAppChecks(out, nsChecks))
 	}
+	if opts.Uplinks > 1 {
+		upChecks, err := UplinkChecks(ctx, opts.Dir, opts.Binary, opts.Uplinks, opts.Nodes)
+		if err != nil {
+			return errors.Join(merr, err)
+		}
+		fmt.Fprintf(out, "\nSeveral uplinks (%d outside routers as every node's next hops: ECMP default routes on every gateway router, BFD with FRR's bfdd; docs/gateway.md):\n\n", opts.Uplinks)
+		merr = errors.Join(merr, PrintAppChecks(out, upChecks))
+	}
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",
 		upTook.Round(100*time.Millisecond), len(pods), readyTook.Round(100*time.Millisecond),
 		time.Since(t).Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
