@@ -80,7 +80,7 @@ func findProcesses(kubeDir string) []Process {
 // namespaces (nodes, underlay, pods): after the supervisor stopped cleanly it
 // finds nothing; after a crash it is what makes `down` complete.
 func cleanup(l Layout) error {
-	left := append(scan(l.Dir), scanFor(l.bfddRunDir(1))...)
+	left := append(scan(l.Dir), scanFor(l.bfddRunPrefix())...)
 	for _, p := range left {
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
@@ -105,7 +105,7 @@ func cleanup(l Layout) error {
 		}
 	}
 	// The routers' bfdd files.
-	if run, err := filepath.Glob(filepath.Join(deps.OVNRoot(), l.bfddRunDir(1)) + "*"); err == nil {
+	if run, err := filepath.Glob(filepath.Join(deps.OVNRoot(), l.bfddRunPrefix()) + "*"); err == nil {
 		for _, d := range run {
 			errs = append(errs, os.RemoveAll(d))
 		}
@@ -123,7 +123,7 @@ func cleanup(l Layout) error {
 // (by their command line) and network namespaces — for tests of down.
 func Leftovers(l Layout) []string {
 	var out []string
-	for _, p := range append(scan(l.Dir), scanFor(l.bfddRunDir(1))...) {
+	for _, p := range append(scan(l.Dir), scanFor(l.bfddRunPrefix())...) {
 		out = append(out, fmt.Sprintf("process %d (%s)", p.pid, p.program))
 	}
 	names, _ := namespaces(l.NetnsPrefix())

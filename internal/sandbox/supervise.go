@@ -214,8 +214,8 @@ func (s *supervisor) startExternal() error {
 	// A veth hands the kernel's packets over with their checksums left to
 	// "offload"; OVS's userspace conntrack then sees them as invalid. Real
 	// uplinks deliver complete checksums: so does the outside world here.
-	if out, err := deps.OVNCommand("ip", "netns", "exec", ext, deps.OVNProgram("ethtool"), "-K", "eth0", "tx", "off").CombinedOutput(); err != nil {
-		return fmt.Errorf("ethtool -K eth0 tx off in %s: %v: %s", ext, err, out)
+	if err := checksumsOff(ext, "eth0"); err != nil {
+		return err
 	}
 	port := strconv.Itoa(ExternalPort)
 	s.addComponent(&component{name: "external-echo", path: deps.OVNProgram("ip"), args: []string{"netns", "exec", ext, s.opts.Binary,

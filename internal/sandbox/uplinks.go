@@ -62,6 +62,11 @@ func routerLink(k int) (outside, router string) {
 // lets cleanup find the daemon).
 func (l Layout) bfddRunDir(k int) string { return "/run/ovn-udn/" + l.RouterNetns(k) }
 
+// bfddRunPrefix starts every router's bfddRunDir (router 1's netns name
+// is a prefix of the others'): cleanup finds the daemons and their files by
+// it.
+func (l Layout) bfddRunPrefix() string { return l.bfddRunDir(1) }
+
 // startRouters brings up routers 2..K and, with K ≥ 2, the BFD daemons and
 // every router's packet counters. Router 1 (startExternal) must exist.
 func (s *supervisor) startRouters() error {
@@ -136,10 +141,8 @@ func (s *supervisor) symmetricOutside() error {
 		fmt.Fprintf(&rules, "\t\tct state new iifname \"r%d\" ct mark set %d\n", k, k)
 	}
 	rules.WriteString("\t}\n\tchain output {\n\t\ttype route hook output priority -150; policy accept;\n\t\tct mark != 0 meta mark set ct mark\n\t}\n}\n")
-	cmd := Command(context.Background(), ext, []string{deps.OVNProgram("nft"), "-f", "-"})
-	cmd.Stdin = strings.NewReader(rules.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("nft in %s: %v: %s", ext, err, out)
+	if err := nftApply(ext, rules.String()); err != nil {
+		return err
 	}
 	for k := 2; k <= s.opts.Uplinks; k++ {
 		if err := ipCmds([]string{"-n", ext, "rule", "add", "fwmark", strconv.Itoa(k), "lookup", strconv.Itoa(100 + k)}); err != nil {
@@ -268,6 +271,11 @@ func countUplink(ns string) error {
 	}
 }
 `
+	return nftApply(ns, rules)
+}
+
+// nftApply loads an nftables ruleset into a network namespace.
+func nftApply(ns, rules string) error {
 	cmd := Command(context.Background(), ns, []string{deps.OVNProgram("nft"), "-f", "-"})
 	cmd.Stdin = strings.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
