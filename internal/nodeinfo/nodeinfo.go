@@ -109,7 +109,9 @@ const (
 )
 
 // Gateway is the node's external side: what every network's gateway router
-// on this node uses for its external port.
+// on this node uses for its external ports. The top-level fields are the
+// first uplink (the only one of the original form, which stays valid);
+// Uplinks adds more, each on an external network (bridge) of its own.
 type Gateway struct {
 	// MAC of the node's external interface (br-ex).
 	MAC string `json:"mac-address"`
@@ -120,10 +122,22 @@ type Gateway struct {
 	// PhysicalNetwork is the ovn-bridge-mappings name of the external
 	// bridge; "physnet" when empty.
 	PhysicalNetwork string `json:"physical-network,omitempty"`
+	// Uplinks are the node's further uplinks, in order after the first.
+	Uplinks []UplinkConfig `json:"uplinks,omitempty"`
 	// DefaultRouteECMP and DefaultRouteBFD override the zone controller's
 	// policy for this node (config.Gateway) when set.
 	DefaultRouteECMP *bool `json:"default-route-ecmp,omitempty"`
 	DefaultRouteBFD  *bool `json:"default-route-bfd,omitempty"`
+}
+
+// UplinkConfig is one further uplink of Gateway: a bridge of its own, with
+// the node's address and MAC on it and next hops on its subnets.
+type UplinkConfig struct {
+	MAC      string   `json:"mac-address"`
+	IPs      []string `json:"ip-addresses"`
+	NextHops []string `json:"next-hops"`
+	// PhysicalNetwork is required and differs from every other uplink's.
+	PhysicalNetwork string `json:"physical-network"`
 }
 
 // DefaultPhysicalNetwork is the bridge-mapping name of the external bridge.
@@ -145,13 +159,37 @@ type Info struct {
 
 // ParsedGateway is a validated Gateway.
 type ParsedGateway struct {
+	// Uplink is the first uplink (the compatibility gateway's).
+	Uplink
+	// Extra are the further uplinks, in order.
+	Extra []Uplink
+	// ECMP and BFD are the node's overrides of the cluster policy (nil:
+	// none).
+	ECMP, BFD *bool
+}
+
+// Uplink is one validated uplink: an external network (bridge) of the node.
+type Uplink struct {
 	MAC             string
 	IPs             []netip.Prefix
 	NextHops        []netip.Addr
 	PhysicalNetwork string
-	// ECMP and BFD are the node's overrides of the cluster policy (nil:
-	// none).
-	ECMP, BFD *bool
+}
+
+// Uplinks returns every uplink, the first first.
+func (g *ParsedGateway) Uplinks() []Uplink {
+	return append([]Uplink{g.Uplink}, g.Extra...)
+}
+
+// Addresses returns the node's addresses on every uplink, in order.
+func (g *ParsedGateway) Addresses() []netip.Addr {
+	var out []netip.Addr
+	for _, u := range g.Uplinks() {
+		for _, p := range u.IPs {
+			out = append(out, p.Addr())
+		}
+	}
+	return out
 }
 
 // Missing lists required annotations a node lacks (or has malformed), so the
@@ -227,45 +265,87 @@ func Parse(name string, a map[string]string) (Info, error) {
 	return in, nil
 }
 
-// ParseGateway validates a gateway annotation.
+// ParseGateway validates a gateway annotation. Each uplink needs a MAC and
+// addresses, its next hops on its own subnets (a repeated one counts once);
+// further uplinks name a physical network of their own, and no two uplinks'
+// subnets overlap (each is a distinct external network: an overlap would
+// make a next hop reachable through two ports).
 func ParseGateway(v string) (*ParsedGateway, error) {
 	var g Gateway
 	if err := json.Unmarshal([]byte(v), &g); err != nil {
 		return nil, fmt.Errorf("%s is not JSON: %v", GatewayAnnotation, err)
 	}
-	out := &ParsedGateway{MAC: g.MAC, PhysicalNetwork: g.PhysicalNetwork, ECMP: g.DefaultRouteECMP, BFD: g.DefaultRouteBFD}
-	if out.PhysicalNetwork == "" {
-		out.PhysicalNetwork = DefaultPhysicalNetwork
+	first := UplinkConfig{MAC: g.MAC, IPs: g.IPs, NextHops: g.NextHops, PhysicalNetwork: g.PhysicalNetwork}
+	if first.PhysicalNetwork == "" {
+		first.PhysicalNetwork = DefaultPhysicalNetwork
 	}
-	if _, err := net.ParseMAC(g.MAC); err != nil {
-		return nil, fmt.Errorf("%s: mac-address %q: %v", GatewayAnnotation, g.MAC, err)
+	u, err := parseUplink(first, "")
+	if err != nil {
+		return nil, err
 	}
-	for _, s := range g.IPs {
+	out := &ParsedGateway{Uplink: u, ECMP: g.DefaultRouteECMP, BFD: g.DefaultRouteBFD}
+	for i, c := range g.Uplinks {
+		where := fmt.Sprintf("uplinks[%d]: ", i)
+		if c.PhysicalNetwork == "" {
+			return nil, fmt.Errorf("%s: %sphysical-network is required", GatewayAnnotation, where)
+		}
+		u, err := parseUplink(c, where)
+		if err != nil {
+			return nil, err
+		}
+		out.Extra = append(out.Extra, u)
+	}
+	all := out.Uplinks()
+	for i, a := range all {
+		for _, b := range all[:i] {
+			if a.PhysicalNetwork == b.PhysicalNetwork {
+				return nil, fmt.Errorf("%s: two uplinks on physical network %q (one uplink per external bridge)", GatewayAnnotation, a.PhysicalNetwork)
+			}
+			for _, pa := range a.IPs {
+				for _, pb := range b.IPs {
+					if pa.Masked().Overlaps(pb.Masked()) {
+						return nil, fmt.Errorf("%s: uplinks on %q and %q have overlapping subnets %s and %s (each uplink is an external network of its own)",
+							GatewayAnnotation, b.PhysicalNetwork, a.PhysicalNetwork, pb.Masked(), pa.Masked())
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// parseUplink validates one uplink; where prefixes its errors.
+func parseUplink(c UplinkConfig, where string) (Uplink, error) {
+	u := Uplink{MAC: c.MAC, PhysicalNetwork: c.PhysicalNetwork}
+	if _, err := net.ParseMAC(c.MAC); err != nil {
+		return u, fmt.Errorf("%s: %smac-address %q: %v", GatewayAnnotation, where, c.MAC, err)
+	}
+	for _, s := range c.IPs {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return nil, fmt.Errorf("%s: ip-addresses: %q is not a CIDR", GatewayAnnotation, s)
+			return u, fmt.Errorf("%s: %sip-addresses: %q is not a CIDR", GatewayAnnotation, where, s)
 		}
-		out.IPs = append(out.IPs, p)
+		u.IPs = append(u.IPs, p)
 	}
-	if len(out.IPs) == 0 {
-		return nil, fmt.Errorf("%s: no ip-addresses", GatewayAnnotation)
+	if len(u.IPs) == 0 {
+		return u, fmt.Errorf("%s: %sno ip-addresses", GatewayAnnotation, where)
 	}
 	seen := map[netip.Addr]bool{}
-	for _, s := range g.NextHops {
+	for _, s := range c.NextHops {
 		a, err := netip.ParseAddr(s)
 		if err != nil {
-			return nil, fmt.Errorf("%s: next-hops: %q is not an address", GatewayAnnotation, s)
+			return u, fmt.Errorf("%s: %snext-hops: %q is not an address", GatewayAnnotation, where, s)
 		}
-		if !onLink(out.IPs, a) {
-			return nil, fmt.Errorf("%s: next-hops: %s is on none of the subnets of ip-addresses %v (a gateway router reaches its next hops on its external port)", GatewayAnnotation, a, g.IPs)
+		if !onLink(u.IPs, a) {
+			return u, fmt.Errorf("%s: %snext-hops: %s is on none of the subnets of ip-addresses %v (a gateway router reaches its next hops on its external port)", GatewayAnnotation, where, a, c.IPs)
 		}
 		// The same next hop twice is one next hop (one route, one session).
 		if !seen[a] {
 			seen[a] = true
-			out.NextHops = append(out.NextHops, a)
+			u.NextHops = append(u.NextHops, a)
 		}
 	}
-	return out, nil
+	return u, nil
 }
 
 // onLink reports whether a is inside one of the interface's subnets and is
@@ -305,6 +385,16 @@ func (in Info) Annotations() map[string]string {
 		for _, h := range in.Gateway.NextHops {
 			g.NextHops = append(g.NextHops, h.String())
 		}
+		for _, u := range in.Gateway.Extra {
+			c := UplinkConfig{MAC: u.MAC, PhysicalNetwork: u.PhysicalNetwork}
+			for _, p := range u.IPs {
+				c.IPs = append(c.IPs, p.String())
+			}
+			for _, h := range u.NextHops {
+				c.NextHops = append(c.NextHops, h.String())
+			}
+			g.Uplinks = append(g.Uplinks, c)
+		}
 		b, _ := json.Marshal(g)
 		a[GatewayAnnotation] = string(b)
 	}
@@ -320,7 +410,7 @@ func Example(name string, i int) Info {
 	ip := netip.MustParsePrefix(fmt.Sprintf("172.18.%d.%d/16", (10+i)/250, (10+i)%250))
 	return Info{
 		Name: name, ChassisID: "chassis-" + name, Zone: name, PrimaryIPs: []netip.Prefix{ip}, EncapIP: ip.Addr(),
-		Gateway: &ParsedGateway{MAC: fmt.Sprintf("02:42:ac:12:%02x:%02x", (10+i)/256, (10+i)%256), IPs: []netip.Prefix{ip},
-			NextHops: []netip.Addr{netip.MustParseAddr("172.18.0.1")}, PhysicalNetwork: DefaultPhysicalNetwork},
+		Gateway: &ParsedGateway{Uplink: Uplink{MAC: fmt.Sprintf("02:42:ac:12:%02x:%02x", (10+i)/256, (10+i)%256), IPs: []netip.Prefix{ip},
+			NextHops: []netip.Addr{netip.MustParseAddr("172.18.0.1")}, PhysicalNetwork: DefaultPhysicalNetwork}},
 	}
 }

@@ -60,15 +60,9 @@ func TestParseGatewayNextHops(t *testing.T) {
 			err: `next-hops: "router" is not an address`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g, err := ParseGateway(tc.in)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one containing %q", err, tc.err)
-				}
+			g := parseGateway(t, tc.in, tc.err)
+			if g == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			var got []string
 			for _, h := range g.NextHops {
@@ -79,4 +73,81 @@ func TestParseGatewayNextHops(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParseGatewayUplinks(t *testing.T) {
+	const first = `"mac-address":"02:00:00:00:00:01","ip-addresses":["192.168.100.11/24"],"next-hops":["192.168.100.1"]`
+	type up struct {
+		Physnet string
+		IPs     []string
+		Hops    []string
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     []up
+		err      string
+	}{
+		{name: "original form: one uplink on physnet", in: `{` + first + `}`,
+			want: []up{{"physnet", []string{"192.168.100.11/24"}, []string{"192.168.100.1"}}}},
+		{name: "a second bridge", in: `{` + first + `,"uplinks":[{"mac-address":"02:00:00:00:01:01","ip-addresses":["192.168.102.11/24"],"next-hops":["192.168.102.1","192.168.102.1"],"physical-network":"physnet2"}]}`,
+			want: []up{{"physnet", []string{"192.168.100.11/24"}, []string{"192.168.100.1"}}, {"physnet2", []string{"192.168.102.11/24"}, []string{"192.168.102.1"}}}},
+		{name: "overlapping subnets", in: `{` + first + `,"uplinks":[{"mac-address":"02:00:00:00:01:01","ip-addresses":["192.168.100.200/25"],"next-hops":["192.168.100.129"],"physical-network":"physnet2"}]}`,
+			err: `uplinks on "physnet" and "physnet2" have overlapping subnets 192.168.100.0/24 and 192.168.100.128/25`},
+		{name: "overlap between further uplinks", in: `{` + first + `,"uplinks":[{"mac-address":"02:00:00:00:01:01","ip-addresses":["10.1.0.2/16"],"physical-network":"a"},{"mac-address":"02:00:00:00:01:02","ip-addresses":["10.1.2.2/24"],"physical-network":"b"}]}`,
+			err: `uplinks on "a" and "b" have overlapping subnets 10.1.0.0/16 and 10.1.2.0/24`},
+		{name: "same physical network twice", in: `{` + first + `,"uplinks":[{"mac-address":"02:00:00:00:01:01","ip-addresses":["192.168.102.11/24"],"physical-network":"physnet"}]}`,
+			err: `two uplinks on physical network "physnet"`},
+		{name: "no physical network", in: `{` + first + `,"uplinks":[{"mac-address":"02:00:00:00:01:01","ip-addresses":["192.168.102.11/24"]}]}`,
+			err: `uplinks[0]: physical-network is required`},
+		{name: "next hop on another uplink's subnet", in: `{` + first + `,"uplinks":[{"mac-address":"02:00:00:00:01:01","ip-addresses":["192.168.102.11/24"],"next-hops":["192.168.100.1"],"physical-network":"physnet2"}]}`,
+			err: `uplinks[0]: next-hops: 192.168.100.1 is on none of the subnets`},
+		{name: "bad MAC", in: `{` + first + `,"uplinks":[{"mac-address":"nope","ip-addresses":["192.168.102.11/24"],"physical-network":"physnet2"}]}`,
+			err: `uplinks[0]: mac-address "nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := parseGateway(t, tc.in, tc.err)
+			if g == nil {
+				return
+			}
+			var got []up
+			for _, u := range g.Uplinks() {
+				x := up{Physnet: u.PhysicalNetwork}
+				for _, p := range u.IPs {
+					x.IPs = append(x.IPs, p.String())
+				}
+				for _, h := range u.NextHops {
+					x.Hops = append(x.Hops, h.String())
+				}
+				got = append(got, x)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("uplinks (-want +got):\n%s", diff)
+			}
+			// What the node agent publishes parses back to the same.
+			back, err := ParseGateway(Info{Gateway: g}.Annotations()[GatewayAnnotation])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(g, back, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+				t.Errorf("round trip (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// parseGateway parses in and checks the error against wantErr (a part of
+// it; "" for none): nil when it failed as wanted.
+func parseGateway(t *testing.T, in, wantErr string) *ParsedGateway {
+	t.Helper()
+	g, err := ParseGateway(in)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one containing %q", err, wantErr)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }

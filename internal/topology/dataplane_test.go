@@ -83,8 +83,8 @@ func (w *world) render(n topology.Network, ports ...topology.Port) {
 func testNode(name string, id int) nodeinfo.Info {
 	ip := netip.MustParsePrefix("172.18.0." + string(rune('0'+id)) + "/16")
 	return nodeinfo.Info{Name: name, ID: id, ChassisID: "chassis-" + name, Zone: name, PrimaryIPs: []netip.Prefix{ip}, EncapIP: ip.Addr(),
-		Gateway: &nodeinfo.ParsedGateway{MAC: "02:42:ac:12:00:0" + string(rune('0'+id)), IPs: []netip.Prefix{ip},
-			NextHops: []netip.Addr{netip.MustParseAddr("172.18.0.1")}, PhysicalNetwork: "physnet"}}
+		Gateway: &nodeinfo.ParsedGateway{Uplink: nodeinfo.Uplink{MAC: "02:42:ac:12:00:0" + string(rune('0'+id)), IPs: []netip.Prefix{ip},
+			NextHops: []netip.Addr{netip.MustParseAddr("172.18.0.1")}, PhysicalNetwork: "physnet"}}}
 }
 
 func l2Network() topology.Network {

@@ -39,7 +39,7 @@ func node(name string, id int, subnets nodeinfo.Subnets) nodeinfo.Info {
 }
 
 func withGateway(n nodeinfo.Info, mac string, ips []netip.Prefix, hops ...string) nodeinfo.Info {
-	g := &nodeinfo.ParsedGateway{MAC: mac, IPs: ips, PhysicalNetwork: nodeinfo.DefaultPhysicalNetwork}
+	g := &nodeinfo.ParsedGateway{Uplink: nodeinfo.Uplink{MAC: mac, IPs: ips, PhysicalNetwork: nodeinfo.DefaultPhysicalNetwork}}
 	for _, h := range hops {
 		g.NextHops = append(g.NextHops, netip.MustParseAddr(h))
 	}

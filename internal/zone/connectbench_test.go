@@ -85,8 +85,8 @@ func connectBenchInputs(b *testing.B, networks, nodes int) ([]topology.Network, 
 		ip := netip.MustParsePrefix(fmt.Sprintf("172.18.%d.%d/16", j/200, 10+j%200))
 		infos = append(infos, nodeinfo.Info{Name: name, ID: j + 2, ChassisID: "chassis-" + name, Zone: name, Subnets: subnets,
 			PrimaryIPs: []netip.Prefix{ip}, EncapIP: ip.Addr(),
-			Gateway: &nodeinfo.ParsedGateway{MAC: "02:42:ac:12:00:02", IPs: []netip.Prefix{ip},
-				NextHops: []netip.Addr{netip.MustParseAddr("172.18.0.1")}, PhysicalNetwork: "physnet"}})
+			Gateway: &nodeinfo.ParsedGateway{Uplink: nodeinfo.Uplink{MAC: "02:42:ac:12:00:02", IPs: []netip.Prefix{ip},
+				NextHops: []netip.Addr{netip.MustParseAddr("172.18.0.1")}, PhysicalNetwork: "physnet"}}})
 	}
 	// A block holds a /31 per node ID up to M+1; the connect subnet holds a
 	// block per network.
