@@ -284,27 +284,38 @@ func (b *builder) gateway(local nodeinfo.Info, cfg config.Cluster) (string, []st
 	return crPort, crRoutes
 }
 
-// external renders a gateway router's external side: the external switch with
-// its localnet port, the router's external port at the node's address, the
-// default routes to the node's next hops, and the SNAT of the network's
-// subnets (to the network's masquerade address, or for the default network to
-// the node's address).
+// external renders a gateway router's external side: per uplink of the node
+// an external switch with its localnet port and the router's external port
+// at the node's address on that uplink; the default routes through every
+// uplink's next hops (uplinks.go); the route back to the host masquerade
+// address (through the first uplink, the host's own bridge); and the SNAT
+// of the network's subnets (to the network's masquerade address, or for the
+// default network to the node's first-uplink address: each further bridge
+// then SNATs every network's egress to the node's address on it).
 func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (ports, routes, nats []string) {
 	n := b.n
 	g := local.Gateway
-	rtoe, ext := routerToExternal(gr), n.ExternalSwitch(local.Name)
-	ports = append(ports, lrpID(rtoe))
-	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtoe), Name: rtoe, MAC: g.MAC, Networks: PrefixStrings(g.IPs), ExternalIDs: b.ext(local.Name)})
-	ln := localnetPort(n, local.Name)
-	b.add(&nbdb.LogicalSwitchPort{UUID: lspID(ln), Name: ln, Type: "localnet", Addresses: []string{"unknown"},
-		Options: map[string]string{"network_name": g.PhysicalNetwork}, ExternalIDs: b.ext(local.Name)})
-	b.add(&nbdb.LogicalSwitch{UUID: lsID(ext), Name: ext, ExternalIDs: b.ext(local.Name), Ports: []string{
-		lspID(ln), b.routerTypePort(externalToRouter(gr), rtoe, local.Name, nil),
-	}})
-	routes = append(routes, b.defaultRoutes(local, gr, rtoe)...)
+	var exits []exit
+	for i, u := range g.Uplinks() {
+		suffix := uplinkSuffix(i, u.PhysicalNetwork)
+		rtoe, ext := n.UplinkExternalPort(local.Name, i, u.PhysicalNetwork), n.ExternalSwitch(local.Name)+suffix
+		ports = append(ports, lrpID(rtoe))
+		b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtoe), Name: rtoe, MAC: u.MAC, Networks: PrefixStrings(u.IPs), ExternalIDs: b.ext(local.Name)})
+		ln := n.UplinkLocalnetPort(local.Name, i, u.PhysicalNetwork)
+		b.add(&nbdb.LogicalSwitchPort{UUID: lspID(ln), Name: ln, Type: "localnet", Addresses: []string{"unknown"},
+			Options: map[string]string{"network_name": u.PhysicalNetwork}, ExternalIDs: b.ext(local.Name)})
+		b.add(&nbdb.LogicalSwitch{UUID: lsID(ext), Name: ext, ExternalIDs: b.ext(local.Name), Ports: []string{
+			lspID(ln), b.routerTypePort(externalToRouter(gr)+suffix, rtoe, local.Name, nil),
+		}})
+		for _, hop := range u.NextHops {
+			exits = append(exits, exit{hop: hop, port: rtoe})
+		}
+	}
+	routes = append(routes, b.defaultRoutes(local, gr, exits)...)
+	rtoe := routerToExternal(gr)
 	// Replies to the host's connections to services (br-ex SNATs them to
-	// the host masquerade address) go back out the external port, to a next
-	// hop br-ex answers ARP for.
+	// the host masquerade address) go back out the first uplink's external
+	// port, to a next hop br-ex answers ARP for.
 	for _, host := range cfg.HostMasqueradeIPs() {
 		hop, ok := FamilyOf(prefixesOf(cfg.MasqueradeNextHops()), host)
 		if !ok || !hasAddrFamily(g.IPs, host) {

@@ -157,11 +157,25 @@ func (n Network) NodeServiceLoadBalancer(namespace, name, protocol, node string)
 // after it (external_ids:ovn-localnet-port on the OVS interface).
 func (n Network) GatewayLocalnetPort(node string) string { return localnetPort(n, node) }
 
+// UplinkLocalnetPort is the localnet port of the network's external switch
+// on a node's i-th uplink (from 0) on physical network physnet: the first
+// is GatewayLocalnetPort, a further one is suffixed "_<physnet>".
+func (n Network) UplinkLocalnetPort(node string, i int, physnet string) string {
+	return localnetPort(n, node) + uplinkSuffix(i, physnet)
+}
+
 // GatewayExternalPort is the gateway router's external port on node
 // (rtoe-GR_...): it holds the node's address, and for the default network
 // the node's BFD sessions.
 func (n Network) GatewayExternalPort(node string) string {
 	return routerToExternal(n.GatewayRouter(node))
+}
+
+// UplinkExternalPort is the gateway router's external port on a node's i-th
+// uplink (from 0) on physical network physnet: the first is
+// GatewayExternalPort, a further one is suffixed "_<physnet>".
+func (n Network) UplinkExternalPort(node string, i int, physnet string) string {
+	return n.GatewayExternalPort(node) + uplinkSuffix(i, physnet)
 }
 
 // PodRouterPort is the router port facing the network's pods on node: the

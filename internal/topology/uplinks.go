@@ -9,14 +9,19 @@ import (
 )
 
 // Default routes of a gateway router through the node's next hops (the
-// seed 004's router attributes, applied to every network's gateway router):
+// seed 004's router attributes, applied to every network's gateway router).
+// A node has one or more uplinks (external bridges), each with next hops on
+// its subnets; the gateway router has an external port on each (external
+// switch and localnet port per uplink, the first with the original names,
+// a further one's suffixed "_<physical network>": uplinkSuffix).
 //
 //   - ECMP: one default route per next hop of a family, and when a family
 //     has several, each carries options:ecmp_symmetric_reply (replies to a
 //     connection leave through the next hop it came from); off, the first
 //     next hop of each family only (the "compatibility gateway").
 //   - BFD: one BFD session per node and next hop, run by the default
-//     network's gateway router (logical_port = its external port), and the
+//     network's gateway router (logical_port = its external port on the
+//     next hop's uplink), and the
 //     default routes of every network's gateway router on the node refer to
 //     it. All gateway routers of a node share the node's address, so N
 //     sessions from one address to one peer would look like one flapping
@@ -34,45 +39,53 @@ func UplinkPolicy(g config.Gateway, node *nodeinfo.ParsedGateway) config.Gateway
 	return g
 }
 
-// defaultRouteHops are the next hops the gateway router routes through, in
-// the node's order: all of them with ECMP, else the first of each family.
-func defaultRouteHops(hops []netip.Addr, ecmp bool) []netip.Addr {
+// exit is a next hop and the gateway router's external port it is reached
+// by (the port of the uplink whose subnet holds it).
+type exit struct {
+	hop  netip.Addr
+	port string
+}
+
+// defaultRouteExits are the next hops the gateway router routes through, in
+// the node's order (uplinks in order, each uplink's next hops in order): all
+// of them with ECMP, else the first of each family (the compatibility
+// gateway: the first uplink's first next hop).
+func defaultRouteExits(exits []exit, ecmp bool) []exit {
 	if ecmp {
-		return hops
+		return exits
 	}
-	var out []netip.Addr
+	var out []exit
 	seen := map[bool]bool{}
-	for _, h := range hops {
-		if !seen[h.Is4()] {
-			seen[h.Is4()] = true
-			out = append(out, h)
+	for _, e := range exits {
+		if !seen[e.hop.Is4()] {
+			seen[e.hop.Is4()] = true
+			out = append(out, e)
 		}
 	}
 	return out
 }
 
-// defaultRoutes renders the gateway router's default routes out port rtoe
+// defaultRoutes renders the gateway router's default routes through exits
 // and, for the default network, the node's BFD rows.
-func (b *builder) defaultRoutes(local nodeinfo.Info, gr, rtoe string) []string {
-	g := local.Gateway
-	policy := UplinkPolicy(b.gw, g)
-	hops := defaultRouteHops(g.NextHops, policy.ECMP)
+func (b *builder) defaultRoutes(local nodeinfo.Info, gr string, exits []exit) []string {
+	policy := UplinkPolicy(b.gw, local.Gateway)
+	exits = defaultRouteExits(exits, policy.ECMP)
 	perFamily := map[bool]int{}
-	for _, h := range hops {
-		perFamily[h.Is4()]++
+	for _, e := range exits {
+		perFamily[e.hop.Is4()]++
 	}
 	var routes []string
-	for _, hop := range hops {
+	for _, e := range exits {
 		def := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
-		if hop.Is6() {
+		if e.hop.Is6() {
 			def = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
 		}
-		r := b.routeRow(gr, "", def, hop.String(), rtoe, local.Name)
-		if perFamily[hop.Is4()] > 1 {
+		r := b.routeRow(gr, "", def, e.hop.String(), e.port, local.Name)
+		if perFamily[e.hop.Is4()] > 1 {
 			r.Options = map[string]string{"ecmp_symmetric_reply": "true"}
 		}
 		if policy.BFD {
-			if ref, ok := b.bfd(local.Name, rtoe, hop, policy); ok {
+			if ref, ok := b.bfd(local.Name, e.port, e.hop, policy); ok {
 				r.BFD = &ref
 			}
 		}
@@ -106,4 +119,14 @@ func (b *builder) bfd(node, rtoe string, hop netip.Addr, policy config.Gateway) 
 	}
 	b.add(row)
 	return id, true
+}
+
+// uplinkSuffix ends the names of a gateway router's objects on its i-th
+// uplink: none on the first (the original names), "_<physical network>" on
+// a further one (node names cannot hold "_").
+func uplinkSuffix(i int, physnet string) string {
+	if i == 0 {
+		return ""
+	}
+	return "_" + physnet
 }

@@ -32,12 +32,21 @@ func TestDefaultRoutePolicy(t *testing.T) {
 		n.Gateway.ECMP, n.Gateway.BFD = ecmp, bfd
 		return n
 	}
+	// A second bridge: uplink on physnet2, its own subnet and next hop.
+	bridges := func() nodeinfo.Info {
+		n := withGateway(node("node1", 2, nodeinfo.Subnets{"ns1.blue": pfx("10.128.1.0/24"), "default": pfx("10.244.1.0/24")}),
+			"02:42:ac:12:00:02", pfx("172.18.0.2/16"), "172.18.0.1", "172.18.0.254")
+		n.Gateway.Extra = []nodeinfo.Uplink{{MAC: "02:42:ac:13:00:02", IPs: pfx("172.19.0.2/16"),
+			NextHops: []netip.Addr{netip.MustParseAddr("172.19.0.1")}, PhysicalNetwork: "physnet2"}}
+		return n
+	}
 	on, off := true, false
 	policy := func(ecmp, bfd bool) *config.Gateway {
 		return &config.Gateway{ECMP: ecmp, BFD: bfd, BFDMinTx: 300, BFDMinRx: 300, BFDDetectMult: 3}
 	}
 	const gr, udnGR = "GR_node1", "GR_ns1.blue_node1"
 	shared := map[netip.Addr]string{
+		netip.MustParseAddr("172.19.0.1"):   "44444444-4444-4444-4444-444444444444",
 		netip.MustParseAddr("172.18.0.1"):   "11111111-1111-1111-1111-111111111111",
 		netip.MustParseAddr("172.18.0.254"): "22222222-2222-2222-2222-222222222222",
 		netip.MustParseAddr("fc00::1"):      "33333333-3333-3333-3333-333333333333",
@@ -102,6 +111,29 @@ func TestDefaultRoutePolicy(t *testing.T) {
 			"bfd rtoe-" + gr + " 172.18.0.1 {detect_mult=3 min_rx=300 min_tx=300}",
 			"bfd rtoe-" + gr + " fc00::1 {detect_mult=3 min_rx=300 min_tx=300}",
 		},
+	}, {
+		name: "two bridges: ECMP over both uplinks' next hops, each out its own port, BFD on the default router's port of each",
+		net:  DefaultNetwork(cfg), node: bridges(), policy: policy(true, true),
+		want: []string{
+			"route 0.0.0.0/0 via 172.18.0.1 dev rtoe-" + gr + " bfd rtoe-" + gr + " {ecmp_symmetric_reply=true}",
+			"route 0.0.0.0/0 via 172.18.0.254 dev rtoe-" + gr + " bfd rtoe-" + gr + " {ecmp_symmetric_reply=true}",
+			"route 0.0.0.0/0 via 172.19.0.1 dev rtoe-" + gr + "_physnet2 bfd rtoe-" + gr + "_physnet2 {ecmp_symmetric_reply=true}",
+			"bfd rtoe-" + gr + " 172.18.0.1 {detect_mult=3 min_rx=300 min_tx=300}",
+			"bfd rtoe-" + gr + " 172.18.0.254 {detect_mult=3 min_rx=300 min_tx=300}",
+			"bfd rtoe-" + gr + "_physnet2 172.19.0.1 {detect_mult=3 min_rx=300 min_tx=300}",
+		},
+	}, {
+		name: "two bridges, a UDN: its second port, the shared sessions",
+		net:  blue(), node: bridges(), policy: policy(true, true), shared: shared,
+		want: []string{
+			"route 0.0.0.0/0 via 172.18.0.1 dev rtoe-" + udnGR + " bfd 11111111-1111-1111-1111-111111111111 {ecmp_symmetric_reply=true}",
+			"route 0.0.0.0/0 via 172.18.0.254 dev rtoe-" + udnGR + " bfd 22222222-2222-2222-2222-222222222222 {ecmp_symmetric_reply=true}",
+			"route 0.0.0.0/0 via 172.19.0.1 dev rtoe-" + udnGR + "_physnet2 bfd 44444444-4444-4444-4444-444444444444 {ecmp_symmetric_reply=true}",
+		},
+	}, {
+		name: "two bridges, ECMP off: the first uplink's first hop only",
+		net:  blue(), node: bridges(), policy: policy(false, false),
+		want: []string{"route 0.0.0.0/0 via 172.18.0.1 dev rtoe-" + udnGR},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Render(Input{Network: tc.net, Nodes: []nodeinfo.Info{tc.node}, Zone: "node1", Cluster: cfg, Gateway: tc.policy, SharedBFD: tc.shared})
@@ -121,4 +153,44 @@ func TestDefaultRoutePolicy(t *testing.T) {
 			assertReferencesResolve(t, res)
 		})
 	}
+}
+
+// TestUplinkBridgePorts: a further uplink gives every gateway router an
+// external switch, localnet port (on the uplink's physical network) and
+// external port (the node's address and MAC on that uplink) of its own.
+func TestUplinkBridgePorts(t *testing.T) {
+	cfg := config.Default()
+	n := withGateway(node("node1", 2, nodeinfo.Subnets{"ns1.blue": pfx("10.128.1.0/24"), "default": pfx("10.244.1.0/24")}),
+		"02:42:ac:12:00:02", pfx("172.18.0.2/16"), "172.18.0.1")
+	n.Gateway.Extra = []nodeinfo.Uplink{{MAC: "02:42:ac:13:00:02", IPs: pfx("172.19.0.2/16"),
+		NextHops: []netip.Addr{netip.MustParseAddr("172.19.0.1")}, PhysicalNetwork: "physnet2"}}
+	res, err := Render(Input{Network: blue(), Nodes: []nodeinfo.Info{n}, Zone: "node1", Cluster: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(Describe(res.Rows), "\n") {
+		if strings.Contains(l, "ext_") || strings.Contains(l, "rtoe-") || strings.Contains(l, "breth0_") || strings.Contains(l, "etor-") {
+			if !strings.Contains(l, "route ") {
+				got = append(got, strings.TrimSpace(l))
+			}
+		}
+	}
+	want := []string{
+		"port rtoe-GR_ns1.blue_node1 mac 02:42:ac:12:00:02 networks 172.18.0.2/16",
+		"port rtoe-GR_ns1.blue_node1_physnet2 mac 02:42:ac:13:00:02 networks 172.19.0.2/16",
+		"switch ext_ns1.blue_node1",
+		"port etor-GR_ns1.blue_node1 type router addresses [router] {router-port=rtoe-GR_ns1.blue_node1}",
+		"port ns1.blue_breth0_node1 type localnet addresses [unknown] {network_name=physnet}",
+		"switch ext_ns1.blue_node1_physnet2",
+		"port etor-GR_ns1.blue_node1_physnet2 type router addresses [router] {router-port=rtoe-GR_ns1.blue_node1_physnet2}",
+		"port ns1.blue_breth0_node1_physnet2 type localnet addresses [unknown] {network_name=physnet2}",
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("external side (-want +got):\n%s", d)
+	}
+	if name := blue().UplinkLocalnetPort("node1", 1, "physnet2"); !strings.Contains(Describe(res.Rows), name) {
+		t.Errorf("UplinkLocalnetPort %s is not a rendered port", name)
+	}
+	assertReferencesResolve(t, res)
 }

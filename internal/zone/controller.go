@@ -298,15 +298,19 @@ func (r *Reconciler) replanNetworks(ctx context.Context) {
 }
 
 // sharedBFD returns the UUIDs of the local node's BFD rows (the default
-// network's gateway router's sessions) by next hop; none without a
-// Northbound (render).
-func (r *Reconciler) sharedBFD(ctx context.Context, node string) (map[netip.Addr]string, error) {
-	if r.NB == nil {
+// network's gateway router's sessions, on its external port of each uplink)
+// by next hop; none without a Northbound (render).
+func (r *Reconciler) sharedBFD(ctx context.Context, local nodeinfo.Info) (map[netip.Addr]string, error) {
+	if r.NB == nil || local.Gateway == nil {
 		return nil, nil
 	}
-	port := topology.DefaultNetwork(r.Cluster).GatewayExternalPort(node)
+	ports := map[string]bool{}
+	def := topology.DefaultNetwork(r.Cluster)
+	for i, u := range local.Gateway.Uplinks() {
+		ports[def.UplinkExternalPort(local.Name, i, u.PhysicalNetwork)] = true
+	}
 	var rows []nbdb.BFD
-	if err := r.NB.WhereCache(func(b *nbdb.BFD) bool { return b.LogicalPort == port }).List(ctx, &rows); err != nil {
+	if err := r.NB.WhereCache(func(b *nbdb.BFD) bool { return ports[b.LogicalPort] }).List(ctx, &rows); err != nil {
 		return nil, err
 	}
 	out := map[netip.Addr]string{}
@@ -400,7 +404,7 @@ func (r *Reconciler) desired(ctx context.Context, name string) ([]model.Model, b
 		if ports, err = r.ports(ctx, n, keys, local.Name); err != nil {
 			return nil, false, err
 		}
-		if shared, err = r.sharedBFD(ctx, local.Name); err != nil {
+		if shared, err = r.sharedBFD(ctx, local); err != nil {
 			return nil, false, err
 		}
 	}

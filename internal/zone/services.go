@@ -89,17 +89,14 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 	}), nil
 }
 
-// gatewayAddrs returns a node's external addresses (its gateway routers'),
-// none when it publishes no gateway.
+// gatewayAddrs returns a node's external addresses on every uplink (its
+// gateway routers'; node ports answer on each), none when it publishes no
+// gateway.
 func gatewayAddrs(n nodeinfo.Info) []netip.Addr {
 	if n.Gateway == nil {
 		return nil
 	}
-	out := make([]netip.Addr, len(n.Gateway.IPs))
-	for i, p := range n.Gateway.IPs {
-		out[i] = p.Addr()
-	}
-	return out
+	return n.Gateway.Addresses()
 }
 
 // nsScope is what a namespace's Services and policies are rendered with in
