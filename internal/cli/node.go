@@ -24,6 +24,7 @@ func newNodeCommand() *cobra.Command {
 	var toolsDir, nodeIP, encapIP string
 	var gw nodeagent.GatewayFlags
 	var ecmp, bfd bool
+	var extraUplinks []string
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Run the node agent: node annotations and pod network plumbing",
@@ -52,6 +53,14 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 			}
 			if cmd.Flags().Changed("default-route-bfd") {
 				gw.BFD = &bfd
+			}
+			for _, v := range extraUplinks {
+				u, err := nodeagent.ParseUplinkFlag(v)
+				if err != nil {
+					return err
+				}
+				gw.Extra = append(gw.Extra, u)
+				opts.Gateway.Extra = append(opts.Gateway.Extra, nodeagent.UplinkBridge{Bridge: u.Bridge, Interface: u.Interface})
 			}
 			if opts.Info.Gateway, err = gw.Parse(); err != nil {
 				return err
@@ -88,6 +97,7 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 	fs.StringVar(&gw.MAC, "gateway-mac", "", "the MAC address of gateway routers' external ports")
 	fs.StringVar(&opts.Gateway.Bridge, "external-bridge", "", "the external bridge whose OpenFlow table the agent owns (shared gateway mode: egress, node ports, host to services; e.g. br-ex; empty: leave it alone)")
 	fs.StringVar(&opts.Gateway.Interface, "external-interface", "eth0", "the uplink port of --external-bridge")
+	fs.StringArrayVar(&extraUplinks, "extra-uplink", nil, "a further uplink on a bridge of its own (repeat for several): bridge=BR,interface=IF,physical-network=NAME,ip=ADDR/LEN,mac=MAC,next-hop=IP (next-hop may repeat); every network's gateway router gets an external port on it, and the agent keeps BR's flows as --external-bridge's")
 	fs.StringVar(&toolsDir, "tools-dir", "", "directory holding ip, ethtool and ovs-vsctl (default: $PATH)")
 	fs.IntVar(&opts.Workers, "workers", 4, "pods plumbed at once")
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")

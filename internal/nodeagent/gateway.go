@@ -43,18 +43,28 @@ type GatewayOptions struct {
 	// Resync is how often the bridge is checked without any event (patch
 	// ports come and go with ovn-controller); default 5 s.
 	Resync time.Duration
+	// Extra are the bridges of the node's further uplinks, in the order of
+	// Info.Gateway.Extra.
+	Extra []UplinkBridge
 }
 
-// gatewayKey is the one key of the gateway controller: the bridge is one
-// table, computed and written whole.
-var gatewayKey = reconcile.Request{NamespacedName: types.NamespacedName{Name: "br-ex"}}
+// UplinkBridge is a further uplink's bridge and its uplink port.
+type UplinkBridge struct {
+	Bridge, Interface string
+}
 
-// GatewayReconciler keeps the external bridge's flows equal to
-// gateway.Flows of the node's networks and services, and the host's routes
-// to the service CIDRs through it.
+// GatewayReconciler keeps one external bridge's flows equal to
+// gateway.Flows of the node's networks and services, and, on the first
+// uplink's bridge (the host's), the host's routes to the service CIDRs
+// through it. A node with several uplinks runs one per bridge; a further
+// uplink's bridge carries every network's egress and node ports on the
+// node's address there, not the host's connections to services.
 type GatewayReconciler struct {
 	Client client.Client
 	Opts   Options
+	// Uplink is the index of the bridge's uplink in Info.Gateway.Uplinks():
+	// 0 is Opts.Gateway.Bridge, i is Opts.Gateway.Extra[i-1].
+	Uplink int
 	// Recorder reports a service whose external address and port another
 	// service holds (ReasonExternalAddressConflict), once per conflict.
 	Recorder record.EventRecorder
@@ -68,14 +78,28 @@ type GatewayReconciler struct {
 // Service already holds on this node's external bridge.
 const ReasonExternalAddressConflict = "ExternalAddressConflict"
 
+// bridge is the reconciler's bridge and its uplink port.
+func (r *GatewayReconciler) bridge() UplinkBridge {
+	if r.Uplink == 0 {
+		return UplinkBridge{Bridge: r.Opts.Gateway.Bridge, Interface: r.Opts.Gateway.Interface}
+	}
+	return r.Opts.Gateway.Extra[r.Uplink-1]
+}
+
 // SetupWithManager registers the controller: every Service, NAD and
-// Namespace event queues the single key.
+// Namespace event queues the single key, the bridge (one table, computed
+// and written whole).
 func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	key := reconcile.Request{NamespacedName: types.NamespacedName{Name: r.bridge().Bridge}}
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
-		return []reconcile.Request{gatewayKey}
+		return []reconcile.Request{key}
 	})
+	name := "node-gateway"
+	if r.Uplink > 0 {
+		name += "-" + r.bridge().Bridge
+	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("node-gateway").
+		Named(name).
 		Watches(&corev1.Service{}, one).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, one).
 		Watches(&corev1.Namespace{}, one).
@@ -105,7 +129,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 		return reconcile.Result{}, err
 	}
 	if changed {
-		log.Info("external bridge flows written", "bridge", r.Opts.Gateway.Bridge, "flows", strings.Count(flows, "\n"),
+		log.Info("external bridge flows written", "bridge", r.bridge().Bridge, "flows", strings.Count(flows, "\n"),
 			"networks", len(in.Networks), "services", len(in.Services), "waitingForPatchPorts", missing)
 	}
 	if len(missing) > 0 {
@@ -144,12 +168,12 @@ func (r *GatewayReconciler) apply(flows string) (bool, error) {
 	case err == nil && len(bytes.TrimSpace(out)) == 0:
 		return false, nil
 	case err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 2): // 2: the flows differ
-		return false, fmt.Errorf("comparing the flows of %s: %w", r.Opts.Gateway.Bridge, err)
+		return false, fmt.Errorf("comparing the flows of %s: %w", r.bridge().Bridge, err)
 	}
 	replace := r.ofctl("--bundle", "replace-flows", r.mgmt(), "-")
 	replace.Stdin = strings.NewReader(flows)
 	if out, err := replace.CombinedOutput(); err != nil {
-		return false, fmt.Errorf("writing the flows of %s: %v: %s", r.Opts.Gateway.Bridge, err, strings.TrimSpace(string(out)))
+		return false, fmt.Errorf("writing the flows of %s: %v: %s", r.bridge().Bridge, err, strings.TrimSpace(string(out)))
 	}
 	return true, nil
 }
@@ -157,7 +181,7 @@ func (r *GatewayReconciler) apply(flows string) (bool, error) {
 // mgmt is the bridge's OpenFlow management socket, in the node's OVS run
 // directory (the OVS database socket's).
 func (r *GatewayReconciler) mgmt() string {
-	return "unix:" + filepath.Join(ovsRunDir(r.Opts.Host.OVSDB), r.Opts.Gateway.Bridge+".mgmt")
+	return "unix:" + filepath.Join(ovsRunDir(r.Opts.Host.OVSDB), r.bridge().Bridge+".mgmt")
 }
 
 // ofctl runs ovs-ofctl speaking OpenFlow 1.5 (bundles).
@@ -175,6 +199,9 @@ func ovsRunDir(db string) string {
 // gateway MAC (br-ex then steers by destination); `replace` at every
 // reconcile, so a route removed behind the agent's back comes back.
 func (r *GatewayReconciler) ensureRoutes() error {
+	if r.Uplink > 0 {
+		return nil
+	}
 	dev := r.Opts.Gateway.Bridge
 	for _, hop := range r.Opts.Cluster.MasqueradeNextHops() {
 		if !hasFamily(r.Opts.Info.Gateway.IPs, hop) {
@@ -219,19 +246,23 @@ func hasFamily(ps []netip.Prefix, a netip.Addr) bool {
 // name). missing names networks whose patch port ovn-controller has not
 // made yet.
 func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, map[string]*corev1.Service, []string, error) {
-	g := r.Opts.Info.Gateway
-	in := gateway.Input{MAC: g.MAC, NextHops: g.NextHops, HostMasqueradeIPs: r.Opts.Cluster.HostMasqueradeIPs(),
-		MasqueradeNextHops: r.Opts.Cluster.MasqueradeNextHops(), ServiceCIDRs: r.Opts.Cluster.ServiceCIDRs}
-	for _, p := range g.IPs {
+	u := r.Opts.Info.Gateway.Uplinks()[r.Uplink]
+	in := gateway.Input{MAC: u.MAC, NextHops: u.NextHops}
+	if r.Uplink == 0 {
+		in.HostMasqueradeIPs, in.MasqueradeNextHops = r.Opts.Cluster.HostMasqueradeIPs(), r.Opts.Cluster.MasqueradeNextHops()
+		in.ServiceCIDRs = r.Opts.Cluster.ServiceCIDRs
+	}
+	for _, p := range u.IPs {
 		in.NodeIPs = append(in.NodeIPs, p.Addr())
 	}
 	ports, err := r.bridgePorts()
 	if err != nil {
 		return in, nil, nil, err
 	}
-	phys, ok := ports.byName[r.Opts.Gateway.Interface]
+	br := r.bridge()
+	phys, ok := ports.byName[br.Interface]
 	if !ok {
-		return in, nil, nil, fmt.Errorf("bridge %s has no port %s", r.Opts.Gateway.Bridge, r.Opts.Gateway.Interface)
+		return in, nil, nil, fmt.Errorf("bridge %s has no port %s", br.Bridge, br.Interface)
 	}
 	in.Physical = phys
 	nets, err := r.networks(ctx)
@@ -240,7 +271,7 @@ func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, map[strin
 	}
 	var missing []string
 	for _, n := range nets {
-		patch, ok := ports.byLocalnet[n.GatewayLocalnetPort(r.Opts.Node)]
+		patch, ok := ports.byLocalnet[n.UplinkLocalnetPort(r.Opts.Node, r.Uplink, u.PhysicalNetwork)]
 		if !ok {
 			missing = append(missing, n.Name)
 			continue
@@ -350,7 +381,7 @@ type bridgePorts struct {
 
 func (r *GatewayReconciler) bridgePorts() (bridgePorts, error) {
 	bp := bridgePorts{byName: map[string]int{}, byLocalnet: map[string]int{}}
-	out, err := r.vsctl("list-ports", r.Opts.Gateway.Bridge)
+	out, err := r.vsctl("list-ports", r.bridge().Bridge)
 	if err != nil {
 		return bp, err
 	}

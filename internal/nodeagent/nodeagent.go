@@ -135,6 +135,11 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		if err := (&GatewayReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: r.Recorder}).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
+		for i := range opts.Gateway.Extra {
+			if err := (&GatewayReconciler{Client: mgr.GetClient(), Opts: opts, Uplink: i + 1}).SetupWithManager(mgr); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := mgr.Add(publisher{client: mgr.GetClient(), opts: opts}); err != nil {
 		return nil, err
@@ -218,18 +223,75 @@ type GatewayFlags struct {
 	// NextHops are the external next hops, the first being the
 	// "compatibility gateway" used alone when ECMP is off.
 	NextHops []string
+	// Extra are further uplinks (--extra-uplink), each on a bridge of its
+	// own.
+	Extra []UplinkFlags
 	// ECMP and BFD override the zone controllers' default-route policy for
 	// this node when set.
 	ECMP, BFD *bool
 }
 
-// Parse returns the gateway, or nil when no address is given.
+// UplinkFlags are one further uplink: the bridge the agent keeps the flows
+// of, its uplink port, its ovn-bridge-mappings name, and the node's address,
+// MAC and next hops on it.
+type UplinkFlags struct {
+	Bridge, Interface, PhysicalNetwork string
+	IP, MAC                            string
+	NextHops                           []string
+}
+
+// ParseUplinkFlag reads one --extra-uplink value: comma-separated key=value
+// pairs bridge, interface, physical-network, ip, mac and next-hop (repeat it
+// for several), e.g.
+// "bridge=br-ex2,interface=eth2,physical-network=physnet2,ip=192.168.102.11/24,mac=02:00:00:00:02:0b,next-hop=192.168.102.1".
+func ParseUplinkFlag(v string) (UplinkFlags, error) {
+	var u UplinkFlags
+	for _, kv := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || val == "" {
+			return u, fmt.Errorf("--extra-uplink %q: %q is not key=value", v, kv)
+		}
+		switch k {
+		case "bridge":
+			u.Bridge = val
+		case "interface":
+			u.Interface = val
+		case "physical-network":
+			u.PhysicalNetwork = val
+		case "ip":
+			u.IP = val
+		case "mac":
+			u.MAC = val
+		case "next-hop":
+			u.NextHops = append(u.NextHops, val)
+		default:
+			return u, fmt.Errorf("--extra-uplink %q: unknown key %q (bridge, interface, physical-network, ip, mac, next-hop)", v, k)
+		}
+	}
+	for _, req := range [][2]string{{"bridge", u.Bridge}, {"interface", u.Interface}, {"physical-network", u.PhysicalNetwork}, {"ip", u.IP}, {"mac", u.MAC}} {
+		if req[1] == "" {
+			return u, fmt.Errorf("--extra-uplink %q: %s is required", v, req[0])
+		}
+	}
+	return u, nil
+}
+
+// Parse returns the gateway, or nil when no address is given. It checks the
+// uplinks as the zone controllers will (nodeinfo.ParseGateway), so an agent
+// started with overlapping uplinks says so and stops.
 func (g GatewayFlags) Parse() (*nodeinfo.ParsedGateway, error) {
 	if g.IP == "" {
+		if len(g.Extra) > 0 {
+			return nil, fmt.Errorf("--extra-uplink needs --gateway-ip (the first uplink)")
+		}
 		return nil, nil
 	}
-	v, err := json.Marshal(nodeinfo.Gateway{MAC: g.MAC, IPs: []string{g.IP}, NextHops: g.NextHops,
-		DefaultRouteECMP: g.ECMP, DefaultRouteBFD: g.BFD})
+	gw := nodeinfo.Gateway{MAC: g.MAC, IPs: []string{g.IP}, NextHops: g.NextHops,
+		DefaultRouteECMP: g.ECMP, DefaultRouteBFD: g.BFD}
+	for _, u := range g.Extra {
+		gw.Uplinks = append(gw.Uplinks, nodeinfo.UplinkConfig{MAC: u.MAC, IPs: []string{u.IP}, NextHops: u.NextHops, PhysicalNetwork: u.PhysicalNetwork})
+	}
+	v, err := json.Marshal(gw)
 	if err != nil {
 		return nil, err
 	}

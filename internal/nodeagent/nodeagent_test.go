@@ -306,3 +306,38 @@ func (h *agentHarness) podGone(ctx context.Context, pod *corev1.Pod) error {
 	}
 	return nil
 }
+
+func TestExtraUplinkFlags(t *testing.T) {
+	u, err := nodeagent.ParseUplinkFlag("bridge=br-ex2,interface=eth2,physical-network=physnet2,ip=192.168.102.11/24,mac=02:00:00:00:02:0b,next-hop=192.168.102.1,next-hop=192.168.102.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := nodeagent.UplinkFlags{Bridge: "br-ex2", Interface: "eth2", PhysicalNetwork: "physnet2", IP: "192.168.102.11/24",
+		MAC: "02:00:00:00:02:0b", NextHops: []string{"192.168.102.1", "192.168.102.2"}}
+	if diff := cmp.Diff(want, u); diff != "" {
+		t.Errorf("ParseUplinkFlag (-want +got):\n%s", diff)
+	}
+	for _, bad := range []struct{ in, err string }{
+		{"bridge=br-ex2", "interface is required"},
+		{"bridge=br-ex2,colour=red", `unknown key "colour"`},
+		{"bridge", "is not key=value"},
+	} {
+		if _, err := nodeagent.ParseUplinkFlag(bad.in); err == nil || !strings.Contains(err.Error(), bad.err) {
+			t.Errorf("ParseUplinkFlag(%q) = %v, want an error containing %q", bad.in, err, bad.err)
+		}
+	}
+	gw := nodeagent.GatewayFlags{IP: "192.168.100.11/24", MAC: "02:00:00:00:01:0b", NextHops: []string{"192.168.100.1"}, Extra: []nodeagent.UplinkFlags{u}}
+	g, err := gw.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Uplinks()) != 2 || g.Extra[0].PhysicalNetwork != "physnet2" || len(g.Extra[0].NextHops) != 2 {
+		t.Errorf("uplinks %+v", g.Uplinks())
+	}
+	// An uplink overlapping the first is refused before anything starts.
+	u.IP, u.NextHops = "192.168.100.200/24", nil
+	gw.Extra = []nodeagent.UplinkFlags{u}
+	if _, err := gw.Parse(); err == nil || !strings.Contains(err.Error(), "overlapping subnets") {
+		t.Errorf("overlapping uplinks: %v", err)
+	}
+}
