@@ -31,7 +31,10 @@ type State struct {
 	ReadyAfter string      `json:"readyAfter,omitempty"`
 	Kubeconfig string      `json:"kubeconfig"`
 	Nodes      []NodeState `json:"nodes"`
-	Processes  []Process   `json:"processes"`
+	// Routers are the outside routers' addresses on their segments with
+	// the nodes, router k at index k-1.
+	Routers   []string  `json:"routers,omitempty"`
+	Processes []Process `json:"processes"`
 }
 
 // NodeState describes one node.
@@ -44,6 +47,9 @@ type NodeState struct {
 	SB string `json:"sb"`
 	// OVSDB is the node's Open vSwitch database.
 	OVSDB string `json:"ovsdb"`
+	// UplinkIPs are the node's addresses on further uplinks' segments
+	// (--uplink-bridges), where the outside sees its egress through them.
+	UplinkIPs []string `json:"uplinkIPs,omitempty"`
 }
 
 // Process is one process the supervisor runs.

@@ -37,6 +37,11 @@ type Options struct {
 	// Uplinks is how many outside routers the nodes route through (1 to
 	// MaxUplinks, default 1); with 2 or more they run BFD (see uplinks.go).
 	Uplinks int
+	// UplinkBridges is how many of the routers (the last ones) are each on
+	// an underlay segment of their own, reached by the nodes through a
+	// further bridge (br-ex<k>) rather than as one more next hop on br-ex
+	// (0 to Uplinks-1; see uplinks.go).
+	UplinkBridges int
 	// BFDInterval is the BFD sessions' transmit and receive interval, on
 	// the routers and the gateway routers (0: FRR's 300 ms on the routers,
 	// OVN's 1 s on the gateway routers).
@@ -52,6 +57,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Uplinks < 1 || o.Uplinks > MaxUplinks {
 		return fmt.Errorf("--uplinks must be between 1 and %d, got %d", MaxUplinks, o.Uplinks)
+	}
+	if o.UplinkBridges < 0 || o.UplinkBridges > o.Uplinks-1 {
+		return fmt.Errorf("--uplink-bridges must be between 0 and --uplinks - 1 (%d), got %d", o.Uplinks-1, o.UplinkBridges)
 	}
 	if o.BFDInterval != 0 && o.BFDInterval < 10*time.Millisecond {
 		return fmt.Errorf("--bfd-interval must be at least 10ms, got %s", o.BFDInterval)
@@ -253,6 +261,9 @@ func (s *supervisor) startNode(i int) error {
 	); err != nil {
 		return err
 	}
+	if err := uplinkPortQuiet(ns, "eth0"); err != nil {
+		return err
+	}
 	n, err := ovnrun.StartNode(ovnrun.NodeOptions{Name: name, Dir: s.l.NodeDir(name), Netns: ns})
 	if err != nil {
 		return err
@@ -280,9 +291,18 @@ func (s *supervisor) startNode(i int) error {
 	); err != nil {
 		return err
 	}
+	mappings := []string{nodeinfo.DefaultPhysicalNetwork + ":br-ex"}
+	var extra []string
+	for _, u := range s.opts.bridgeUplinks() {
+		if err := s.nodeUplinkBridge(i, u); err != nil {
+			return err
+		}
+		mappings = append(mappings, u.physnet()+":"+u.bridge())
+		extra = append(extra, "--extra-uplink="+u.agentFlag(i))
+	}
 	encap := strings.Split(NodeIP(i), "/")[0]
 	if err := n.StartController(ovnrun.ControllerOptions{SystemID: name, SB: z.Socket("sb"), EncapIP: encap,
-		BridgeMappings: nodeinfo.DefaultPhysicalNetwork + ":br-ex"}); err != nil {
+		BridgeMappings: strings.Join(mappings, ",")}); err != nil {
 		return err
 	}
 	agent := []string{"node",
@@ -291,6 +311,7 @@ func (s *supervisor) startNode(i int) error {
 		"--gateway-ip=" + NodeIP(i), "--gateway-next-hop=" + strings.Join(s.opts.nextHops(), ","), "--gateway-mac=" + GatewayMAC(i),
 		"--external-bridge=br-ex", "--external-interface=eth0",
 		"--tools-dir=" + deps.OVNBinDir(), "--report-node-status", "--workload-dir=" + filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy=" + APIProxyAddr}
+	agent = append(agent, extra...)
 	if s.opts.Uplinks > 1 {
 		agent = append(agent, "--default-route-bfd=true")
 	}
@@ -301,7 +322,11 @@ func (s *supervisor) startNode(i int) error {
 		zone = append(zone, fmt.Sprintf("--bfd-min-tx=%d", ms), fmt.Sprintf("--bfd-min-rx=%d", ms))
 	}
 	s.addComponent(&component{name: "zone-controller/" + name, args: zone})
-	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB})
+	var uplinkIPs []string
+	for _, u := range s.opts.bridgeUplinks() {
+		uplinkIPs = append(uplinkIPs, strings.Split(u.nodeIP(i), "/")[0])
+	}
+	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB, UplinkIPs: uplinkIPs})
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
 
 // Several uplinks (`sandbox up --uplinks K`): the outside world has K
@@ -28,6 +29,14 @@ import (
 // BFD on for their node (--default-route-bfd), so a router that dies is
 // withdrawn from every gateway router's ECMP routes.
 //
+// With --uplink-bridges N, the last N routers are each on an underlay
+// segment of their own instead, 192.168.(100+k).0/24 (router k at .1, node
+// i at .(10+i)), which every node reaches through a bridge of its own,
+// br-ex<k> on eth<k>, mapped to physical network physnet<k> and given to
+// the node agent as an --extra-uplink: every gateway router then has an
+// external port on that bridge too, and ECMP spreads over next hops on
+// both kinds of uplink.
+//
 // Each router counts, with nftables, the packets it receives from the
 // nodes toward the outside world (UplinkCounters).
 
@@ -36,6 +45,87 @@ const MaxUplinks = 4
 
 // RouterIP is the k-th (from 1) outside router's address on the underlay.
 func RouterIP(k int) string { return fmt.Sprintf("192.168.100.%d", k) }
+
+// bridgeUplink is a router on an underlay segment of its own (k is its
+// number, from 1).
+type bridgeUplink struct{ k int }
+
+// bridgeUplinks are the routers on segments of their own: the last
+// UplinkBridges.
+func (o Options) bridgeUplinks() []bridgeUplink {
+	var out []bridgeUplink
+	for k := o.Uplinks - o.UplinkBridges + 1; k <= o.Uplinks; k++ {
+		out = append(out, bridgeUplink{k})
+	}
+	return out
+}
+
+// ownSegment reports whether router k is on a segment of its own.
+func (o Options) ownSegment(k int) bool { return k > o.Uplinks-o.UplinkBridges }
+
+// routerIP is router k's address on the segment it shares with the nodes.
+func (o Options) routerIP(k int) string {
+	if o.ownSegment(k) {
+		return bridgeUplink{k}.routerIP()
+	}
+	return RouterIP(k)
+}
+
+// segment is the router's underlay subnet.
+func (u bridgeUplink) segment() string { return fmt.Sprintf("192.168.%d.0/24", 100+u.k) }
+
+func (u bridgeUplink) routerIP() string { return fmt.Sprintf("192.168.%d.1", 100+u.k) }
+
+// nodeIP is node i's address on the segment, with its prefix length.
+func (u bridgeUplink) nodeIP(i int) string { return fmt.Sprintf("192.168.%d.%d/24", 100+u.k, 10+i) }
+
+// mac is node i's bridge MAC on the segment (GatewayMAC's form).
+func (u bridgeUplink) mac(i int) string { return fmt.Sprintf("02:00:c0:a8:%02x:%02x", 100+u.k, 10+i) }
+
+func (u bridgeUplink) bridge() string  { return fmt.Sprintf("br-ex%d", u.k) }
+func (u bridgeUplink) iface() string   { return fmt.Sprintf("eth%d", u.k) }
+func (u bridgeUplink) physnet() string { return fmt.Sprintf("physnet%d", u.k) }
+
+// underlayBridge is the segment's Linux bridge in UnderlayNetns.
+func (u bridgeUplink) underlayBridge() string { return fmt.Sprintf("br%d", u.k) }
+
+// agentFlag is node i's --extra-uplink for the router.
+func (u bridgeUplink) agentFlag(i int) string {
+	return fmt.Sprintf("bridge=%s,interface=%s,physical-network=%s,ip=%s,mac=%s,next-hop=%s",
+		u.bridge(), u.iface(), u.physnet(), u.nodeIP(i), u.mac(i), u.routerIP())
+}
+
+// nodeUplinkBridge gives node i its link to the router's segment and the
+// bridge on it, holding the node's address there.
+func (s *supervisor) nodeUplinkBridge(i int, u bridgeUplink) error {
+	ns, ul := s.l.NodeNetns(NodeName(i)), s.l.UnderlayNetns()
+	link := fmt.Sprintf("%su%d", underlayLink(i), u.k)
+	if err := ipCmds(
+		[]string{"link", "add", link, "netns", ul, "type", "veth", "peer", "name", u.iface(), "netns", ns},
+		[]string{"-n", ul, "link", "set", link, "master", u.underlayBridge(), "up"},
+		[]string{"-n", ns, "link", "set", u.iface(), "up"},
+	); err != nil {
+		return err
+	}
+	if err := uplinkPortQuiet(ns, u.iface()); err != nil {
+		return err
+	}
+	n := s.nodes[NodeName(i)]
+	if _, err := n.VSCtl("--may-exist", "add-br", u.bridge(), "--", "set", "Bridge", u.bridge(), "datapath_type=netdev",
+		"other_config:hwaddr="+u.mac(i), "--", "--may-exist", "add-port", u.bridge(), u.iface()); err != nil {
+		return err
+	}
+	if err := proc.WaitFor(10*time.Second, 20*time.Millisecond, func() (bool, error) {
+		err := ipCmds([]string{"-n", ns, "link", "show", u.bridge()})
+		return err == nil, err
+	}); err != nil {
+		return err
+	}
+	return ipCmds(
+		[]string{"-n", ns, "addr", "add", u.nodeIP(i), "dev", u.bridge()},
+		[]string{"-n", ns, "link", "set", u.bridge(), "up"},
+	)
+}
 
 // UplinkClientIP is an outside address whose packets to the nodes go through
 // router k (policy routing in ExternalNetns): a client bound to it enters
@@ -71,30 +161,47 @@ func (l Layout) bfddRunPrefix() string { return l.bfddRunDir(1) }
 // every router's packet counters. Router 1 (startExternal) must exist.
 func (s *supervisor) startRouters() error {
 	ext, ul := s.l.ExternalNetns(), s.l.UnderlayNetns()
+	for k := 1; k <= s.opts.Uplinks; k++ {
+		s.state.Routers = append(s.state.Routers, s.opts.routerIP(k))
+	}
 	for k := 2; k <= s.opts.Uplinks; k++ {
 		ns := s.l.RouterNetns(k)
 		outside, router := routerLink(k)
 		table := strconv.Itoa(100 + k)
-		if err := ipCmds(
+		// The router's segment: the nodes' underlay, or one of its own.
+		bridge, segment := "br0", "192.168.100.0/24"
+		var cmds [][]string
+		if s.opts.ownSegment(k) {
+			u := bridgeUplink{k}
+			bridge, segment = u.underlayBridge(), u.segment()
+			cmds = append(cmds, []string{"-n", ul, "link", "add", bridge, "type", "bridge"}, []string{"-n", ul, "link", "set", bridge, "up"})
+		}
+		cmds = append(cmds,
 			[]string{"netns", "add", ns},
 			[]string{"-n", ns, "link", "set", "lo", "up"},
 			[]string{"link", "add", fmt.Sprintf("ulr%d", k), "netns", ul, "type", "veth", "peer", "name", "eth0", "netns", ns},
-			[]string{"-n", ul, "link", "set", fmt.Sprintf("ulr%d", k), "master", "br0", "up"},
+			[]string{"-n", ul, "link", "set", fmt.Sprintf("ulr%d", k), "master", bridge, "up"},
 			[]string{"-n", ns, "link", "set", "eth0", "up"},
-			[]string{"-n", ns, "addr", "add", RouterIP(k) + "/24", "dev", "eth0"},
+			[]string{"-n", ns, "addr", "add", s.opts.routerIP(k) + "/24", "dev", "eth0"},
 			[]string{"link", "add", fmt.Sprintf("r%d", k), "netns", ext, "type", "veth", "peer", "name", "world", "netns", ns},
 			[]string{"-n", ext, "addr", "add", outside + "/30", "dev", fmt.Sprintf("r%d", k)},
 			[]string{"-n", ext, "link", "set", fmt.Sprintf("r%d", k), "up"},
 			[]string{"-n", ns, "addr", "add", router + "/30", "dev", "world"},
 			[]string{"-n", ns, "link", "set", "world", "up"},
 			[]string{"-n", ns, "route", "add", "198.51.100.0/24", "via", outside},
-			// The outside world's way back when its own underlay port is down.
-			[]string{"-n", ext, "route", "add", "192.168.100.0/24", "via", router, "metric", strconv.Itoa(100 + k)},
 			// Clients entering through router k.
 			[]string{"-n", ext, "addr", "add", UplinkClientIP(k) + "/32", "dev", "lo"},
 			[]string{"-n", ext, "rule", "add", "from", UplinkClientIP(k), "lookup", table},
-			[]string{"-n", ext, "route", "add", "192.168.100.0/24", "via", router, "table", table},
-		); err != nil {
+			[]string{"-n", ext, "route", "add", segment, "via", router, "table", table},
+		)
+		if s.opts.ownSegment(k) {
+			// The outside world reaches the segment through its router only.
+			cmds = append(cmds, []string{"-n", ext, "route", "add", segment, "via", router})
+		} else {
+			// The outside world's way back when its own underlay port is down.
+			cmds = append(cmds, []string{"-n", ext, "route", "add", segment, "via", router, "metric", strconv.Itoa(100 + k)})
+		}
+		if err := ipCmds(cmds...); err != nil {
 			return err
 		}
 		if err := netnsShell(ns, "echo 1 >/proc/sys/net/ipv4/ip_forward"); err != nil {
@@ -155,11 +262,14 @@ func (s *supervisor) symmetricOutside() error {
 // worldTable is the nftables table of ExternalNetns's symmetric answers.
 const worldTable = "ovnudn_world"
 
-// nextHops are the routers the nodes route through, in order.
+// nextHops are the routers on the nodes' underlay, the next hops on br-ex,
+// in order.
 func (o Options) nextHops() []string {
 	var out []string
 	for k := 1; k <= o.Uplinks; k++ {
-		out = append(out, RouterIP(k))
+		if !o.ownSegment(k) {
+			out = append(out, RouterIP(k))
+		}
 	}
 	return out
 }
@@ -187,7 +297,11 @@ func (s *supervisor) startBFDD(k int) error {
 	var conf strings.Builder
 	conf.WriteString("bfd\n")
 	for i := 1; i <= s.opts.Nodes; i++ {
-		fmt.Fprintf(&conf, " peer %s\n  receive-interval %d\n  transmit-interval %d\n exit\n", nodeAddr(NodeName(i)), ms, ms)
+		peer := nodeAddr(NodeName(i))
+		if s.opts.ownSegment(k) {
+			peer = strings.Split(bridgeUplink{k}.nodeIP(i), "/")[0]
+		}
+		fmt.Fprintf(&conf, " peer %s\n  receive-interval %d\n  transmit-interval %d\n exit\n", peer, ms, ms)
 	}
 	conf.WriteString("exit\n")
 	if err := os.WriteFile(filepath.Join(host, "bfdd.conf"), []byte(conf.String()), 0o644); err != nil {
@@ -265,9 +379,9 @@ func countUplink(ns string) error {
 	counter synack_out {}
 	chain prerouting {
 		type filter hook prerouting priority -300; policy accept;
-		iifname "eth0" ip saddr 192.168.100.0/24 ip daddr 198.51.100.0/24 counter name "to_outside"
-		iifname "eth0" ip saddr 192.168.100.0/24 ip daddr 198.51.100.0/24 tcp flags & (syn | ack) == syn counter name "syn_out"
-		iifname "eth0" ip saddr 192.168.100.0/24 ip daddr 198.51.100.0/24 tcp flags & (syn | ack) == syn | ack counter name "synack_out"
+		iifname "eth0" ip saddr 192.168.0.0/16 ip daddr 198.51.100.0/24 counter name "to_outside"
+		iifname "eth0" ip saddr 192.168.0.0/16 ip daddr 198.51.100.0/24 tcp flags & (syn | ack) == syn counter name "syn_out"
+		iifname "eth0" ip saddr 192.168.0.0/16 ip daddr 198.51.100.0/24 tcp flags & (syn | ack) == syn | ack counter name "synack_out"
 	}
 }
 `
@@ -352,4 +466,19 @@ func checksumsOff(ns, dev string) error {
 		return fmt.Errorf("ethtool -K %s tx off in %s: %v: %s", dev, ns, err, out)
 	}
 	return nil
+}
+
+// uplinkPortQuiet keeps the node's kernel from answering on a bridge's
+// uplink port (eth0, eth<k>). The userspace datapath reads the veth with a
+// packet socket, so the kernel also sees every frame on it and, by default,
+// answers ARP for the node's address with the veth's own MAC, racing the
+// bridge's answer: a router that takes the veth's MAC sends the node's
+// traffic where the bridge's flows pass it on but the gateway routers drop
+// it (not their MAC), and the kernel resets TCP it does not know, until
+// the router's neighbour entry expires (~30 s: seen as a BFD session that
+// stays down after its router came back). A NIC enslaved to a kernel
+// datapath bridge never reaches the host stack; this makes the veth as
+// quiet: no ARP answers, no IPv6 (no neighbour discovery).
+func uplinkPortQuiet(ns, dev string) error {
+	return netnsShell(ns, fmt.Sprintf("echo 8 >/proc/sys/net/ipv4/conf/%[1]s/arp_ignore && echo 1 >/proc/sys/net/ipv6/conf/%[1]s/disable_ipv6", dev))
 }

@@ -33,18 +33,28 @@ func uplinkBFDInterval(t *testing.T) time.Duration {
 	return d
 }
 
-// uplinkSandbox is a one-node sandbox with two outside routers running BFD
-// (sandbox up --nodes 1 --uplinks 2), with testdata/uplinks.yaml applied.
+// uplinkRouters is how many outside routers TestUplinks' node has: routers
+// 1 and 2 are next hops on its br-ex, router 3 is on a segment of its own
+// behind a second bridge (br-ex3), so both forms of several uplinks are
+// exercised at once.
+const uplinkRouters = 3
+
+// uplinkSandbox is a one-node sandbox with three outside routers running
+// BFD (sandbox up --nodes 1 --uplinks 3 --uplink-bridges 1), with
+// testdata/uplinks.yaml applied.
 type uplinkSandbox struct {
 	dir string
 	c   client.Client
 	nb  string // node1's Northbound database
+	// routers are the routers' addresses; nodeIPs the node's address on
+	// each router's segment (index k-1 for router k).
+	routers, nodeIPs []string
 }
 
 func startUplinkSandbox(t *testing.T, bfd time.Duration) *uplinkSandbox {
 	t.Helper()
 	s := &uplinkSandbox{dir: filepath.Join(t.TempDir(), "uplinks")}
-	if err := sandbox.Up(sandbox.Options{Dir: s.dir, Nodes: 1, Uplinks: 2, BFDInterval: bfd, Binary: binary, Attached: true}, &bytes.Buffer{}); err != nil {
+	if err := sandbox.Up(sandbox.Options{Dir: s.dir, Nodes: 1, Uplinks: uplinkRouters, UplinkBridges: 1, BFDInterval: bfd, Binary: binary, Attached: true}, &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sandbox.Down(s.dir, &bytes.Buffer{}) })
@@ -57,6 +67,15 @@ func startUplinkSandbox(t *testing.T, bfd time.Duration) *uplinkSandbox {
 		t.Fatal(err)
 	}
 	s.nb = st.Nodes[0].NB
+	s.routers = st.Routers
+	s.nodeIPs = []string{st.Nodes[0].IP, st.Nodes[0].IP}
+	s.nodeIPs = append(s.nodeIPs, st.Nodes[0].UplinkIPs...)
+	for i := range s.nodeIPs {
+		s.nodeIPs[i] = strings.Split(s.nodeIPs[i], "/")[0]
+	}
+	if len(s.routers) != uplinkRouters || len(s.nodeIPs) != uplinkRouters {
+		t.Fatalf("sandbox state: routers %v, node addresses %v; want %d of each", s.routers, s.nodeIPs, uplinkRouters)
+	}
 	if err := sandbox.Apply(context.Background(), s.dir, &bytes.Buffer{}, filepath.Join(kubetest.RepoRoot(), "test", "e2e", "testdata", "uplinks.yaml")); err != nil {
 		t.Fatal(err)
 	}
@@ -84,10 +103,10 @@ func (s *uplinkSandbox) nbBFD() (map[string]string, error) {
 	return got, nil
 }
 
-// counters reads both routers' packet counters.
+// counters reads every router's packet counters.
 func (s *uplinkSandbox) counters(t *testing.T) []sandbox.UplinkCount {
 	t.Helper()
-	c, err := sandbox.UplinkCounters(context.Background(), s.dir, 2)
+	c, err := sandbox.UplinkCounters(context.Background(), s.dir, uplinkRouters)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,17 +144,21 @@ func (s *uplinkSandbox) podNetns(t *testing.T, pod string) string {
 	return ns
 }
 
-// TestUplinks runs a node with two outside routers, both its next hops,
-// each running FRR's bfdd, and checks with real packets what every
-// network's gateway router does with them: ECMP spreads egress over both,
-// replies to a connection from outside leave through the router it came in
-// by, a router that dies is withdrawn by BFD while new and existing
-// connections go on through the other, and it is taken back when it
-// returns. It prints the failover and recovery times.
+// TestUplinks runs a node with three outside routers, each running FRR's
+// bfdd: two are next hops on its br-ex, the third is on a segment of its
+// own behind a second bridge, where every network's gateway router has a
+// second external port. It checks with real packets what the gateway
+// routers do with them: ECMP spreads egress over all three (out through
+// either port, the outside seeing the node's address on that uplink),
+// replies to a connection from outside leave through the router it came
+// in by, a router that dies (one on br-ex, then the one on the second
+// bridge) is withdrawn by BFD while new connections and the existing ones
+// through the other routers go on, and it is taken back when it returns.
+// It prints the failover and recovery times.
 func TestUplinks(t *testing.T) {
 	bfd := uplinkBFDInterval(t)
 	s := startUplinkSandbox(t, bfd)
-	nodeIP := strings.Split(sandbox.NodeIP(1), "/")[0]
+	nodeIP := s.nodeIPs[0]
 	server := fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort)
 	l := sandbox.NewLayoutMust(s.dir)
 
@@ -145,43 +168,62 @@ func TestUplinks(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if got[sandbox.RouterIP(1)] != "up" || got[sandbox.RouterIP(2)] != "up" || len(got) != 2 {
-				return fmt.Errorf("Northbound BFD sessions %v, want both routers up (one session per next hop for all networks)", got)
+			for _, r := range s.routers {
+				if got[r] != "up" {
+					return fmt.Errorf("Northbound BFD sessions %v, want every router %v up", got, s.routers)
+				}
 			}
-			for k := 1; k <= 2; k++ {
+			if len(got) != uplinkRouters {
+				return fmt.Errorf("Northbound BFD sessions %v, want one per next hop for all networks", got)
+			}
+			for k := 1; k <= uplinkRouters; k++ {
 				peers, err := sandbox.RouterBFD(context.Background(), s.dir, k)
 				if err != nil {
 					return err
 				}
-				if len(peers) != 1 || peers[0].Peer != nodeIP || peers[0].Status != "up" {
-					return fmt.Errorf("router %d's bfdd: %+v, want one session with %s, up", k, peers, nodeIP)
+				if len(peers) != 1 || peers[0].Peer != s.nodeIPs[k-1] || peers[0].Status != "up" {
+					return fmt.Errorf("router %d's bfdd: %+v, want one session with %s, up", k, peers, s.nodeIPs[k-1])
 				}
 			}
 			return nil
 		})
 	})
 
-	t.Run("egress of each network spreads over both uplinks", func(t *testing.T) {
+	t.Run("egress of each network spreads over every uplink", func(t *testing.T) {
 		for _, pod := range []string{"up-plain/a", "up-l3/a"} {
 			netns := s.podNetns(t, pod)
-			const n = 32
+			const n = 48
 			before := s.counters(t)
 			ok, answers := s.probe(t, netns, "", server, n, 3*time.Second)
 			if ok != n {
 				t.Fatalf("%s: %d of %d connections to %s answered: %v", pod, ok, n, server, answers)
 			}
+			seen := map[string]int{}
 			for _, a := range answers {
-				if a != nodeIP {
-					t.Fatalf("%s: the outside saw %q, want the node's address %s", pod, a, nodeIP)
-				}
+				seen[a]++
+			}
+			// Through router 3 the outside sees the node's address on the
+			// second bridge, through the others the one on br-ex.
+			if len(seen) != 2 || seen[nodeIP] == 0 || seen[s.nodeIPs[2]] == 0 {
+				t.Fatalf("%s: the outside saw %v, want the node's addresses %s and %s", pod, seen, nodeIP, s.nodeIPs[2])
 			}
 			after := s.counters(t)
-			r1, r2 := after[0].SYN-before[0].SYN, after[1].SYN-before[1].SYN
-			t.Logf("%s: %d connections, SYNs through router 1: %d, router 2: %d", pod, n, r1, r2)
-			// Binomial(32, 1/2): fewer than 4 on one side has probability
-			// below 2e-6.
-			if r1 < 4 || r2 < 4 || r1+r2 < n {
-				t.Errorf("%s: SYNs through router 1: %d, router 2: %d; want %d connections spread over both", pod, r1, r2, n)
+			var per []uint64
+			var sum uint64
+			for k := range after {
+				per = append(per, after[k].SYN-before[k].SYN)
+				sum += per[k]
+			}
+			t.Logf("%s: %d connections, SYNs through routers 1, 2, 3: %v; sources seen %v", pod, n, per, seen)
+			// Binomial(48, 1/3): fewer than 4 on one router has
+			// probability below 1e-5.
+			for k, c := range per {
+				if c < 4 {
+					t.Errorf("%s: SYNs through router %d: %d of %v; want %d connections spread over all", pod, k+1, c, per, n)
+				}
+			}
+			if sum < n {
+				t.Errorf("%s: %d SYNs in all for %d connections", pod, sum, n)
 			}
 		}
 	})
@@ -189,119 +231,154 @@ func TestUplinks(t *testing.T) {
 	t.Run("replies leave through the uplink the connection came in by", func(t *testing.T) {
 		ext := l.ExternalNetns()
 		for _, svc := range []struct{ name, port string }{{"up-plain/web", "30280"}, {"up-l3/web", "30281"}} {
-			for k := 1; k <= 2; k++ {
+			for k := 1; k <= uplinkRouters; k++ {
 				const n = 16
 				before := s.counters(t)
-				ok, answers := s.probe(t, ext, sandbox.UplinkClientIP(k), nodeIP+":"+svc.port, n, 3*time.Second)
+				// Router 3's clients reach the node port at the node's
+				// address on the second bridge.
+				ok, answers := s.probe(t, ext, sandbox.UplinkClientIP(k), s.nodeIPs[k-1]+":"+svc.port, n, 3*time.Second)
 				if ok != n {
 					t.Fatalf("%s from outside through router %d: %d of %d answered: %v", svc.name, k, ok, n, answers)
 				}
 				after := s.counters(t)
-				got := []uint64{after[0].SYNACK - before[0].SYNACK, after[1].SYNACK - before[1].SYNACK}
-				want := []uint64{0, 0}
+				got := make([]uint64, uplinkRouters)
+				want := make([]uint64, uplinkRouters)
+				for j := range got {
+					got[j] = after[j].SYNACK - before[j].SYNACK
+				}
 				want[k-1] = n
-				if got[0] != want[0] || got[1] != want[1] {
-					t.Errorf("%s, %d connections in through router %d: SYN-ACKs out through routers 1, 2: %v, want %v (ecmp_symmetric_reply)", svc.name, n, k, got, want)
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s, %d connections in through router %d: SYN-ACKs out through routers 1..%d: %v, want %v (ecmp_symmetric_reply)", svc.name, n, k, uplinkRouters, got, want)
 				}
 			}
 		}
 	})
 
-	t.Run("a dead router is withdrawn, new connections go through the other", func(t *testing.T) {
-		netns := s.podNetns(t, "up-l3/a")
-		// Held connections, sorted by the router they leave through (a line
-		// sent on each moves one router's counters): with 12, some go
-		// through each (all through one has probability 1/2048).
-		var via [2][]*heldConn
-		for i := range 12 {
-			h := holdIn(t, s.dir, s.c, "up-l3/a", nodeIP)
-			before := s.counters(t)
-			h.still(t, fmt.Sprintf("before %d", i))
-			after := s.counters(t)
-			switch {
-			case after[0].Packets > before[0].Packets && after[1].Packets == before[1].Packets:
-				via[0] = append(via[0], h)
-			case after[1].Packets > before[1].Packets && after[0].Packets == before[0].Packets:
-				via[1] = append(via[1], h)
-			default:
-				t.Fatalf("held connection %d: counters moved on both routers or none: %+v → %+v", i, before, after)
-			}
-		}
-		if len(via[0]) == 0 || len(via[1]) == 0 {
-			t.Fatalf("held connections through router 1: %d, router 2: %d; want some through each", len(via[0]), len(via[1]))
-		}
-
-		down := time.Now()
-		if err := sandbox.SetUplink(s.dir, 2, false); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = sandbox.SetUplink(s.dir, 2, true) })
-		const n = 16
-		var failed bool
-		var recovered time.Duration
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			ok, _ := s.probe(t, netns, "", server, n, 250*time.Millisecond)
-			if ok == n {
-				recovered = time.Since(down)
-				break
-			}
-			failed = true
-			if time.Now().After(deadline) {
-				t.Fatalf("30 s after router 2 died, %d of %d new connections answer", ok, n)
-			}
-		}
-		if !failed {
-			// The first round after the failure answered in full: either
-			// BFD was faster than one round, or nothing went to router 2.
-			t.Logf("the first round after the failure answered in full")
-		}
-		t.Logf("router 2 down: every new connection answers again after %s (BFD interval %s)", recovered.Round(10*time.Millisecond), bfd)
-		eventually(t, func() error {
-			got, err := s.nbBFD()
-			if err != nil {
-				return err
-			}
-			if got[sandbox.RouterIP(2)] != "down" || got[sandbox.RouterIP(1)] != "up" {
-				return fmt.Errorf("BFD sessions %v, want router 2 down and router 1 up", got)
-			}
-			return nil
+	// Router 2 is a next hop on br-ex; router 3 is behind the second bridge.
+	for _, dead := range []int{2, 3} {
+		t.Run(fmt.Sprintf("dead router %d is withdrawn, new connections go through the others", dead), func(t *testing.T) {
+			s.failover(t, dead, bfd, server)
 		})
-		mid := s.counters(t)
-		if ok, answers := s.probe(t, netns, "", server, n, 3*time.Second); ok != n {
-			t.Fatalf("with router 2 down, %d of %d connections answered: %v", ok, n, answers)
-		}
-		if after := s.counters(t); after[1].SYN != mid[1].SYN {
-			t.Errorf("with router 2 down, %d SYNs still went to it", after[1].SYN-mid[1].SYN)
-		}
-		// Connections through router 1 are untouched. Those through router
-		// 2 are lost: in the sandbox each uplink's upstream answers a
-		// connection through the router it came in by, and that router is
-		// gone with their return path.
-		for i, h := range via[0] {
-			h.still(t, fmt.Sprintf("after failure %d", i))
-		}
-		t.Logf("held connections: %d through router 1 kept, %d through router 2 lost with it", len(via[0]), len(via[1]))
+	}
+}
 
-		up := time.Now()
-		if err := sandbox.SetUplink(s.dir, 2, true); err != nil {
-			t.Fatal(err)
-		}
-		var back time.Duration
-		eventually(t, func() error {
-			before := s.counters(t)
-			if ok, answers := s.probe(t, netns, "", server, n, 3*time.Second); ok != n {
-				return fmt.Errorf("with router 2 back, %d of %d answered: %v", ok, n, answers)
+// failover takes router dead's segment port down and checks that BFD
+// withdraws it from the gateway routers' ECMP routes: new connections all
+// answer through the others (timed), connections held through the others
+// go on, and when it comes back it gets new connections again (timed).
+func (s *uplinkSandbox) failover(t *testing.T, dead int, bfd time.Duration, server string) {
+	netns := s.podNetns(t, "up-l3/a")
+	// Held connections, sorted by the router they leave through (a line
+	// sent on each moves one router's counters): with 12, some go through
+	// the routers that stay (none has probability 3^-12).
+	via := make([][]*heldConn, uplinkRouters)
+	for i := range 12 {
+		h := holdIn(t, s.dir, s.c, "up-l3/a", s.nodeIPs...)
+		before := s.counters(t)
+		h.still(t, fmt.Sprintf("before %d", i))
+		after := s.counters(t)
+		moved := -1
+		for k := range after {
+			if after[k].Packets > before[k].Packets {
+				if moved >= 0 {
+					t.Fatalf("held connection %d: counters moved on two routers: %+v → %+v", i, before, after)
+				}
+				moved = k
 			}
-			if after := s.counters(t); after[1].SYN == before[1].SYN {
-				return fmt.Errorf("router 2 is back but gets no new connections")
-			}
-			back = time.Since(up)
-			return nil
-		})
-		t.Logf("router 2 up again: new connections spread to it after %s", back.Round(10*time.Millisecond))
-		for i, h := range via[0] {
-			h.still(t, fmt.Sprintf("after recovery %d", i))
 		}
+		if moved < 0 {
+			t.Fatalf("held connection %d: counters moved on no router: %+v → %+v", i, before, after)
+		}
+		via[moved] = append(via[moved], h)
+	}
+	var kept []*heldConn
+	for k, hs := range via {
+		if k != dead-1 {
+			kept = append(kept, hs...)
+		}
+	}
+	if len(kept) == 0 {
+		t.Fatalf("held connections per router %v: none through the routers that stay", lens(via))
+	}
+
+	down := time.Now()
+	if err := sandbox.SetUplink(s.dir, dead, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sandbox.SetUplink(s.dir, dead, true) })
+	const n = 16
+	var recovered time.Duration
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok, _ := s.probe(t, netns, "", server, n, 250*time.Millisecond)
+		if ok == n {
+			recovered = time.Since(down)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after router %d died, %d of %d new connections answer", dead, ok, n)
+		}
+	}
+	t.Logf("router %d down: every new connection answers again after %s (BFD interval %s)", dead, recovered.Round(10*time.Millisecond), bfd)
+	eventually(t, func() error {
+		got, err := s.nbBFD()
+		if err != nil {
+			return err
+		}
+		for k, r := range s.routers {
+			want := "up"
+			if k == dead-1 {
+				want = "down"
+			}
+			if got[r] != want {
+				return fmt.Errorf("BFD sessions %v, want router %d down and the others up", got, dead)
+			}
+		}
+		return nil
 	})
+	mid := s.counters(t)
+	if ok, answers := s.probe(t, netns, "", server, n, 3*time.Second); ok != n {
+		t.Fatalf("with router %d down, %d of %d connections answered: %v", dead, ok, n, answers)
+	}
+	if after := s.counters(t); after[dead-1].SYN != mid[dead-1].SYN {
+		t.Errorf("with router %d down, %d SYNs still went to it", dead, after[dead-1].SYN-mid[dead-1].SYN)
+	}
+	// Connections through the other routers are untouched. Those through
+	// the dead one are lost: in the sandbox each uplink's upstream answers
+	// a connection through the router it came in by, and that router is
+	// gone with their return path.
+	for i, h := range kept {
+		h.still(t, fmt.Sprintf("after failure %d", i))
+	}
+	t.Logf("held connections per router %v: %d through the others kept, %d through router %d lost with it", lens(via), len(kept), len(via[dead-1]), dead)
+
+	up := time.Now()
+	if err := sandbox.SetUplink(s.dir, dead, true); err != nil {
+		t.Fatal(err)
+	}
+	var back time.Duration
+	eventually(t, func() error {
+		before := s.counters(t)
+		if ok, answers := s.probe(t, netns, "", server, n, 3*time.Second); ok != n {
+			return fmt.Errorf("with router %d back, %d of %d answered: %v", dead, ok, n, answers)
+		}
+		if after := s.counters(t); after[dead-1].SYN == before[dead-1].SYN {
+			return fmt.Errorf("router %d is back but gets no new connections", dead)
+		}
+		back = time.Since(up)
+		return nil
+	})
+	t.Logf("router %d up again: new connections spread to it after %s", dead, back.Round(10*time.Millisecond))
+	for i, h := range kept {
+		h.still(t, fmt.Sprintf("after recovery %d", i))
+	}
+}
+
+// lens returns the lengths of each router's held connections.
+func lens(via [][]*heldConn) []int {
+	out := make([]int, len(via))
+	for i, v := range via {
+		out[i] = len(v)
+	}
+	return out
 }
