@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/kubetest"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
@@ -254,11 +257,115 @@ func TestUplinks(t *testing.T) {
 		}
 	})
 
+	t.Run("ECMP off: the compatibility gateway only; BFD off: no sessions", func(t *testing.T) {
+		// The node's overrides, as an operator sets them on the annotation
+		// (the node agent publishes it once, at start).
+		off := false
+		orig := s.setGatewayPolicy(t, &off, nil)
+		t.Cleanup(func() { s.restoreGateway(t, orig) })
+		eventually(t, func() error {
+			got, err := s.nbBFD()
+			if err != nil {
+				return err
+			}
+			if len(got) != 1 || got[s.routers[0]] != "up" {
+				return fmt.Errorf("Northbound BFD sessions %v, want router 1's only (the one route left)", got)
+			}
+			return nil
+		})
+		oneWay := func(what string) {
+			for _, pod := range []string{"up-plain/a", "up-l3/a"} {
+				const n = 24
+				before := s.counters(t)
+				ok, answers := s.probe(t, s.podNetns(t, pod), "", server, n, 3*time.Second)
+				if ok != n {
+					t.Fatalf("%s, %s: %d of %d answered: %v", what, pod, ok, n, answers)
+				}
+				after := s.counters(t)
+				for k := 1; k < uplinkRouters; k++ {
+					if d := after[k].SYN - before[k].SYN; d != 0 {
+						t.Errorf("%s, %s: %d SYNs through router %d, want all through router 1 (the first next hop)", what, pod, d, k+1)
+					}
+				}
+				if d := after[0].SYN - before[0].SYN; d < n {
+					t.Errorf("%s, %s: %d SYNs through router 1 for %d connections", what, pod, d, n)
+				}
+			}
+		}
+		oneWay("ECMP off")
+		s.setGatewayPolicy(t, &off, &off)
+		eventually(t, func() error {
+			if got, err := s.nbBFD(); err != nil || len(got) != 0 {
+				return fmt.Errorf("Northbound BFD sessions %v (%v), want none with BFD off", got, err)
+			}
+			return nil
+		})
+		oneWay("ECMP and BFD off")
+		s.restoreGateway(t, orig)
+		eventually(t, func() error {
+			got, err := s.nbBFD()
+			if err != nil {
+				return err
+			}
+			if len(got) != uplinkRouters {
+				return fmt.Errorf("Northbound BFD sessions %v after restoring the node's policy, want %d", got, uplinkRouters)
+			}
+			for _, st := range got {
+				if st != "up" {
+					return fmt.Errorf("Northbound BFD sessions %v after restoring the node's policy, want all up", got)
+				}
+			}
+			return nil
+		})
+	})
+
 	// Router 2 is a next hop on br-ex; router 3 is behind the second bridge.
 	for _, dead := range []int{2, 3} {
 		t.Run(fmt.Sprintf("dead router %d is withdrawn, new connections go through the others", dead), func(t *testing.T) {
 			s.failover(t, dead, bfd, server)
 		})
+	}
+}
+
+// setGatewayPolicy sets the node's default-route overrides in its
+// l3-gateway-config (nil leaves one as it is) and returns the annotation it
+// replaced.
+func (s *uplinkSandbox) setGatewayPolicy(t *testing.T, ecmp, bfd *bool) string {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := s.c.Get(context.Background(), client.ObjectKey{Name: "node1"}, node); err != nil {
+		t.Fatal(err)
+	}
+	orig := node.Annotations[nodeinfo.GatewayAnnotation]
+	var g nodeinfo.Gateway
+	if err := json.Unmarshal([]byte(orig), &g); err != nil {
+		t.Fatal(err)
+	}
+	if ecmp != nil {
+		g.DefaultRouteECMP = ecmp
+	}
+	if bfd != nil {
+		g.DefaultRouteBFD = bfd
+	}
+	b, err := json.Marshal(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.restoreGateway(t, string(b))
+	return orig
+}
+
+// restoreGateway writes the node's l3-gateway-config.
+func (s *uplinkSandbox) restoreGateway(t *testing.T, v string) {
+	t.Helper()
+	node := &corev1.Node{}
+	if err := s.c.Get(context.Background(), client.ObjectKey{Name: "node1"}, node); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	node.Annotations[nodeinfo.GatewayAnnotation] = v
+	if err := s.c.Patch(context.Background(), node, patch); err != nil {
+		t.Fatal(err)
 	}
 }
 
