@@ -160,7 +160,7 @@ kubectl's flags from being read as this command's).`,
 }
 
 func sandboxDemoCommand(dir *string) *cobra.Command {
-	opts := sandbox.DemoOptions{Options: sandbox.Options{Nodes: 3, Uplinks: 2}}
+	opts := sandbox.DemoOptions{Options: sandbox.Options{Nodes: 3, Uplinks: 3, UplinkBridges: 1}}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Bring up a sandbox, apply the examples and measure who reaches whom",

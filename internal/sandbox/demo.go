@@ -143,7 +143,7 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 		if err != nil {
 			return errors.Join(merr, err)
 		}
-		fmt.Fprintf(out, "\nSeveral uplinks (%d outside routers as every node's next hops: ECMP default routes on every gateway router, BFD with FRR's bfdd; docs/gateway.md):\n\n", opts.Uplinks)
+		fmt.Fprintf(out, "\nSeveral uplinks (%d outside routers as every node's next hops, %d of them behind a bridge of its own: ECMP default routes on every gateway router, BFD with FRR's bfdd; docs/gateway.md):\n\n", opts.Uplinks, opts.UplinkBridges)
 		merr = errors.Join(merr, PrintAppChecks(out, upChecks))
 	}
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",

@@ -67,7 +67,7 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 		jobs = append(jobs, func(a *AppCheck) {
 			retry(a, func() (string, error) {
 				s, err := run(ctx, dir, ref, binary, "sandbox", "probe", server)
-				return strings.TrimSpace(s), err
+				return asNodeAddr(node, strings.TrimSpace(s)), err
 			})
 		})
 	}
@@ -87,7 +87,7 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 					pair = append(pair, func(a *AppCheck) {
 						retry(a, func() (string, error) {
 							s, err := run(ctx, dir, ref, binary, "sandbox", "probe", "--local-port", strconv.Itoa(demoSourcePort), server)
-							return strings.TrimSpace(s), err
+							return asNodeAddr(nodeA, strings.TrimSpace(s)), err
 						})
 					})
 				}
@@ -129,4 +129,17 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 func nodeAddr(node string) string {
 	i, _ := strconv.Atoi(strings.TrimPrefix(node, "node"))
 	return strings.Split(NodeIP(i), "/")[0]
+}
+
+// asNodeAddr returns the node's address (nodeAddr) when got is the node's
+// address on any uplink (egress through a router behind a bridge of its
+// own leaves from the node's address on that segment), else got.
+func asNodeAddr(node, got string) string {
+	i, _ := strconv.Atoi(strings.TrimPrefix(node, "node"))
+	for k := 2; k <= MaxUplinks; k++ {
+		if got == strings.Split(bridgeUplink{k}.nodeIP(i), "/")[0] {
+			return nodeAddr(node)
+		}
+	}
+	return got
 }

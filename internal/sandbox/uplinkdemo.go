@@ -11,7 +11,8 @@ import (
 
 // uplinkDemoConnections is how many connections each egress client of the
 // demo opens at once to show them spread over the routers.
-const uplinkDemoConnections = 16
+// (32 over 3 routers: one getting none has probability below 1e-5).
+const uplinkDemoConnections = 32
 
 // UplinkChecks is the demo's view of a sandbox with several uplinks: each
 // router's bfdd has a session up with every node (waiting up to 30 s for
@@ -19,9 +20,13 @@ const uplinkDemoConnections = 16
 // reach every router (counted by the routers' nftables counters). Pods that
 // do not exist are left out.
 func UplinkChecks(ctx context.Context, dir, binary string, uplinks, nodes int) ([]AppCheck, error) {
+	st, err := ReadState(NewLayoutMust(dir))
+	if err != nil {
+		return nil, err
+	}
 	var out []AppCheck
-	for k := 1; k <= uplinks; k++ {
-		a := AppCheck{Name: "BFD sessions with every node (FRR bfdd)", From: "router " + RouterIP(k), Target: "nodes",
+	for k := 1; k <= uplinks && k <= len(st.Routers); k++ {
+		a := AppCheck{Name: "BFD sessions with every node (FRR bfdd)", From: "router " + st.Routers[k-1], Target: "nodes",
 			Want: fmt.Sprintf("%d/%d up", nodes, nodes)}
 		a.Err = proc.WaitFor(30*time.Second, 200*time.Millisecond, func() (bool, error) {
 			peers, err := RouterBFD(ctx, dir, k)
