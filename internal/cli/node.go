@@ -54,6 +54,11 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 			if cmd.Flags().Changed("default-route-bfd") {
 				gw.BFD = &bfd
 			}
+			if len(extraUplinks) > 0 && opts.Gateway.Bridge == "" {
+				// Without a bridge the agent keeps no flows: the uplinks
+				// would be published and rendered, and carry nothing.
+				return fmt.Errorf("--extra-uplink needs --external-bridge (the agent keeps every uplink bridge's flows, the first's included)")
+			}
 			for _, v := range extraUplinks {
 				u, err := nodeagent.ParseUplinkFlag(v)
 				if err != nil {

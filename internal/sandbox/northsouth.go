@@ -137,7 +137,7 @@ func nodeAddr(node string) string {
 func asNodeAddr(node, got string) string {
 	i, _ := strconv.Atoi(strings.TrimPrefix(node, "node"))
 	for k := 2; k <= MaxUplinks; k++ {
-		if got == strings.Split(bridgeUplink{k}.nodeIP(i), "/")[0] {
+		if got == (bridgeUplink{k}).nodeAddr(i) {
 			return nodeAddr(node)
 		}
 	}

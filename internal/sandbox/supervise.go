@@ -324,7 +324,7 @@ func (s *supervisor) startNode(i int) error {
 	s.addComponent(&component{name: "zone-controller/" + name, args: zone})
 	var uplinkIPs []string
 	for _, u := range s.opts.bridgeUplinks() {
-		uplinkIPs = append(uplinkIPs, strings.Split(u.nodeIP(i), "/")[0])
+		uplinkIPs = append(uplinkIPs, u.nodeAddr(i))
 	}
 	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB, UplinkIPs: uplinkIPs})
 	return nil

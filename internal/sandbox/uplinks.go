@@ -43,8 +43,10 @@ import (
 // MaxUplinks is the most routers a sandbox runs.
 const MaxUplinks = 4
 
-// RouterIP is the k-th (from 1) outside router's address on the underlay.
-func RouterIP(k int) string { return fmt.Sprintf("192.168.100.%d", k) }
+// underlayRouterIP is the k-th (from 1) outside router's address when it
+// is on the nodes' underlay (a next hop on br-ex); Options.routerIP gives
+// any router's, State.Routers every running one's.
+func underlayRouterIP(k int) string { return fmt.Sprintf("192.168.100.%d", k) }
 
 // bridgeUplink is a router on an underlay segment of its own (k is its
 // number, from 1).
@@ -68,7 +70,7 @@ func (o Options) routerIP(k int) string {
 	if o.ownSegment(k) {
 		return bridgeUplink{k}.routerIP()
 	}
-	return RouterIP(k)
+	return underlayRouterIP(k)
 }
 
 // segment is the router's underlay subnet.
@@ -76,8 +78,11 @@ func (u bridgeUplink) segment() string { return fmt.Sprintf("192.168.%d.0/24", 1
 
 func (u bridgeUplink) routerIP() string { return fmt.Sprintf("192.168.%d.1", 100+u.k) }
 
-// nodeIP is node i's address on the segment, with its prefix length.
-func (u bridgeUplink) nodeIP(i int) string { return fmt.Sprintf("192.168.%d.%d/24", 100+u.k, 10+i) }
+// nodeIP is node i's address on the segment, with its prefix length;
+// nodeAddr the address alone.
+func (u bridgeUplink) nodeIP(i int) string { return u.nodeAddr(i) + "/24" }
+
+func (u bridgeUplink) nodeAddr(i int) string { return fmt.Sprintf("192.168.%d.%d", 100+u.k, 10+i) }
 
 // mac is node i's bridge MAC on the segment (GatewayMAC's form).
 func (u bridgeUplink) mac(i int) string { return fmt.Sprintf("02:00:c0:a8:%02x:%02x", 100+u.k, 10+i) }
@@ -268,7 +273,7 @@ func (o Options) nextHops() []string {
 	var out []string
 	for k := 1; k <= o.Uplinks; k++ {
 		if !o.ownSegment(k) {
-			out = append(out, RouterIP(k))
+			out = append(out, underlayRouterIP(k))
 		}
 	}
 	return out
@@ -299,7 +304,7 @@ func (s *supervisor) startBFDD(k int) error {
 	for i := 1; i <= s.opts.Nodes; i++ {
 		peer := nodeAddr(NodeName(i))
 		if s.opts.ownSegment(k) {
-			peer = strings.Split(bridgeUplink{k}.nodeIP(i), "/")[0]
+			peer = bridgeUplink{k}.nodeAddr(i)
 		}
 		fmt.Fprintf(&conf, " peer %s\n  receive-interval %d\n  transmit-interval %d\n exit\n", peer, ms, ms)
 	}
