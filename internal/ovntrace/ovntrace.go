@@ -88,6 +88,9 @@ type Output struct {
 	// Fields are the header fields set on the way ("ip4.src" -> "169.254.0.5"),
 	// including those of ct_snat/ct_dnat.
 	Fields map[string]string
+	// TTLDecrements is how many routers decremented the packet's TTL on
+	// the way ("ip.ttl--;").
+	TTLDecrements int
 }
 
 // Verdict is the parsed result of one trace.
@@ -185,6 +188,7 @@ var generated = map[string]bool{
 type scope struct {
 	kind   string
 	fields map[string]string
+	ttlDec int
 }
 
 // Parse reads the "# Minimal trace." section of ovn-trace --all output (or a
@@ -199,7 +203,7 @@ func Parse(out string) (Verdict, error) {
 	sc := bufio.NewScanner(strings.NewReader(minimal))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
-		top := stack[len(stack)-1]
+		top := &stack[len(stack)-1]
 		switch {
 		case line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "/*"):
 		case line == "};" || line == "}":
@@ -209,10 +213,10 @@ func Parse(out string) (Verdict, error) {
 			stack = stack[:len(stack)-1]
 		case outputRe.MatchString(line):
 			port := outputRe.FindStringSubmatch(line)[1]
-			v.Outputs = append(v.Outputs, Output{Port: port, Kind: top.kind, Fields: clone(top.fields)})
+			v.Outputs = append(v.Outputs, Output{Port: port, Kind: top.kind, Fields: clone(top.fields), TTLDecrements: top.ttlDec})
 		case blockRe.MatchString(line):
 			m := blockRe.FindStringSubmatch(line)
-			s := scope{kind: top.kind, fields: clone(top.fields)}
+			s := scope{kind: top.kind, fields: clone(top.fields), ttlDec: top.ttlDec}
 			if generated[m[1]] {
 				s.kind = m[1]
 			}
@@ -222,6 +226,8 @@ func Parse(out string) (Verdict, error) {
 				}
 			}
 			stack = append(stack, s)
+		case line == "ip.ttl--;":
+			top.ttlDec++
 		case setRe.MatchString(line):
 			m := setRe.FindStringSubmatch(line)
 			top.fields[m[1]] = m[2]

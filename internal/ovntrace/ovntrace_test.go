@@ -72,10 +72,10 @@ func TestParse(t *testing.T) {
 				{Port: "ln", Kind: "arp", Fields: map[string]string{
 					"eth.src": "0a:58:ac:12:00:02", "eth.dst": "ff:ff:ff:ff:ff:ff",
 					"arp.spa": "0xac120002", "arp.tpa": "0xac120001", "arp.op": "1",
-				}},
+				}, TTLDecrements: 1},
 				{Port: "ln", Kind: "packet", Fields: map[string]string{
 					"eth.src": "0a:58:ac:12:00:02", "eth.dst": "00:00:00:00:00:00", "ip4.src": "169.254.0.5",
-				}},
+				}, TTLDecrements: 1},
 			},
 			delivered: []string{"ln"},
 		},
@@ -90,8 +90,8 @@ ct_dnat(ip6.dst=fd00::5,tcp.dst=8080) {
     output("p5");
 };`,
 			want: []Output{
-				{Port: "ext1", Kind: "nd_ns", Fields: map[string]string{}},
-				{Port: "p5", Kind: "packet", Fields: map[string]string{"ip6.dst": "fd00::5", "tcp.dst": "8080"}},
+				{Port: "ext1", Kind: "nd_ns", Fields: map[string]string{}, TTLDecrements: 1},
+				{Port: "p5", Kind: "packet", Fields: map[string]string{"ip6.dst": "fd00::5", "tcp.dst": "8080"}, TTLDecrements: 1},
 			},
 			delivered: []string{"p5"},
 		},
