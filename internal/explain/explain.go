@@ -106,6 +106,9 @@ type Report struct {
 	// Reason says why the packet was dropped (Outcome Dropped) or went
 	// elsewhere.
 	Reason string
+	// DroppedBy names what dropped the packet, short: the feature behind
+	// the row (as Row.Describe says), or northd's reason.
+	DroppedBy string
 	// Note says when the destination pod was traced at an address on a
 	// network other than the source's.
 	Note string
@@ -270,9 +273,11 @@ func (e *Explainer) dropReason(ctx context.Context, r *Report, z *zoneReader, se
 	where := fmt.Sprintf("in %s of %s (%d. %s, priority %d, match %q)", h.Pipeline, h.Datapath, s.Table, s.Name, s.Priority, s.Match)
 	row := rows[h.Datapath+"|"+s.UUID]
 	if row == nil || row.Owner() == "" {
-		r.Reason = fmt.Sprintf("%s: %s", builtinReason(s), where)
+		r.DroppedBy = builtinReason(s)
+		r.Reason = fmt.Sprintf("%s: %s", r.DroppedBy, where)
 		return nil
 	}
+	r.DroppedBy = row.Describe()
 	r.Reason = fmt.Sprintf("by %s: %s, %s", row.Describe(), row.Spelled(), where)
 	if strings.HasPrefix(row.Owner(), "npdeny:") {
 		selecting, err := e.selectingPolicies(ctx, r, row.ExternalIDs)
