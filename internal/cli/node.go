@@ -106,6 +106,7 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 	fs.StringVar(&toolsDir, "tools-dir", "", "directory holding ip, ethtool and ovs-vsctl (default: $PATH)")
 	fs.IntVar(&opts.Workers, "workers", 4, "pods plumbed at once")
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
+	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "0", "/metrics listen address, e.g. 127.0.0.1:9414 (0 disables; see docs/metrics.md)")
 	fs.StringVar(&opts.WorkloadDir, "workload-dir", "", "run pods' containers whose program is known (agnhost images, CoreDNS, the tools of --tools-dir) as processes in the pods' network namespaces, logging here (no container runtime; empty: off)")
 	fs.StringVar(&opts.APIProxy, "api-proxy", "", "with --workload-dir: address (e.g. 127.0.0.1:6443) at which pods running a workload reach the API server inside their own network namespace (no services yet; empty: none)")
 	fs.BoolVar(&opts.ReportNodeStatus, "report-node-status", false, "report the Node's Ready condition, capacity and addresses, standing in for a kubelet (no kubelet runs)")

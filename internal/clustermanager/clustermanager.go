@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/connectcontroller"
 	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
@@ -101,7 +102,7 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, err
 	}
 	// Served on MetricsAddr with controller-runtime's own (docs/metrics.md).
-	metrics.ServeNetworks(mgr.GetClient(), opts.Cluster.MaxNetworks)
+	metrics.ServeNetworks(mgr.GetClient(), opts.Cluster.MaxNetworks, allocator.LastTunnelKey-allocator.FirstAllocatedKey+1, opts.Cluster.ClusterSubnets)
 	return mgr, nil
 }
 

@@ -33,7 +33,40 @@ var (
 		Name: "ovn_udn_ovsdb_rows_written_total",
 		Help: "Northbound rows a zone controller inserted, updated or deleted, and members it added to or removed from other owners' rows, by owner kind.",
 	}, []string{"zone", "owner_kind", "op"})
+	Reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ovn_udn_ovsdb_reconnects_total",
+		Help: "Times a zone controller's connection to its database (nb, sb) came back after being lost (each followed by a full resync).",
+	}, []string{"zone", "db"})
+	PodAnnotationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ovn_udn_pod_annotation_duration_seconds",
+		Help:    "From the zone controller first seeing a pod scheduled to its node without its pod-networks annotation until it wrote the annotation.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16), // 1 ms .. 33 s
+	}, []string{"zone"})
+	NetworkReadySeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ovn_udn_network_ready_seconds",
+		Help:    "From a network's oldest NetworkAttachmentDefinition's creation until the zone controller's first transaction wrote the network's rows in the zone.",
+		Buckets: prometheus.ExponentialBuckets(0.1, 2, 13), // 0.1 s .. 410 s
+	}, []string{"zone"})
 )
+
+// Node agent metrics.
+var (
+	PlumbSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "ovn_udn_pod_plumb_duration_seconds",
+		Help:    "Time the node agent took to plumb a pod's interfaces (network namespace, veths, OVS ports), each time it changed some.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14), // 1 ms .. 8 s
+	}, []string{"node"})
+)
+
+// PlumbedPods is a gauge function of the pods a node agent has interfaces
+// plugged for.
+func PlumbedPods(node string, count func() int) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "ovn_udn_pods_plumbed",
+		Help:        "Pods the node agent has interfaces plugged for (OVS ports on br-int).",
+		ConstLabels: prometheus.Labels{"node": node},
+	}, func() float64 { return float64(count()) })
+}
 
 var register sync.Once
 
@@ -41,7 +74,7 @@ var register sync.Once
 // process).
 func Register() {
 	register.Do(func() {
-		for _, c := range []prometheus.Collector{Transactions, TransactionSeconds, Rows} {
+		for _, c := range []prometheus.Collector{Transactions, TransactionSeconds, Rows, Reconnects, PodAnnotationSeconds, NetworkReadySeconds, PlumbSeconds} {
 			ctrlmetrics.Registry.MustRegister(c)
 		}
 	})
@@ -98,4 +131,34 @@ func Connected(zone, db string, connected func() bool) prometheus.Collector {
 		}
 		return 0
 	})
+}
+
+// podPorts counts a zone's pod ports at scrape time.
+type podPorts struct {
+	desc  *prometheus.Desc
+	count func() (map[string]int, error)
+}
+
+// PodPorts is a collector of ovn_udn_pods for a zone, counting with count
+// (pod ports by network, from the controller's Northbound cache) when
+// scraped.
+func PodPorts(zone string, count func() (map[string]int, error)) prometheus.Collector {
+	return &podPorts{desc: prometheus.NewDesc("ovn_udn_pods", "Pod ports in a zone's Northbound (a pod's attachment each), by network.",
+		[]string{"network"}, prometheus.Labels{"zone": zone}), count: count}
+}
+
+// Describe implements prometheus.Collector.
+func (p *podPorts) Describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
+
+// Collect implements prometheus.Collector. A count that fails (the cache
+// of a zone controller stopped in this process) reports nothing rather
+// than failing the whole scrape.
+func (p *podPorts) Collect(ch chan<- prometheus.Metric) {
+	counts, err := p.count()
+	if err != nil {
+		return
+	}
+	for network, n := range counts {
+		ch <- prometheus.MustNewConstMetric(p.desc, prometheus.GaugeValue, float64(n), network)
+	}
 }

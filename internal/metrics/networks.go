@@ -7,10 +7,12 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
 
 var (
@@ -21,14 +23,24 @@ var (
 		"Network IDs allocated to networks (their NADs' k8s.ovn.org/network-id).", nil, nil)
 	idsCapacityDesc = prometheus.NewDesc("ovn_udn_network_ids_capacity",
 		"Network IDs the cluster may allocate (--max-networks); allocated = capacity means new networks wait.", nil, nil)
+	keysUsedDesc = prometheus.NewDesc("ovn_udn_tunnel_keys_allocated",
+		"Interconnect tunnel keys allocated to networks (their NADs' k8s.ovn.org/tunnel-keys).", nil, nil)
+	keysCapacityDesc = prometheus.NewDesc("ovn_udn_tunnel_keys_capacity",
+		"Interconnect tunnel keys the cluster may allocate.", nil, nil)
+	slicesUsedDesc = prometheus.NewDesc("ovn_udn_node_subnets_allocated",
+		"Nodes holding a slice (node subnet) of a Layer3 network, by network (\"default\" is the cluster default network).", []string{"network"}, nil)
+	slicesCapacityDesc = prometheus.NewDesc("ovn_udn_node_subnets_capacity",
+		"Nodes a Layer3 network's subnets can give a slice (the fewest over its address families), by network.", []string{"network"}, nil)
 )
 
 // networks is a collector that counts networks from the NADs in a cache
 // when scraped (so it can never disagree with them).
 type networks struct {
-	mu  sync.Mutex
-	c   client.Reader
-	max int
+	mu       sync.Mutex
+	c        client.Reader
+	max      int
+	keys     int
+	defaults []netconf.Subnet
 }
 
 var (
@@ -37,12 +49,15 @@ var (
 )
 
 // ServeNetworks has the process serve the cluster-manager's metrics of
-// networks and network-ID pool usage, read from c (the manager's cache) at
-// scrape time. The last call's source wins (one cluster-manager runs per
-// process; tests start several, one after another).
-func ServeNetworks(c client.Reader, maxNetworks int) {
+// networks and of its pools' usage (network IDs, tunnel keys, each Layer3
+// network's node subnets), read from c (the manager's cache: NADs and
+// Nodes) at scrape time. maxNetworks and tunnelKeys are the pools' sizes,
+// clusterSubnets the default network's. The last call's source wins (one
+// cluster-manager runs per process; tests start several, one after
+// another).
+func ServeNetworks(c client.Reader, maxNetworks, tunnelKeys int, clusterSubnets []netconf.Subnet) {
 	networksCollector.mu.Lock()
-	networksCollector.c, networksCollector.max = c, maxNetworks
+	networksCollector.c, networksCollector.max, networksCollector.keys, networksCollector.defaults = c, maxNetworks, tunnelKeys, clusterSubnets
 	networksCollector.mu.Unlock()
 	registerNetworks.Do(func() { ctrlmetrics.Registry.MustRegister(networksCollector) })
 }
@@ -52,12 +67,16 @@ func (n *networks) Describe(ch chan<- *prometheus.Desc) {
 	ch <- networksDesc
 	ch <- idsUsedDesc
 	ch <- idsCapacityDesc
+	ch <- keysUsedDesc
+	ch <- keysCapacityDesc
+	ch <- slicesUsedDesc
+	ch <- slicesCapacityDesc
 }
 
 // Collect implements prometheus.Collector.
 func (n *networks) Collect(ch chan<- prometheus.Metric) {
 	n.mu.Lock()
-	c, max := n.c, n.max
+	c, max, maxKeys, clusterSubnets := n.c, n.max, n.keys, n.defaults
 	n.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -68,7 +87,8 @@ func (n *networks) Collect(ch chan<- prometheus.Metric) {
 	}
 	type kind struct{ topology, role string }
 	seen := map[string]kind{}
-	ids := map[int]bool{}
+	ids, keys := map[int]bool{}, map[int]bool{}
+	slices := map[string]int{nodeinfo.DefaultNetwork: sliceCapacity(clusterSubnets)}
 	for i := range list.Items {
 		nad := &list.Items[i]
 		if !netconf.Managed(nad) {
@@ -79,8 +99,14 @@ func (n *networks) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		seen[c.Name] = kind{c.Topology, c.Role}
-		if id, _, ok, err := netconf.ParseAllocation(nad.Annotations); err == nil && ok {
+		if id, ks, ok, err := netconf.ParseAllocation(nad.Annotations); err == nil && ok {
 			ids[id] = true
+			for _, k := range ks {
+				keys[k] = true
+			}
+		}
+		if c.Topology == netconf.TopologyLayer3 {
+			slices[c.Name] = sliceCapacity(c.ParsedSubnets())
 		}
 	}
 	counts := map[kind]int{}
@@ -94,4 +120,50 @@ func (n *networks) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(idsUsedDesc, prometheus.GaugeValue, float64(len(ids)))
 	ch <- prometheus.MustNewConstMetric(idsCapacityDesc, prometheus.GaugeValue, float64(max))
+	ch <- prometheus.MustNewConstMetric(keysUsedDesc, prometheus.GaugeValue, float64(len(keys)))
+	ch <- prometheus.MustNewConstMetric(keysCapacityDesc, prometheus.GaugeValue, float64(maxKeys))
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		ch <- prometheus.NewInvalidMetric(slicesUsedDesc, err)
+		return
+	}
+	held := map[string]int{}
+	for _, node := range nodes.Items {
+		subnets, err := nodeinfo.ParseSubnets(node.Annotations[nodeinfo.NodeSubnetsAnnotation])
+		if err != nil {
+			continue
+		}
+		for network := range subnets {
+			held[network]++
+		}
+	}
+	for network, capacity := range slices {
+		ch <- prometheus.MustNewConstMetric(slicesUsedDesc, prometheus.GaugeValue, float64(held[network]), network)
+		ch <- prometheus.MustNewConstMetric(slicesCapacityDesc, prometheus.GaugeValue, float64(capacity), network)
+	}
+}
+
+// sliceCapacity is how many nodes a Layer3 network's subnets give a slice:
+// per address family the slices of all its subnets, the fewest over the
+// families (a node needs one of each); capped at 2^30.
+func sliceCapacity(subnets []netconf.Subnet) int {
+	const limit = 1 << 30
+	perFamily := map[bool]int{}
+	for _, s := range subnets {
+		if s.HostPrefix == 0 || s.HostPrefix < s.CIDR.Bits() {
+			continue
+		}
+		n := limit
+		if bits := s.HostPrefix - s.CIDR.Bits(); bits < 30 {
+			n = 1 << bits
+		}
+		perFamily[s.CIDR.Addr().Is4()] = min(limit, perFamily[s.CIDR.Addr().Is4()]+n)
+	}
+	out := 0
+	for _, n := range perFamily {
+		if out == 0 || n < out {
+			out = n
+		}
+	}
+	return out
 }

@@ -56,6 +56,9 @@ type Options struct {
 	// HealthAddr serves /healthz and /readyz (ready: caches synced); "" or
 	// "0" disables it.
 	HealthAddr string
+	// MetricsAddr serves /metrics (controller-runtime's and the agent's own,
+	// see docs/metrics.md); "" or "0" disables it.
+	MetricsAddr string
 	// ReportNodeStatus makes the agent report the Node's Ready condition,
 	// capacity and addresses, standing in for a kubelet (the sandbox).
 	ReportNodeStatus bool
@@ -105,7 +108,7 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
+		Metrics:                metricsserver.Options{BindAddress: kubeobj.ListenAddr(opts.MetricsAddr)},
 		HealthProbeBindAddress: kubeobj.ListenAddr(opts.HealthAddr),
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr(true)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{

@@ -29,6 +29,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/workload"
@@ -68,6 +69,12 @@ type PodReconciler struct {
 // SetupWithManager registers the controller and the startup sweep.
 func (r *PodReconciler) SetupWithManager(mgr manager.Manager) error {
 	r.resync = make(chan event.GenericEvent, 1024)
+	metrics.Register()
+	metrics.MustRegisterOnce(metrics.PlumbedPods(r.Opts.Node, func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.plugged)
+	}))
 	if r.workloads != nil {
 		r.workloads.OnExit = func(key string) {
 			ns, name, _ := strings.Cut(key, "/")
@@ -227,6 +234,7 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	}
 	if changed > 0 {
 		ctrl.LoggerFrom(ctx).Info("plumbed pod", "interfaces", changed, "netns", netns, "took", time.Since(start).String())
+		metrics.PlumbSeconds.WithLabelValues(r.Opts.Node).Observe(time.Since(start).Seconds())
 	}
 	if !PodReady(pod) {
 		// Ready means the network works: wait until ovn-controller has

@@ -60,6 +60,9 @@ type Process struct {
 	Running  bool   `json:"running"`
 	Restarts int    `json:"restarts"`
 	Log      string `json:"log"`
+	// Metrics is where ovn-udn's components serve /metrics
+	// (127.0.0.1:PORT).
+	Metrics string `json:"metrics,omitempty"`
 }
 
 // ErrNoSandbox is returned when the state directory holds no sandbox.

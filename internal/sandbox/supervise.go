@@ -95,10 +95,12 @@ type supervisor struct {
 // component is a process the supervisor restarts when it exits: an ovn-udn
 // component, or one of Kubernetes' (path set).
 type component struct {
-	name     string
-	path     string // the program; the ovn-udn binary when empty
-	args     []string
-	log      string
+	name string
+	path string // the program; the ovn-udn binary when empty
+	args []string
+	log  string
+	// metrics is the address its /metrics is served at ("" when none).
+	metrics  string
 	p        *proc.Process
 	restarts int
 	started  time.Time
@@ -176,7 +178,7 @@ func (s *supervisor) start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.addComponent(&component{name: "cluster-manager", args: []string{"cluster-manager",
+	s.addComponent(&component{name: "cluster-manager", metrics: s.metricsAddr(), args: []string{"cluster-manager",
 		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("cluster-manager")), "--leader-elect=false"}})
 	if err := s.waitReady(ctx); err != nil {
 		return err
@@ -315,13 +317,13 @@ func (s *supervisor) startNode(i int) error {
 	if s.opts.Uplinks > 1 {
 		agent = append(agent, "--default-route-bfd=true")
 	}
-	s.addComponent(&component{name: "node-agent/" + name, args: agent})
+	s.addComponent(&component{name: "node-agent/" + name, metrics: s.metricsAddr(), args: agent})
 	zone := []string{"controller",
 		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("controller")), "--zone=" + name, "--nb=" + z.NB, "--sb=" + z.SB}
 	if ms := int(s.opts.BFDInterval / time.Millisecond); ms > 0 {
 		zone = append(zone, fmt.Sprintf("--bfd-min-tx=%d", ms), fmt.Sprintf("--bfd-min-rx=%d", ms))
 	}
-	s.addComponent(&component{name: "zone-controller/" + name, args: zone})
+	s.addComponent(&component{name: "zone-controller/" + name, metrics: s.metricsAddr(), args: zone})
 	var uplinkIPs []string
 	for _, u := range s.opts.bridgeUplinks() {
 		uplinkIPs = append(uplinkIPs, u.nodeAddr(i))
@@ -330,8 +332,22 @@ func (s *supervisor) startNode(i int) error {
 	return nil
 }
 
+// metricsAddr returns a loopback address for a component's /metrics
+// (empty when no port is free: the component then serves none).
+func (s *supervisor) metricsAddr() string {
+	port, err := ovnrun.FreePort()
+	if err != nil {
+		s.log.Printf("no port for metrics: %v", err)
+		return ""
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
 func (s *supervisor) addComponent(c *component) {
 	c.log = filepath.Join(s.l.LogDir(), strings.ReplaceAll(c.name, "/", "-")+".log")
+	if c.metrics != "" {
+		c.args = append(c.args, "--metrics-addr="+c.metrics)
+	}
 	s.comps = append(s.comps, c)
 	if err := s.startComponent(c); err != nil {
 		s.log.Printf("%v", err)
@@ -473,7 +489,7 @@ type healBackoff struct {
 // refresh rebuilds the process list of the state.
 func (s *supervisor) refresh() {
 	var ps []Process
-	add := func(name string, p *proc.Process, restarts int) {
+	add := func(name string, p *proc.Process, restarts int, metrics string) {
 		if p == nil {
 			return
 		}
@@ -483,24 +499,24 @@ func (s *supervisor) refresh() {
 		if l := strings.TrimSuffix(log, ".out") + ".log"; strings.HasSuffix(log, ".out") && fileExists(l) {
 			log = l
 		}
-		ps = append(ps, Process{Name: name, PID: p.PID(), Running: !p.Exited(), Restarts: restarts, Log: log})
+		ps = append(ps, Process{Name: name, PID: p.PID(), Running: !p.Exited(), Restarts: restarts, Log: log, Metrics: metrics})
 	}
 	for _, kp := range findProcesses(s.l.KubeDir()) {
 		ps = append(ps, kp)
 	}
 	for _, c := range s.comps {
-		add(c.name, c.p, c.restarts)
+		add(c.name, c.p, c.restarts, c.metrics)
 	}
 	for name, z := range s.zones {
 		for role, p := range z.Processes() {
 			n := "ovn-" + role + "/" + name
-			add(n, p, s.restarts[n])
+			add(n, p, s.restarts[n], "")
 		}
 	}
 	for name, n := range s.nodes {
 		for role, p := range n.Processes() {
 			full := role + "/" + name
-			add(full, p, s.restarts[full])
+			add(full, p, s.restarts[full], "")
 		}
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })

@@ -126,6 +126,7 @@ type Reconciler struct {
 
 	nodes  nodeCache
 	ipam   podIPAM
+	clocks clocks
 	resync chan event.GenericEvent
 	// namespaceEvents carries namespaces whose services must be planned
 	// again (their network just inserted rows: its load balancer group).
@@ -254,6 +255,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
 	}
 	if p.Inserted > 0 {
+		r.observeNetworkReady(ctx, name)
 		r.replanNamespaces(ctx, name)
 		r.wakeWaiters(ctx)
 		r.replanConnects(ctx)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
@@ -96,10 +98,13 @@ func TestMalformedNAD(t *testing.T) {
 
 // TestDatabaseRestarts: the zone controller rides out a Northbound that goes
 // away (retrying with backoff) and one that comes back empty (it renders
-// everything again), and a Southbound that comes back empty.
+// everything again), and a Southbound that comes back empty; each return
+// is counted in ovn_udn_ovsdb_reconnects_total.
 func TestDatabaseRestarts(t *testing.T) {
 	c := clustertest.Start(t, env, config.Default(), "node-a", "node-b")
 	za := c.Zones["node-a"]
+	reconnects := func(db string) float64 { return testutil.ToFloat64(metrics.Reconnects.WithLabelValues("node-a", db)) }
+	nbBefore, sbBefore := reconnects("nb"), reconnects("sb")
 	c.WaitNB("node-a", "Logical_Router:GR_node-a", "Logical_Switch_Port:tstor-node-b")
 
 	// Down while a network is created: it appears once the NB is back.
@@ -131,4 +136,7 @@ func TestDatabaseRestarts(t *testing.T) {
 		}
 		return nil
 	})
+	if nb, sb := reconnects("nb")-nbBefore, reconnects("sb")-sbBefore; nb < 2 || sb < 1 {
+		t.Errorf("reconnects counted: nb %v (want at least 2), sb %v (want at least 1)", nb, sb)
+	}
 }

@@ -240,6 +240,9 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 	wrote, err := podnet.Patch(ctx, r.Client, pod, desired)
 	if wrote {
 		logger.V(1).Info("annotated pod")
+		if len(current) == 0 {
+			r.observeAnnotation(pod)
+		}
 	}
 	return ctrl.Result{}, err
 }

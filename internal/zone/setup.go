@@ -80,10 +80,16 @@ func Scheme() *runtime.Scheme { return kubeobj.NewScheme(nadv1.AddToScheme, v1.A
 // until ctx ends. They reconnect by themselves later, calling onReconnect each
 // time.
 func Connect(ctx context.Context, opts Options, onReconnect func()) (nb, nbWriter, sb libovsdb.Client, err error) {
-	nbOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: onReconnect,
+	counted := func(db string) func() {
+		return func() {
+			metrics.Reconnects.WithLabelValues(opts.Zone, db).Inc()
+			onReconnect()
+		}
+	}
+	nbOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: counted("nb"),
 		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables}
 	writerOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, NoMonitor: true}
-	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: onReconnect, Tables: sbTables}
+	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: counted("sb"), Tables: sbTables}
 	backoff := 200 * time.Millisecond
 	for {
 		if nb == nil {
@@ -123,6 +129,7 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	s.Observe(metrics.ObserveSync(opts.Zone))
 	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "nb", nb.Connected))
 	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "sb", sb.Connected))
+	metrics.MustRegisterOnce(metrics.PodPorts(opts.Zone, r.podPortsByNetwork))
 	r.Zone, r.Cluster, r.Client, r.NB, r.nbWriter, r.SB, r.Syncer = opts.Zone, opts.Cluster, mgr.GetClient(), nb, nbWriter, sb, s
 	r.Gateway = opts.Gateway
 	r.DisableNetworkConnect = opts.DisableNetworkConnect
@@ -234,15 +241,24 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 	}
 	return handler.Funcs{
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if pod, ok := e.Object.(*corev1.Pod); ok {
+				r.sawPod(ctx, pod, false)
+			}
 			enqueue(ctx, q, true, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			o, ok1 := e.ObjectOld.(*corev1.Pod)
 			n, ok2 := e.ObjectNew.(*corev1.Pod)
+			if ok2 {
+				r.sawPod(ctx, n, false)
+			}
 			enqueue(ctx, q, !ok1 || !ok2 || attachmentChanged(o, n), e.ObjectOld, e.ObjectNew)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(ctx, q, true, e.Object)
+			if pod, ok := e.Object.(*corev1.Pod); ok {
+				r.sawPod(ctx, pod, true)
+			}
 		},
 	}
 }

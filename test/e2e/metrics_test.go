@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+)
+
+// scrape reads a Prometheus text exposition into series -> value, the
+// series written as exposed (name{label="value",...}).
+func scrape(addr string) (map[string]float64, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/metrics: %s", addr, resp.Status)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: line %q: %v", addr, line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out, sc.Err()
+}
+
+// metricsOf returns where a sandbox process serves its metrics.
+func metricsOf(t *testing.T, name string) string {
+	t.Helper()
+	p := process(t, name)
+	if p.Metrics == "" {
+		t.Fatalf("%s serves no metrics", name)
+	}
+	return p.Metrics
+}
+
+// TestMetricsScrape scrapes the sandbox's running cluster-manager, node1's
+// zone controller and node1's node agent (each on its own --metrics-addr)
+// before and after a namespace with a Layer3 UDN and a pod on node1 is
+// created, and after it is deleted: the network and its ID, node subnets on
+// every node, the network's first render and the pod's annotation timed in
+// the zone, its port counted there, its interfaces plumbed and timed by the
+// agent, and the counts back when it is gone.
+func TestMetricsScrape(t *testing.T) {
+	ctx := context.Background()
+	cm, zone, agent := metricsOf(t, "cluster-manager"), metricsOf(t, "zone-controller/node1"), metricsOf(t, "node-agent/node1")
+	// Every pod there is plumbed and ready first, so the counts before
+	// are settled.
+	var all corev1.PodList
+	if err := admin.List(ctx, &all); err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, p := range all.Items {
+		if p.DeletionTimestamp == nil {
+			refs = append(refs, p.Namespace+"/"+p.Name)
+		}
+	}
+	if err := sandbox.WaitPodsReady(ctx, dir, admin, refs, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]map[string]float64{}
+	for _, addr := range []string{cm, zone, agent} {
+		m, err := scrape(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[addr] = m
+	}
+	const ns = "metrics-a"
+	network := ns + ".net"
+	nsNetwork(t, ns, "Layer3", "10.150.0.0/16/24")
+	t.Cleanup(func() { _ = admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
+	if err := sandbox.WaitPodsReady(ctx, dir, admin, []string{ns + "/a"}, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		addr, series string
+		check        func(before, now float64) bool
+		says         string
+	}
+	more := func(b, n float64) bool { return n > b }
+	plusOne := func(b, n float64) bool { return n == b+1 }
+	is := func(v float64) func(_, n float64) bool { return func(_, n float64) bool { return n == v } }
+	wants := []want{
+		{cm, `ovn_udn_networks{role="primary",topology="layer3"}`, plusOne, "one more primary Layer3 network"},
+		{cm, `ovn_udn_network_ids_allocated`, plusOne, "one more network ID"},
+		{cm, `ovn_udn_node_subnets_allocated{network="` + network + `"}`, is(3), "a slice on each of the 3 nodes"},
+		{cm, `ovn_udn_node_subnets_capacity{network="` + network + `"}`, is(256), "256 /24 slices in a /16"},
+		{cm, `ovn_udn_tunnel_keys_capacity`, func(_, n float64) bool { return n > 0 }, "a tunnel-key pool"},
+		{zone, `ovn_udn_pods{network="` + network + `",zone="node1"}`, is(1), "the pod's port in node1's zone"},
+		{zone, `ovn_udn_network_ready_seconds_count{zone="node1"}`, plusOne, "the network's first render timed"},
+		{zone, `ovn_udn_pod_annotation_duration_seconds_count{zone="node1"}`, more, "the pod's annotation timed"},
+		{zone, `ovn_udn_ovsdb_transactions_total{owner_kind="net",result="ok",zone="node1"}`, more, "the network's transactions counted"},
+		{zone, `ovn_udn_ovsdb_connected{db="nb",zone="node1"}`, is(1), "connected to the Northbound"},
+		{agent, `ovn_udn_pods_plumbed{node="node1"}`, plusOne, "one more pod plumbed"},
+		{agent, `ovn_udn_pod_plumb_duration_seconds_count{node="node1"}`, more, "its plumbing timed"},
+		{agent, `controller_runtime_reconcile_total{controller="node-pods",result="success"}`, more, "the agent's reconciles counted"},
+	}
+	check := func(wants []want) error {
+		now := map[string]map[string]float64{}
+		var bad []string
+		for _, w := range wants {
+			if now[w.addr] == nil {
+				m, err := scrape(w.addr)
+				if err != nil {
+					return err
+				}
+				now[w.addr] = m
+			}
+			n, ok := now[w.addr][w.series]
+			if !ok || !w.check(before[w.addr][w.series], n) {
+				bad = append(bad, fmt.Sprintf("%s at %s: %v (before %v, present %v): want %s", w.series, w.addr, n, before[w.addr][w.series], ok, w.says))
+			}
+		}
+		if len(bad) > 0 {
+			return fmt.Errorf("%s", strings.Join(bad, "\n"))
+		}
+		return nil
+	}
+	eventually(t, func() error { return check(wants) })
+
+	if err := admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	gone := []want{
+		{cm, `ovn_udn_networks{role="primary",topology="layer3"}`, func(b, n float64) bool { return n == b }, "the network gone"},
+		{agent, `ovn_udn_pods_plumbed{node="node1"}`, func(b, n float64) bool { return n == b }, "the pod unplumbed"},
+	}
+	eventually(t, func() error {
+		if err := check(gone); err != nil {
+			return err
+		}
+		m, err := scrape(zone)
+		if err != nil {
+			return err
+		}
+		if v, ok := m[`ovn_udn_pods{network="`+network+`",zone="node1"}`]; ok {
+			return fmt.Errorf("node1's zone still counts %v pod ports of %s", v, network)
+		}
+		return nil
+	})
+}
