@@ -15,7 +15,7 @@ build:
 
 ## demo: a 3-node sandbox with the examples, and the connectivity matrix measured in it (KEEP=1 keeps it running)
 demo: deps build
-	./bin/ovn-udn sandbox demo -f examples $(if $(KEEP),--keep)
+	./bin/ovn-udn sandbox demo -f examples $(if $(KEEP),--keep) $(if $(HTML),--html $(HTML))
 
 ## deps: install kube-apiserver, etcd and the OVN root (cached, idempotent)
 deps:

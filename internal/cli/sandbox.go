@@ -178,6 +178,7 @@ any unexpected result. Tears the sandbox down unless --keep.`,
 	cmd.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of nodes (the examples use 3)")
 	cmd.Flags().StringSliceVarP(&opts.Manifests, "filename", "f", []string{"examples"}, "manifests (files or directories)")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "leave the sandbox running afterwards")
+	cmd.Flags().StringVar(&opts.HTML, "html", "", "also write the connectivity matrix to this file as a colored HTML table")
 	addUplinkFlags(cmd.Flags(), &opts.Options)
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
@@ -20,6 +21,9 @@ type DemoOptions struct {
 	Checks []Check
 	// Keep leaves the sandbox running afterwards.
 	Keep bool
+	// HTML, when set, is a file to write the measured connectivity matrix
+	// to as a colored HTML table (WriteMatrixHTML).
+	HTML string
 }
 
 // Demo brings up a sandbox, applies the manifests, waits for their pods,
@@ -88,6 +92,10 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 	}
 	fmt.Fprintf(out, "\nConnectivity of %d pods on %d nodes (ping and TCP from inside each source pod):\n\n", len(pods), opts.Nodes)
 	merr := PrintMatrix(out, results)
+	if opts.HTML != "" {
+		merr = errors.Join(merr, writeMatrixFile(opts.HTML, results))
+		fmt.Fprintf(out, "\nthe matrix as a colored HTML table: %s\n", opts.HTML)
+	}
 	if len(appNamespaces) > 0 {
 		if err := WaitDeployments(ctx, c, appNamespaces, 2*time.Minute); err != nil {
 			return errors.Join(merr, err)
@@ -151,4 +159,17 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 		upTook.Round(100*time.Millisecond), len(pods), readyTook.Round(100*time.Millisecond),
 		time.Since(t).Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
 	return merr
+}
+
+// writeMatrixFile writes the matrix as HTML to path.
+func writeMatrixFile(path string, results []Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := WriteMatrixHTML(f, "ovn-udn sandbox connectivity", results); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
