@@ -56,6 +56,26 @@ func metricsOf(t *testing.T, name string) string {
 	return p.Metrics
 }
 
+// steady waits until a series has kept its value over three scrapes half a
+// second apart.
+func steady(t *testing.T, addr, series string) {
+	t.Helper()
+	var last []float64
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		m, err := scrape(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = append(last, m[series])
+		if n := len(last); n >= 3 && last[n-1] == last[n-2] && last[n-2] == last[n-3] {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s at %s kept changing: %v", series, addr, last)
+}
+
 // TestMetricsScrape scrapes the sandbox's running cluster-manager, node1's
 // zone controller and node1's node agent (each on its own --metrics-addr)
 // before and after a namespace with a Layer3 UDN and a pod on node1 is
@@ -66,21 +86,11 @@ func metricsOf(t *testing.T, name string) string {
 func TestMetricsScrape(t *testing.T) {
 	ctx := context.Background()
 	cm, zone, agent := metricsOf(t, "cluster-manager"), metricsOf(t, "zone-controller/node1"), metricsOf(t, "node-agent/node1")
-	// Every pod there is plumbed and ready first, so the counts before
-	// are settled.
-	var all corev1.PodList
-	if err := admin.List(ctx, &all); err != nil {
-		t.Fatal(err)
-	}
-	var refs []string
-	for _, p := range all.Items {
-		if p.DeletionTimestamp == nil {
-			refs = append(refs, p.Namespace+"/"+p.Name)
-		}
-	}
-	if err := sandbox.WaitPodsReady(ctx, dir, admin, refs, 3*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	// Pods still coming or going from earlier tests would move the counts:
+	// start from a node1 whose plumbed pods have stopped changing.
+	steady(t, agent, `ovn_udn_pods_plumbed{node="node1"}`)
+	steady(t, cm, `ovn_udn_networks{role="primary",topology="layer3"}`)
+	steady(t, cm, `ovn_udn_network_ids_allocated`)
 	before := map[string]map[string]float64{}
 	for _, addr := range []string{cm, zone, agent} {
 		m, err := scrape(addr)
