@@ -74,14 +74,19 @@ func (c *clocks) firstRender(network string) bool {
 	return true
 }
 
-// sawPod passes a pod event to the clocks when the pod is on the zone's
-// node.
+// sawPod passes a pod event to the clocks: deletions always, a pod waiting
+// for its annotation when it is on the zone's node (the node is looked up
+// only for those, not for the many events of annotated pods).
 func (r *Reconciler) sawPod(ctx context.Context, pod *corev1.Pod, deleted bool) {
-	if pod.Spec.NodeName == "" {
+	if deleted {
+		r.clocks.sawPod(pod, true)
+		return
+	}
+	if pod.Spec.NodeName == "" || pod.Annotations[podnet.Annotation] != "" {
 		return
 	}
 	if local, ok, err := r.localNode(ctx); err == nil && ok && local.Name == pod.Spec.NodeName {
-		r.clocks.sawPod(pod, deleted)
+		r.clocks.sawPod(pod, false)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
@@ -76,6 +77,31 @@ func steady(t *testing.T, addr, series string) {
 	t.Fatalf("%s at %s kept changing: %v", series, addr, last)
 }
 
+// plumbedIsReady checks node1's agent's ovn_udn_pods_plumbed against the
+// API: once things settle, the pods plumbed are the Ready pods of node1
+// (a pod is Ready only once plumbed; refused pods are neither).
+func plumbedIsReady(agent string) error {
+	var pods corev1.PodList
+	if err := admin.List(context.Background(), &pods); err != nil {
+		return err
+	}
+	ready := 0
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.NodeName == "node1" && p.DeletionTimestamp == nil && nodeagent.PodReady(p) {
+			ready++
+		}
+	}
+	m, err := scrape(agent)
+	if err != nil {
+		return err
+	}
+	if got := m[`ovn_udn_pods_plumbed{node="node1"}`]; got != float64(ready) {
+		return fmt.Errorf("node1's agent has %v pods plumbed, the API %d Ready pods on node1", got, ready)
+	}
+	return nil
+}
+
 // TestMetricsScrape scrapes the sandbox's running cluster-manager, node1's
 // zone controller and node1's node agent (each on its own --metrics-addr)
 // before and after a namespace with a Layer3 UDN and a pod on node1 is
@@ -86,9 +112,8 @@ func steady(t *testing.T, addr, series string) {
 func TestMetricsScrape(t *testing.T) {
 	ctx := context.Background()
 	cm, zone, agent := metricsOf(t, "cluster-manager"), metricsOf(t, "zone-controller/node1"), metricsOf(t, "node-agent/node1")
-	// Pods still coming or going from earlier tests would move the counts:
-	// start from a node1 whose plumbed pods have stopped changing.
-	steady(t, agent, `ovn_udn_pods_plumbed{node="node1"}`)
+	// Networks still coming or going from earlier tests would move the
+	// counts: start from steady ones.
 	steady(t, cm, `ovn_udn_networks{role="primary",topology="layer3"}`)
 	steady(t, cm, `ovn_udn_network_ids_allocated`)
 	before := map[string]map[string]float64{}
@@ -125,7 +150,6 @@ func TestMetricsScrape(t *testing.T) {
 		{zone, `ovn_udn_pod_annotation_duration_seconds_count{zone="node1"}`, more, "the pod's annotation timed"},
 		{zone, `ovn_udn_ovsdb_transactions_total{owner_kind="net",result="ok",zone="node1"}`, more, "the network's transactions counted"},
 		{zone, `ovn_udn_ovsdb_connected{db="nb",zone="node1"}`, is(1), "connected to the Northbound"},
-		{agent, `ovn_udn_pods_plumbed{node="node1"}`, plusOne, "one more pod plumbed"},
 		{agent, `ovn_udn_pod_plumb_duration_seconds_count{node="node1"}`, more, "its plumbing timed"},
 		{agent, `controller_runtime_reconcile_total{controller="node-pods",result="success"}`, more, "the agent's reconciles counted"},
 	}
@@ -150,17 +174,24 @@ func TestMetricsScrape(t *testing.T) {
 		}
 		return nil
 	}
-	eventually(t, func() error { return check(wants) })
+	eventually(t, func() error {
+		if err := check(wants); err != nil {
+			return err
+		}
+		return plumbedIsReady(agent)
+	})
 
 	if err := admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
 	gone := []want{
 		{cm, `ovn_udn_networks{role="primary",topology="layer3"}`, func(b, n float64) bool { return n == b }, "the network gone"},
-		{agent, `ovn_udn_pods_plumbed{node="node1"}`, func(b, n float64) bool { return n == b }, "the pod unplumbed"},
 	}
 	eventually(t, func() error {
 		if err := check(gone); err != nil {
+			return err
+		}
+		if err := plumbedIsReady(agent); err != nil {
 			return err
 		}
 		m, err := scrape(zone)
