@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/ovn-udn/ovn-udn/internal/explain"
 )
 
 func TestVersion(t *testing.T) {
@@ -124,5 +127,21 @@ spec: {topology: Layer2, role: Primary, mtu: 9000, subnets: ["10.5.0.0/24", "fd0
 	}
 	if !strings.Contains(compact.String(), `"mtu":9000`) || !strings.Contains(compact.String(), `"subnets":"10.5.0.0/24,fd00:5::/64"`) {
 		t.Errorf("NAD config lacks the MTU or the subnets: %s", compact.String())
+	}
+}
+
+func TestParseZoneFlags(t *testing.T) {
+	got, err := parseZoneFlags([]string{"node1=tcp:10.0.0.1:6641,tcp:10.0.0.1:6642", "node2=unix:/a,unix:/b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]explain.Zone{"node1": {NB: "tcp:10.0.0.1:6641", SB: "tcp:10.0.0.1:6642"}, "node2": {NB: "unix:/a", SB: "unix:/b"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parseZoneFlags = %v, want %v", got, want)
+	}
+	for _, bad := range [][]string{{"node1"}, {"node1=tcp:x"}, {"=a,b"}, {"node1=a,"}, {"n=a,b", "n=c,d"}} {
+		if _, err := parseZoneFlags(bad); err == nil || !strings.Contains(err.Error(), "--zone") {
+			t.Errorf("parseZoneFlags(%q) error %v, want one naming --zone", bad, err)
+		}
 	}
 }

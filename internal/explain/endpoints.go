@@ -3,7 +3,9 @@ package explain
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,12 +29,12 @@ func (e *Explainer) source(ctx context.Context, ref, key string, dst netip.Addr)
 	if key == "" {
 		key = routeAttachment(nets, dst)
 		if key == "" {
-			return Endpoint{}, fmt.Errorf("pod %s has no primary attachment (has %s)", ref, strings.Join(keys(nets), ", "))
+			return Endpoint{}, fmt.Errorf("pod %s has no primary attachment (has %s)", ref, strings.Join(slices.Sorted(maps.Keys(nets)), ", "))
 		}
 	}
 	a, ok := nets[key]
 	if !ok {
-		return Endpoint{}, fmt.Errorf("pod %s has no attachment %q (has %s)", ref, key, strings.Join(keys(nets), ", "))
+		return Endpoint{}, fmt.Errorf("pod %s has no attachment %q (has %s)", ref, key, strings.Join(slices.Sorted(maps.Keys(nets)), ", "))
 	}
 	return e.endpoint(ctx, pod, key, a, netip.Addr{})
 }
@@ -43,7 +45,7 @@ func (e *Explainer) source(ctx context.Context, ref, key string, dst netip.Addr)
 // and for an invalid dst.
 func routeAttachment(nets podnet.Networks, dst netip.Addr) string {
 	best, bits := "", -1
-	for _, k := range keys(nets) {
+	for _, k := range slices.Sorted(maps.Keys(nets)) {
 		a := nets[k]
 		if a.Role == podnet.RolePrimary && best == "" {
 			best = k
@@ -89,7 +91,7 @@ func (e *Explainer) destination(ctx context.Context, t target, src Endpoint) (En
 		return Endpoint{}, err
 	}
 	var same, primary string
-	for _, k := range keys(nets) {
+	for _, k := range slices.Sorted(maps.Keys(nets)) {
 		p, _, err := z.port(ctx, podnet.PortName(k, pod.Namespace, pod.Name))
 		if err != nil {
 			return Endpoint{}, err
@@ -158,14 +160,14 @@ func (e *Explainer) endpoint(ctx context.Context, pod *corev1.Pod, key string, a
 	if err != nil {
 		return Endpoint{}, err
 	}
-	p, _, err := z.port(ctx, ep.Port)
+	p, sw, err := z.port(ctx, ep.Port)
 	if err != nil {
 		return Endpoint{}, err
 	}
-	if p == nil {
-		return Endpoint{}, fmt.Errorf("pod %s: no port %s in the zone of node %s (not wired yet?)", ref, ep.Port, ep.Node)
+	if p == nil || sw == nil {
+		return Endpoint{}, fmt.Errorf("pod %s: no port %s on a switch in the zone of node %s (not wired yet?)", ref, ep.Port, ep.Node)
 	}
-	ep.Network = networkOf(p)
+	ep.Network, ep.sw = networkOf(p), sw
 	return ep, nil
 }
 

@@ -3,8 +3,10 @@ package explain
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 
@@ -49,9 +52,11 @@ type Endpoint struct {
 	Network, Port string
 	MAC           string
 	Addr          netip.Addr
-	// onLink is the attachment's on-link prefix, gateway its gateway.
+	// onLink is the attachment's on-link prefix, gateway its gateway, sw
+	// the switch its port is on.
 	onLink  netip.Prefix
 	gateway netip.Addr
+	sw      *nbdb.LogicalSwitch
 }
 
 // String names the endpoint for people.
@@ -128,7 +133,7 @@ func (e *Explainer) zone(ctx context.Context, node string) (*zoneReader, error) 
 	}
 	loc, ok := e.Zones[node]
 	if !ok {
-		return nil, fmt.Errorf("no zone databases known for node %s (known: %s)", node, strings.Join(keys(e.Zones), ", "))
+		return nil, fmt.Errorf("no zone databases known for node %s (known: %s)", node, strings.Join(slices.Sorted(maps.Keys(e.Zones)), ", "))
 	}
 	z, err := openZone(ctx, node, loc, e.Command)
 	if err != nil {
@@ -165,13 +170,7 @@ func (e *Explainer) Explain(ctx context.Context, q Query) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, sw, err := z.port(ctx, src.Port)
-	if err != nil {
-		return nil, err
-	}
-	if sw == nil {
-		return nil, fmt.Errorf("port %s of %s is on no switch in the zone of node %s", src.Port, src.Pod, src.Node)
-	}
+	sw := src.sw
 	ethDst, err := e.nextHopMAC(ctx, z, sw, src, dst.Addr)
 	if err != nil {
 		return nil, err
@@ -337,15 +336,6 @@ func selecting(policies []networkingv1.NetworkPolicy, pod *corev1.Pod, dir netwo
 		if has && err == nil && sel.Matches(labels.Set(pod.Labels)) {
 			out = append(out, np.Name)
 		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out

@@ -28,17 +28,14 @@ type clocks struct {
 }
 
 // sawPod notes when a pod of the zone's node waiting for its annotation was
-// first seen, and forgets deleted pods. (A pod's entry goes when its
-// annotation is written, in annotated: the watch event showing the
-// annotation may arrive before the write returns.)
+// first seen (Reconciler.sawPod picks those), and forgets deleted pods. A
+// pod's entry goes when its annotation is written, in annotated: the watch
+// event showing the annotation may arrive before the write returns.
 func (c *clocks) sawPod(pod *corev1.Pod, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if deleted {
 		delete(c.pods, pod.UID)
-		return
-	}
-	if pod.Annotations[podnet.Annotation] != "" {
 		return
 	}
 	if c.pods == nil {
