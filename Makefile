@@ -4,8 +4,13 @@ GO ?= go
 # Integration tests start real API servers and OVN zones; give the whole run room.
 TEST_TIMEOUT ?= 45m
 TESTFLAGS ?=
+# Fuzz targets (package:Target); each runs FUZZTIME in `make fuzz`. Their
+# committed corpora (testdata/fuzz) also run as plain tests in `make test`.
+FUZZ_TARGETS := netconf:FuzzParseConfig netconf:FuzzParseSubnet netconf:FuzzParseNetworkSelections \
+	podnet:FuzzParse nodeinfo:FuzzParse render:FuzzRender
+FUZZTIME ?= 5s
 
-.PHONY: all build deps demo test unit vet generate clean
+.PHONY: all build deps demo test unit vet fuzz generate clean
 
 all: build
 
@@ -27,9 +32,17 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-## test: install dependencies, then run every test, unit and integration, against real components
+## test: install dependencies, then run every test, unit and integration, against real components, then each fuzz target briefly
 test: deps vet
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
+	$(MAKE) fuzz
+
+## fuzz: run each fuzz target for FUZZTIME (default 5s; e.g. make fuzz FUZZTIME=10m); a failure leaves its input in the package's testdata/fuzz
+fuzz:
+	@set -eo pipefail; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run XXX -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./internal/$${t%%:*}/ | tail -2; \
+	done
 
 ## unit: run the tests that need no real components (fast)
 unit:
