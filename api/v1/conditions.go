@@ -59,6 +59,10 @@ const (
 	// ReasonNetworkLimit: the cluster's configured maximum number of networks is
 	// reached.
 	ReasonNetworkLimit = "NetworkLimitExceeded"
+	// ReasonNamespaceNetworkLimit: the namespace already has the configured
+	// maximum number of UserDefinedNetworks created
+	// (cluster-manager --max-networks-per-namespace); the network waits.
+	ReasonNamespaceNetworkLimit = "NamespaceNetworkLimitExceeded"
 	// ReasonTunnelKeysExhausted: the interconnect tunnel-key range (shared by
 	// Layer2 transit routers and connect routers) is used up; no key is reused.
 	ReasonTunnelKeysExhausted = "TunnelKeysExhausted"

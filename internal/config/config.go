@@ -35,6 +35,11 @@ type Cluster struct {
 	// MaxNetworks limits how many user-defined networks may exist (at most 4095,
 	// the network ID space).
 	MaxNetworks int
+	// MaxNetworksPerNamespace limits the UserDefinedNetworks one namespace may
+	// have created (0: no limit), so that a tenant creating networks in a loop
+	// cannot take the cluster's network IDs from the others. Networks created
+	// by administrators (ClusterUserDefinedNetworks, NADs) do not count.
+	MaxNetworksPerNamespace int
 	// InfrastructureServices are the default-network services ("namespace/name")
 	// pods with a primary user-defined network still reach, through their
 	// default-network interface: the API server and DNS by default.
@@ -58,6 +63,11 @@ func (c Cluster) IsInfrastructureService(namespace, name string) bool {
 // MaxNetworkID is the largest network ID; 0 is the default network.
 const MaxNetworkID = 4095
 
+// DefaultMaxNetworksPerNamespace is the default limit of UserDefinedNetworks
+// per namespace: a primary network and more secondary networks than a pod has
+// interfaces in practice.
+const DefaultMaxNetworksPerNamespace = 32
+
 // Default returns the configuration of a dual-stack kind-like cluster.
 func Default() Cluster {
 	return Cluster{
@@ -70,6 +80,8 @@ func Default() Cluster {
 		MTU:                1400,
 		MaxNetworks:        MaxNetworkID,
 
+		MaxNetworksPerNamespace: DefaultMaxNetworksPerNamespace,
+
 		InfrastructureServices: append([]string(nil), DefaultInfrastructureServices...),
 	}
 }
@@ -79,6 +91,9 @@ func Default() Cluster {
 func (c Cluster) Validate() error {
 	if c.MaxNetworks < 1 || c.MaxNetworks > MaxNetworkID {
 		return fmt.Errorf("max networks must be between 1 and %d, got %d", MaxNetworkID, c.MaxNetworks)
+	}
+	if c.MaxNetworksPerNamespace < 0 {
+		return fmt.Errorf("max networks per namespace must be 0 (no limit) or more, got %d", c.MaxNetworksPerNamespace)
 	}
 	if c.MTU < 576 || c.MTU > 65536 {
 		return fmt.Errorf("mtu must be between 576 and 65536, got %d", c.MTU)
@@ -201,6 +216,8 @@ func (c *Cluster) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(prefixesValue{&c.MasqueradeSubnets}, "masquerade-subnets", "masquerade subnets (two addresses per network)")
 	fs.IntVar(&c.MTU, "mtu", c.MTU, "default MTU of networks")
 	fs.IntVar(&c.MaxNetworks, "max-networks", c.MaxNetworks, "maximum number of user-defined networks")
+	fs.IntVar(&c.MaxNetworksPerNamespace, "max-networks-per-namespace", c.MaxNetworksPerNamespace,
+		"maximum number of UserDefinedNetworks created in one namespace (0: no limit); administrators' networks do not count")
 	fs.StringSliceVar(&c.InfrastructureServices, "infrastructure-services", c.InfrastructureServices,
 		"default-network services (namespace/name) pods with a primary user-defined network still reach through their default-network interface")
 }

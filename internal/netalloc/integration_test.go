@@ -586,11 +586,7 @@ func TestHandMadeNADs(t *testing.T) {
 	if err := c.Delete(ctx, nads[1]); err != nil {
 		t.Fatal(err)
 	}
-	// Nudge the UDN (its reconcile is what retries the allocation).
-	if err := c.Get(ctx, client.ObjectKeyFromObject(u), u); err == nil {
-		u.Annotations = map[string]string{"nudge": strconv.FormatInt(time.Now().UnixNano(), 10)}
-		_ = c.Update(ctx, u)
-	}
+	// The release alone retries the waiting UDN.
 	waitReason(v1.ReasonNADCreated)
 }
 

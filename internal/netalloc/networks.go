@@ -38,6 +38,8 @@ type Networks struct {
 	ids   *allocator.IDs
 	keys  *allocator.IDs
 	held  map[string][]int // network -> tunnel keys
+	// subs are notified (coalesced) after a release.
+	subs []chan struct{}
 }
 
 // NewNetworks returns an empty registry allowing up to limit networks.
@@ -138,11 +140,36 @@ func (n *Networks) Get(name string) (Network, bool) {
 func (n *Networks) Release(name string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	_, had := n.ids.Get(name)
 	for i := range n.held[name] {
 		n.keys.Release(keyName(name, i))
 	}
 	delete(n.held, name)
 	n.ids.Release(name)
+	if had {
+		n.notify()
+	}
+}
+
+// Released returns a channel that receives a value after network IDs or
+// tunnel keys are released, so that networks waiting for one are retried.
+// Notifications coalesce: one value may stand for several releases.
+func (n *Networks) Released() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	ch := make(chan struct{}, 1)
+	n.subs = append(n.subs, ch)
+	return ch
+}
+
+// notify signals every subscriber without blocking. Callers hold mu.
+func (n *Networks) notify() {
+	for _, ch := range n.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Len is the number of networks holding an ID.
@@ -198,5 +225,8 @@ func (n *Networks) RecoverKey(holder string, key int) error {
 func (n *Networks) ReleaseKey(holder string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.keys.Release(keyName(holder, 0))
+	if _, had := n.keys.Get(keyName(holder, 0)); had {
+		n.keys.Release(keyName(holder, 0))
+		n.notify()
+	}
 }

@@ -2,6 +2,8 @@ package netalloc
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/config"
 )
 
 func TestNetworksAllocate(t *testing.T) {
@@ -72,5 +75,47 @@ func TestRecoverNetworks(t *testing.T) {
 	fresh, err := n.Allocate("d.dup", 0)
 	if err != nil || fresh.ID == 9 || fresh.ID == 5 {
 		t.Fatalf("d.dup allocated afresh = %+v, %v; must not reuse a recovered ID", fresh, err)
+	}
+}
+
+// TestWholeIDSpace: with the default limit, 4095 networks get the IDs 1..4095
+// (0 is the default network's); the 4096th user-defined network is refused
+// with ErrLimit naming it, and takes the first ID released, which is
+// announced on Released.
+func TestWholeIDSpace(t *testing.T) {
+	n := NewNetworks(config.MaxNetworkID)
+	released := n.Released()
+	seen := map[int]bool{}
+	for i := 0; i < config.MaxNetworkID; i++ {
+		got, err := n.Allocate(fmt.Sprintf("ns%d.net", i), 0)
+		if err != nil {
+			t.Fatalf("network %d: %v", i, err)
+		}
+		if got.ID < 1 || got.ID > config.MaxNetworkID || seen[got.ID] {
+			t.Fatalf("network %d got ID %d (out of range or repeated)", i, got.ID)
+		}
+		seen[got.ID] = true
+	}
+	_, err := n.Allocate("late.net", 0)
+	if !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "late.net") {
+		t.Fatalf("network 4096: err = %v, want ErrLimit naming it", err)
+	}
+	select {
+	case <-released:
+		t.Fatal("release announced before any release")
+	default:
+	}
+	freed, _ := n.Get("ns17.net")
+	n.Release("ns17.net")
+	n.Release("ns17.net") // a second release of nothing announces nothing more
+	<-released
+	select {
+	case <-released:
+		t.Fatal("releasing a network that holds nothing was announced")
+	default:
+	}
+	got, err := n.Allocate("late.net", 0)
+	if err != nil || got.ID != freed.ID {
+		t.Fatalf("after a release: %+v, %v; want ID %d", got, err, freed.ID)
 	}
 }

@@ -546,6 +546,61 @@ func TestNetworkLimit(t *testing.T) {
 	}
 	cleanupDelete(t, c, two)
 	waitCondition(t, c, two, metav1.ConditionFalse, v1.ReasonNetworkLimit, "configured maximum")
+	cmtest.WaitEvent(t, c, two, "UserDefinedNetwork", v1.ReasonNetworkLimit)
+	// The waiting network takes the first ID released, with no other nudge.
+	if err := c.Delete(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, two, metav1.ConditionTrue, v1.ReasonNADCreated)
+}
+
+// TestNamespaceNetworkLimit: a tenant's namespace holds at most
+// --max-networks-per-namespace UserDefinedNetworks; the next ones wait with a
+// condition and an Event, allocate nothing, and the oldest of them is created
+// when one of the namespace's networks is deleted. Other namespaces are not
+// affected.
+func TestNamespaceNetworkLimit(t *testing.T) {
+	c := admin(t)
+	ctx := context.Background()
+	cfg := config.Default()
+	cfg.MaxNetworksPerNamespace = 2
+	startManager(t, cfg)
+	ns, other := namespace(t, c, "capped", nil), namespace(t, c, "uncapped", nil)
+	sec := func(ns, name, subnet string) *v1.UserDefinedNetwork {
+		return udnObj(ns, name, v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{v1.NetworkSubnet(subnet)}})
+	}
+	var nets []*v1.UserDefinedNetwork
+	for i, name := range []string{"a", "b", "c", "d"} {
+		u := sec(ns, name, fmt.Sprintf("192.168.%d.0/24", 90+i))
+		if err := c.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		cleanupDelete(t, c, u)
+		nets = append(nets, u)
+		if i < 2 {
+			waitCondition(t, c, u, metav1.ConditionTrue, v1.ReasonNADCreated)
+		}
+	}
+	for _, u := range nets[2:] {
+		waitCondition(t, c, u, metav1.ConditionFalse, v1.ReasonNamespaceNetworkLimit, "has 2 UserDefinedNetworks created", "--max-networks-per-namespace")
+		cmtest.WaitEvent(t, c, u, "UserDefinedNetwork", v1.ReasonNamespaceNetworkLimit)
+		if nad := getNAD(t, c, ns, u.Name); nad != nil {
+			t.Fatalf("%s over the limit has a NAD", u.Name)
+		}
+	}
+	elsewhere := sec(other, "a", "192.168.94.0/24")
+	if err := c.Create(ctx, elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	cleanupDelete(t, c, elsewhere)
+	waitCondition(t, c, elsewhere, metav1.ConditionTrue, v1.ReasonNADCreated)
+
+	// Deleting a created network makes room for the oldest waiting one only.
+	if err := c.Delete(ctx, nets[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, nets[2], metav1.ConditionTrue, v1.ReasonNADCreated)
+	waitCondition(t, c, nets[3], metav1.ConditionFalse, v1.ReasonNamespaceNetworkLimit)
 }
 
 // TestTenantRBAC: a tenant bound to the tenant role in their namespace can
@@ -685,7 +740,9 @@ func TestTenantBurstDoesNotDelayOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	startManager(t, config.Default())
+	cfg := config.Default()
+	cfg.MaxNetworksPerNamespace = 0 // the burst is one namespace's
+	startManager(t, cfg)
 	for _, u := range all {
 		cleanupDelete(t, c, u)
 	}

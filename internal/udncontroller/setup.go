@@ -28,6 +28,14 @@ import (
 // the namespaces' labels, the pods that keep it in use, other networks that
 // compete for a namespace or a VRF).
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	udnRoom, err := c.onRelease(mgr, c.udnsWaiting)
+	if err != nil {
+		return err
+	}
+	cudnRoom, err := c.onRelease(mgr, c.cudnsWaiting)
+	if err != nil {
+		return err
+	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("userdefinednetwork").
 		For(&v1.UserDefinedNetwork{}).
@@ -37,6 +45,10 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(c.udnsInNamespace)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.udnsForPod), builder.WithPredicates(podChanges)).
 		Watches(&v1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.failingUDNs)).
+		// A network waiting for room: another of its namespace went, or any
+		// network's ID was released.
+		Watches(&v1.UserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.udnsWaitingIn)).
+		WatchesRawSource(udnRoom).
 		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(&UDNReconciler{c}))); err != nil {
 		return err
 	}
@@ -48,6 +60,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(c.cudnsForNamespaceOf), builder.WithPredicates(podChanges)).
 		Watches(&v1.ClusterUserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.failingCUDNs)).
 		Watches(&v1.UserDefinedNetwork{}, handler.EnqueueRequestsFromMapFunc(c.cudnsForNamespaceOf)).
+		WatchesRawSource(cudnRoom).
 		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(&CUDNReconciler{c})))
 }
 

@@ -89,6 +89,11 @@ func (r *UDNReconciler) sync(ctx context.Context, u *v1.UserDefinedNetwork) (*fa
 	if f, err := r.checkNamespace(ctx, ns, req, existing); f != nil || err != nil {
 		return f, err
 	}
+	if existing == nil {
+		if f, err := r.namespaceLimit(ctx, u); f != nil || err != nil {
+			return f, err
+		}
+	}
 	n, f := r.allocate(req)
 	if f != nil {
 		return f, nil
