@@ -10,7 +10,7 @@ FUZZ_TARGETS := netconf:FuzzParseConfig netconf:FuzzParseSubnet netconf:FuzzPars
 	podnet:FuzzParse nodeinfo:FuzzParse render:FuzzRender
 FUZZTIME ?= 5s
 
-.PHONY: all build deps demo test unit vet fuzz generate clean
+.PHONY: all build deps demo test unit vet fuzz chaos generate clean
 
 all: build
 
@@ -43,6 +43,14 @@ fuzz:
 		echo "fuzz $$t for $(FUZZTIME)"; \
 		$(GO) test -run XXX -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./internal/$${t%%:*}/ | tail -2; \
 	done
+
+## chaos: the chaos test, long: CHAOS_OPS random operations with kills (default 10000), seed CHAOS_SEED (default: the time); see docs/reliability.md
+CHAOS_OPS ?= 10000
+CHAOS_SEED ?= $(shell date +%s)
+CHAOS_BATCH ?= 50
+chaos: deps
+	OVN_UDN_CHAOS_OPS=$(CHAOS_OPS) OVN_UDN_CHAOS_SEED=$(CHAOS_SEED) OVN_UDN_CHAOS_BATCH=$(CHAOS_BATCH) \
+		$(GO) test -count=1 -timeout 12h -run '^TestChaos$$' -v ./test/e2e/ | grep -E '^(=== RUN|--- |    chaos_test|ok|FAIL|PASS)'
 
 ## unit: run the tests that need no real components (fast)
 unit:
