@@ -4,9 +4,15 @@
 package config
 
 import (
+	"bytes"
 	"embed"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -21,6 +27,56 @@ var CRDs embed.FS
 //
 //go:embed rbac/*.yaml
 var RBAC embed.FS
+
+// Admission holds admission/*.yaml: the admission policies ovn-udn relies on.
+//
+//go:embed admission/*.yaml
+var Admission embed.FS
+
+// ParseAdmission returns the ValidatingAdmissionPolicies and their bindings of
+// admission/*.yaml, policies first.
+func ParseAdmission() ([]*admissionv1.ValidatingAdmissionPolicy, []*admissionv1.ValidatingAdmissionPolicyBinding, error) {
+	var policies []*admissionv1.ValidatingAdmissionPolicy
+	var bindings []*admissionv1.ValidatingAdmissionPolicyBinding
+	err := fs.WalkDir(Admission, "admission", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := Admission.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+		for {
+			var raw map[string]any
+			if err := dec.Decode(&raw); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			j, err := json.Marshal(raw)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			switch raw["kind"] {
+			case "ValidatingAdmissionPolicy":
+				p := &admissionv1.ValidatingAdmissionPolicy{}
+				if err := json.Unmarshal(j, p); err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+				policies = append(policies, p)
+			case "ValidatingAdmissionPolicyBinding":
+				b := &admissionv1.ValidatingAdmissionPolicyBinding{}
+				if err := json.Unmarshal(j, b); err != nil {
+					return fmt.Errorf("%s: %w", path, err)
+				}
+				bindings = append(bindings, b)
+			}
+		}
+	})
+	return policies, bindings, err
+}
 
 // ParseCRDs returns the CRDs of crd/*.yaml, parsed; other files there
 // (kustomization.yaml) are skipped.

@@ -140,7 +140,7 @@ func Name(source, network string) string {
 // k8s.ovn.org/pod-networks annotation: none when the annotation is absent or
 // malformed or lacks a primary attachment there.
 func PrimaryAddrs(pod *corev1.Pod, key string) []netip.Addr {
-	nets, err := podnet.Parse(pod.Annotations)
+	nets, err := podnet.ParsePod(pod)
 	if err != nil {
 		return nil
 	}

@@ -1,11 +1,14 @@
 // Package kubeobj holds the small Kubernetes object chores every component
-// repeats: building a scheme, and setting annotations without needless writes.
+// repeats: building a scheme, setting annotations without needless writes, and
+// ordering objects oldest first for recovery.
 package kubeobj
 
 import (
 	"context"
 	"fmt"
+	"sort"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -65,3 +68,19 @@ const (
 	DefaultQPS   = 50
 	DefaultBurst = 100
 )
+
+// SortOldestFirst orders objects by creation time, then namespace and name:
+// the order in which recovery lets the older object keep a contested value.
+func SortOldestFirst[T any, PT interface {
+	*T
+	metav1.Object
+}](items []T) {
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := PT(&items[i]), PT(&items[j])
+		ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+		if !ta.Equal(&tb) {
+			return ta.Before(&tb)
+		}
+		return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
+	})
+}

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -630,4 +631,68 @@ func TestChurn(t *testing.T) {
 	}
 	s := f.waitConverged(2 * time.Minute)
 	t.Logf("converged: %d networks, %d nodes", len(s.networkID), len(s.nodeID))
+}
+
+// TestTamperedNodeAnnotations: a node's ID and subnets edited or removed by
+// someone else are put back from cluster-manager's allocations at once; an
+// edit made while cluster-manager is down that gives a node another node's ID
+// is resolved at restart: the older node keeps it, the edited one gets a
+// fresh ID, and nothing is duplicated.
+func TestTamperedNodeAnnotations(t *testing.T) {
+	c := cmtest.Admin(t, env)
+	ctx := context.Background()
+	stop := cmtest.Start(t, env, config.Default())
+	f := newFleet(t, c)
+	f.addNetwork(false)
+	a := f.addNode()
+	f.waitConverged(time.Minute)
+	b := f.addNode()
+	before := f.waitConverged(time.Minute)
+	edit := func(name string, change func(map[string]string)) {
+		t.Helper()
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			n := &corev1.Node{}
+			if err := c.Get(ctx, client.ObjectKey{Name: name}, n); err != nil {
+				return err
+			}
+			change(n.Annotations)
+			return c.Update(ctx, n)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restored := func() {
+		t.Helper()
+		cmtest.Eventually(t, time.Minute, func() error {
+			s, err := observe(t, c)
+			if err != nil {
+				return err
+			}
+			if s.nodeID[b] != before.nodeID[b] || s.subnets[b].String() != before.subnets[b].String() {
+				return fmt.Errorf("node %s: ID %d subnets %s, want %d %s", b, s.nodeID[b], s.subnets[b], before.nodeID[b], before.subnets[b])
+			}
+			return nil
+		})
+	}
+	edit(b, func(m map[string]string) {
+		m[nodeinfo.NodeIDAnnotation] = strconv.Itoa(before.nodeID[a])
+		m[nodeinfo.NodeSubnetsAnnotation] = before.subnets[a].String()
+	})
+	restored()
+	edit(b, func(m map[string]string) {
+		delete(m, nodeinfo.NodeIDAnnotation)
+		delete(m, nodeinfo.NodeSubnetsAnnotation)
+	})
+	restored()
+
+	stop()
+	edit(b, func(m map[string]string) { m[nodeinfo.NodeIDAnnotation] = strconv.Itoa(before.nodeID[a]) })
+	cmtest.Start(t, env, config.Default())
+	after := f.waitConverged(time.Minute) // fails on a duplicated ID or overlapping subnets
+	if after.nodeID[a] != before.nodeID[a] || after.subnets[a].String() != before.subnets[a].String() {
+		t.Errorf("the older node %s lost its allocation: ID %d subnets %s, had %d %s", a, after.nodeID[a], after.subnets[a], before.nodeID[a], before.subnets[a])
+	}
+	if after.nodeID[b] == before.nodeID[a] {
+		t.Errorf("node %s kept the ID %d forged from node %s", b, after.nodeID[b], a)
+	}
 }

@@ -377,7 +377,7 @@ func isFinished(pod *corev1.Pod) bool {
 // every attachment the pod needs (the zone controller and cluster-manager
 // write it in parts).
 func (r *PodReconciler) desired(ctx context.Context, pod *corev1.Pod) ([]cni.Interface, bool, error) {
-	nets, err := podnet.Parse(pod.Annotations)
+	nets, err := podnet.ParsePod(pod)
 	if err != nil || len(nets) == 0 {
 		return nil, false, err
 	}

@@ -168,11 +168,14 @@ func (r *Controller) recover(ctx context.Context) error {
 	if err := r.Reader.List(ctx, &pods); err != nil {
 		return fmt.Errorf("recovering pod addresses: listing pods: %w", err)
 	}
+	// Oldest first: when two annotations claim one address (one of them
+	// edited by hand), the pod that had it first keeps it.
+	kubeobj.SortOldestFirst(pods.Items)
 	for _, p := range pods.Items {
 		if done(&p) {
 			continue
 		}
-		nets, err := podnet.Parse(p.Annotations)
+		nets, err := podnet.ParsePod(&p)
 		if err != nil {
 			continue
 		}
@@ -286,7 +289,7 @@ func (r *Controller) ReconcilePod(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	current, err := podnet.Parse(pod.Annotations)
+	current, err := podnet.ParsePod(pod)
 	if err != nil {
 		current = podnet.Networks{}
 	}

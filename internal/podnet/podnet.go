@@ -17,6 +17,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
@@ -76,6 +77,29 @@ func Parse(annotations map[string]string) (Networks, error) {
 		return nil, fmt.Errorf("annotation %s is not a JSON object of attachments: %w", Annotation, err)
 	}
 	return out, nil
+}
+
+// ParsePod reads a pod's annotation keeping only the attachments a pod can
+// legitimately have: the default network's and those of NADs in the pod's
+// own namespace (a pod never attaches to another namespace's NAD, see
+// netconf.ValidateSelections). A tenant can write its own pods' annotations
+// unless an admission policy stops it (config/admission); a forged entry for
+// another namespace's network must not give the pod a port, an address or a
+// policy peer there.
+func ParsePod(pod metav1.Object) (Networks, error) {
+	nets, err := Parse(pod.GetAnnotations())
+	if err != nil {
+		return nil, err
+	}
+	for k := range nets {
+		if k == DefaultKey {
+			continue
+		}
+		if ns, _, ok := strings.Cut(k, "/"); !ok || ns != pod.GetNamespace() {
+			delete(nets, k)
+		}
+	}
+	return nets, nil
 }
 
 // String renders the annotation value (keys sorted).

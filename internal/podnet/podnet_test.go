@@ -3,6 +3,7 @@ package podnet
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -207,5 +208,27 @@ func TestNamespacePrimary(t *testing.T) {
 				t.Errorf("NamespacePrimary = %+v, %v; want network %q, ok %v", p, ok, c.network, c.ok)
 			}
 		})
+	}
+}
+
+// TestParsePodDropsOtherNamespaces: a forged entry for another namespace's
+// NAD (or a key that names no namespace) is never an attachment of the pod.
+func TestParsePodDropsOtherNamespaces(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "evil", Name: "p", Annotations: map[string]string{Annotation: `{` +
+		`"default":{"ip_addresses":["10.244.1.5/24"],"mac_address":"0a:58:0a:f4:01:05","role":"infrastructure-locked"},` +
+		`"evil/net":{"ip_addresses":["10.128.1.5/24"],"mac_address":"0a:58:0a:80:01:05","role":"primary"},` +
+		`"victim/net":{"ip_addresses":["10.129.1.1/24"],"mac_address":"0a:58:0a:81:01:01","role":"primary"},` +
+		`"evil":{"role":"primary"},"evil/":{"role":"secondary"},"/net":{"role":"secondary"}}`}}}
+	nets, err := ParsePod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range nets {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if d := cmp.Diff([]string{"default", "evil/", "evil/net"}, keys); d != "" {
+		t.Fatalf("attachments kept (-want +got):\n%s", d)
 	}
 }

@@ -124,6 +124,9 @@ func startKube(l Layout) (*kube, error) {
 			return k, err
 		}
 	}
+	if err := k.applyAdmission(); err != nil {
+		return k, err
+	}
 	// Tenants' rights on UserDefinedNetworks, aggregated into the built-in
 	// admin, edit and view roles by kube-controller-manager.
 	if err := k.applyClusterRoles("tenant.yaml"); err != nil {
@@ -199,6 +202,26 @@ func (k *kube) applyClusterRoles(manifest string) error {
 		}
 		if err := k.admin.Create(ctx, &r); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
+		}
+	}
+	return nil
+}
+
+// applyAdmission creates the admission policies of config/admission.
+func (k *kube) applyAdmission() error {
+	ctx := context.Background()
+	policies, bindings, err := manifests.ParseAdmission()
+	if err != nil {
+		return err
+	}
+	for _, p := range policies {
+		if err := k.admin.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("admission policy %s: %w", p.Name, err)
+		}
+	}
+	for _, b := range bindings {
+		if err := k.admin.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("admission policy binding %s: %w", b.Name, err)
 		}
 	}
 	return nil

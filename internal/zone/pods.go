@@ -19,6 +19,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
@@ -109,12 +110,15 @@ func (r *Reconciler) recoverPods(ctx context.Context, local nodeinfo.Info) error
 	if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeIndex: local.Name}); err != nil {
 		return err
 	}
+	// Oldest first: when two annotations claim one address (one of them
+	// edited by hand), the pod that had it first keeps it.
+	kubeobj.SortOldestFirst(pods.Items)
 	logger := log.FromContext(ctx)
 	for _, p := range pods.Items {
 		if done(&p) {
 			continue
 		}
-		nets, err := podnet.Parse(p.Annotations)
+		nets, err := podnet.ParsePod(&p)
 		if err != nil {
 			continue
 		}
@@ -207,7 +211,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	current, err := podnet.Parse(pod.Annotations)
+	current, err := podnet.ParsePod(pod)
 	if err != nil {
 		r.notePod(pod, "InvalidAnnotation", err.Error())
 		current = podnet.Networks{}
@@ -381,7 +385,7 @@ func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []strin
 		if done(p) || p.Spec.NodeName == "" {
 			continue
 		}
-		nets, err := podnet.Parse(p.Annotations)
+		nets, err := podnet.ParsePod(p)
 		if err != nil {
 			continue
 		}

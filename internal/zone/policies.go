@@ -274,7 +274,7 @@ func policyPod(p *corev1.Pod, key string) (netpol.Pod, bool) {
 	if done(p) || p.Spec.NodeName == "" {
 		return netpol.Pod{}, false
 	}
-	nets, err := podnet.Parse(p.Annotations)
+	nets, err := podnet.ParsePod(p)
 	if err != nil {
 		return netpol.Pod{}, false
 	}

@@ -164,7 +164,7 @@ func Indexes() []Index {
 		}},
 		{&networkingv1.NetworkPolicy{}, policyPeersIndex, policyPeerKeys},
 		{&corev1.Pod{}, podKeysIndex, func(o client.Object) []string {
-			nets, err := podnet.Parse(o.GetAnnotations())
+			nets, err := podnet.ParsePod(o)
 			if err != nil {
 				return nil
 			}
@@ -231,7 +231,7 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 			if pod.Spec.NodeName != "" {
 				q.Add(request(podKeyPrefix + pod.Namespace + "/" + pod.Name))
 			}
-			nets, _ := podnet.Parse(pod.Annotations)
+			nets, _ := podnet.ParsePod(pod)
 			for k := range nets {
 				if network, ok := r.networkOfKey(ctx, k); ok {
 					q.Add(request(NetworkKey(network)))

@@ -32,7 +32,7 @@ func tenant(t *testing.T, user, ns string) client.Client {
 	t.Helper()
 	ctx := context.Background()
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-pods"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}}}}
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}}}
 	bindings := []*rbacv1.RoleBinding{
 		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user + "-pods"}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}},
@@ -130,6 +130,71 @@ func TestTenantIsolation(t *testing.T) {
 		}
 		refusedPod(t, badMAC, "multicast")
 		refusedPod(t, twice, "more than once")
+	})
+
+	t.Run("forged pod-networks annotation", func(t *testing.T) {
+		b1 := &corev1.Pod{}
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: "team-b", Name: "b1"}, b1); err != nil {
+			t.Fatal(err)
+		}
+		victim, err := podnet.Parse(b1.Annotations)
+		if err != nil || victim["team-b/sec"].MAC == "" {
+			t.Fatalf("team-b/b1's attachment: %v %v", victim, err)
+		}
+		// b1's own address and MAC, claimed on team-b's network for a pod of team-a.
+		forged := podnet.Networks{"team-b/sec": victim["team-b/sec"]}.String()
+		// The admission policy (config/admission) refuses a tenant's write,
+		// at creation and afterwards.
+		err = alice.Create(ctx, podOn("team-a", "forger", "node1", map[string]string{podnet.Annotation: forged}))
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(fmt.Sprint(err), "written by ovn-udn only") {
+			t.Fatalf("tenant creating a pod with a forged annotation: %v, want refused by the admission policy", err)
+		}
+		honest := podOn("team-a", "honest", "node1", nil)
+		if err := alice.Create(ctx, honest); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, func() error {
+			if err := alice.Get(ctx, client.ObjectKeyFromObject(honest), honest); err != nil {
+				return err
+			}
+			if honest.Annotations[podnet.Annotation] == "" {
+				return fmt.Errorf("team-a/honest not annotated yet")
+			}
+			return nil
+		})
+		honest.Annotations[podnet.Annotation] = forged
+		if err := alice.Update(ctx, honest); !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(fmt.Sprint(err), "may not change it") {
+			t.Fatalf("tenant rewriting her pod's annotation: %v, want refused by the admission policy", err)
+		}
+		// Without the policy (here: an administrator's write), the controllers
+		// still give the pod nothing on another namespace's network: the entry
+		// is dropped from the annotation and no port is made for it.
+		smuggled := podOn("team-a", "smuggled", "node2", map[string]string{podnet.Annotation: forged})
+		if err := admin.Create(ctx, smuggled); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, func() error {
+			if err := admin.Get(ctx, client.ObjectKeyFromObject(smuggled), smuggled); err != nil {
+				return err
+			}
+			nets, err := podnet.Parse(smuggled.Annotations)
+			if err != nil {
+				return err
+			}
+			if _, ok := nets["team-b/sec"]; ok {
+				return fmt.Errorf("team-a/smuggled still claims team-b/sec: %s", smuggled.Annotations[podnet.Annotation])
+			}
+			if _, ok := nets[podnet.DefaultKey]; !ok {
+				return fmt.Errorf("team-a/smuggled has no default-network attachment yet")
+			}
+			return nil
+		})
+		serve(t, "team-a/smuggled")
+		syncDataplane(t)
+		if err := nbClean(podnet.PortName("team-b/sec", "team-a", "smuggled")); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, own)
 	})
 
 	t.Run("NAD claiming the network's name", func(t *testing.T) {
