@@ -90,29 +90,45 @@ func Connect(ctx context.Context, opts Options, onReconnect func()) (nb, nbWrite
 		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables}
 	writerOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, NoMonitor: true}
 	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: counted("sb"), Tables: sbTables}
-	backoff := 200 * time.Millisecond
+	clients, err := connectAll(ctx, opts.Zone, 200*time.Millisecond,
+		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectNB(ctx, nbOpts) },
+		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectNB(ctx, writerOpts) },
+		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectSB(ctx, sbOpts) })
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return clients[0], clients[1], clients[2], nil
+}
+
+// connectAll makes every connection, retrying the ones that fail (backing
+// off from first up to 10 s) until all are up or ctx ends; then it closes
+// those it made.
+func connectAll(ctx context.Context, zone string, first time.Duration, dials ...func(context.Context) (libovsdb.Client, error)) ([]libovsdb.Client, error) {
+	clients := make([]libovsdb.Client, len(dials))
+	backoff := first
 	for {
-		if nb == nil {
-			nb, err = ovsdb.ConnectNB(ctx, nbOpts)
-		}
-		if err == nil && nbWriter == nil {
-			nbWriter, err = ovsdb.ConnectNB(ctx, writerOpts)
-		}
-		if err == nil && sb == nil {
-			sb, err = ovsdb.ConnectSB(ctx, sbOpts)
+		var err error // this round's first failure only: a stale one would stop the retries
+		for i, dial := range dials {
+			if clients[i] != nil {
+				continue
+			}
+			if clients[i], err = dial(ctx); err != nil {
+				clients[i] = nil
+				break
+			}
 		}
 		if err == nil {
-			return nb, nbWriter, sb, nil
+			return clients, nil
 		}
-		ctrl.LoggerFrom(ctx).Info("zone databases unreachable, retrying", "zone", opts.Zone, "error", err.Error(), "in", backoff)
+		ctrl.LoggerFrom(ctx).Info("zone databases unreachable, retrying", "zone", zone, "error", err.Error(), "in", backoff)
 		select {
 		case <-ctx.Done():
-			for _, c := range []libovsdb.Client{nb, nbWriter, sb} {
+			for _, c := range clients {
 				if c != nil {
 					c.Close()
 				}
 			}
-			return nil, nil, nil, fmt.Errorf("connecting to zone %s databases: %w (last error: %v)", opts.Zone, ctx.Err(), err)
+			return nil, fmt.Errorf("connecting to zone %s databases: %w (last error: %v)", zone, ctx.Err(), err)
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 10*time.Second)
