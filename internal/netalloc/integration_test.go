@@ -242,7 +242,7 @@ func (f *fleet) deleteNode(name string) {
 // teardown deletes the fleet's networks with a manager running (it releases
 // their finalizers), waits until they are gone, then deletes the nodes.
 func (f *fleet) teardown() {
-	stop := cmtest.Start(f.t, env, config.Default())
+	stop := cmtest.Start(f.t, env, fleetConfig())
 	defer stop()
 	ctx := context.Background()
 	for _, u := range f.udns {
@@ -280,7 +280,7 @@ func (f *fleet) waitConverged(timeout time.Duration) state {
 // nothing.
 func TestRestartKeepsAllocations(t *testing.T) {
 	c := cmtest.Admin(t, env)
-	cfg := config.Default()
+	cfg := fleetConfig()
 	stop := cmtest.Start(t, env, cfg)
 	f := newFleet(t, c)
 	for i := 0; i < 100; i++ {
@@ -380,7 +380,7 @@ func resourceVersions(t testing.TB, c client.Client) map[string]string {
 // released a moment ago.
 func TestDeleteAndRecreate(t *testing.T) {
 	c := cmtest.Admin(t, env)
-	cmtest.Start(t, env, config.Default())
+	cmtest.Start(t, env, fleetConfig())
 	f := newFleet(t, c)
 	for i := 0; i < 20; i++ {
 		f.addNetwork(i%2 == 0)
@@ -426,7 +426,7 @@ func TestDeleteAndRecreate(t *testing.T) {
 // subnets, and gets one as soon as another node goes.
 func TestSubnetExhaustion(t *testing.T) {
 	c := cmtest.Admin(t, env)
-	cmtest.Start(t, env, config.Default())
+	cmtest.Start(t, env, fleetConfig())
 	ctx := context.Background()
 	var existing corev1.NodeList
 	if err := c.List(ctx, &existing); err != nil {
@@ -528,7 +528,7 @@ func TestHandMadeNADs(t *testing.T) {
 	c := cmtest.Admin(t, env)
 	ctx := context.Background()
 	s := mustObserve(t, c)
-	cfg := config.Default()
+	cfg := fleetConfig()
 	cfg.MaxNetworks = len(s.networkID) + 1
 	cmtest.Start(t, env, cfg)
 	a, b := cmtest.Namespace(t, c, "hand-a", nil), cmtest.Namespace(t, c, "hand-b", nil)
@@ -603,7 +603,7 @@ func TestChurn(t *testing.T) {
 	t.Logf("seed %d (set OVN_UDN_CHURN_SEED to replay)", seed)
 	rng := rand.New(rand.NewSource(seed))
 	c := cmtest.Admin(t, env)
-	cfg := config.Default()
+	cfg := fleetConfig()
 	stop := cmtest.Start(t, env, cfg)
 	f := newFleet(t, c)
 	var nodes []string
@@ -641,7 +641,7 @@ func TestChurn(t *testing.T) {
 func TestTamperedNodeAnnotations(t *testing.T) {
 	c := cmtest.Admin(t, env)
 	ctx := context.Background()
-	stop := cmtest.Start(t, env, config.Default())
+	stop := cmtest.Start(t, env, fleetConfig())
 	f := newFleet(t, c)
 	f.addNetwork(false)
 	a := f.addNode()
@@ -687,7 +687,7 @@ func TestTamperedNodeAnnotations(t *testing.T) {
 
 	stop()
 	edit(b, func(m map[string]string) { m[nodeinfo.NodeIDAnnotation] = strconv.Itoa(before.nodeID[a]) })
-	cmtest.Start(t, env, config.Default())
+	cmtest.Start(t, env, fleetConfig())
 	after := f.waitConverged(time.Minute) // fails on a duplicated ID or overlapping subnets
 	if after.nodeID[a] != before.nodeID[a] || after.subnets[a].String() != before.subnets[a].String() {
 		t.Errorf("the older node %s lost its allocation: ID %d subnets %s, had %d %s", a, after.nodeID[a], after.subnets[a], before.nodeID[a], before.subnets[a])
@@ -695,4 +695,12 @@ func TestTamperedNodeAnnotations(t *testing.T) {
 	if after.nodeID[b] == before.nodeID[a] {
 		t.Errorf("node %s kept the ID %d forged from node %s", b, after.nodeID[b], a)
 	}
+}
+
+// fleetConfig is the default configuration without the per-namespace limit:
+// a fleet puts all its Layer3 networks in one namespace.
+func fleetConfig() config.Cluster {
+	c := config.Default()
+	c.MaxNetworksPerNamespace = 0
+	return c
 }

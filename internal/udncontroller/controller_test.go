@@ -582,7 +582,7 @@ func TestNamespaceNetworkLimit(t *testing.T) {
 		}
 	}
 	for _, u := range nets[2:] {
-		waitCondition(t, c, u, metav1.ConditionFalse, v1.ReasonNamespaceNetworkLimit, "has 2 UserDefinedNetworks created", "--max-networks-per-namespace")
+		waitCondition(t, c, u, metav1.ConditionFalse, v1.ReasonNamespaceNetworkLimit, "the maximum of 2 UserDefinedNetworks", "--max-networks-per-namespace")
 		cmtest.WaitEvent(t, c, u, "UserDefinedNetwork", v1.ReasonNamespaceNetworkLimit)
 		if nad := getNAD(t, c, ns, u.Name); nad != nil {
 			t.Fatalf("%s over the limit has a NAD", u.Name)

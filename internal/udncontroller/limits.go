@@ -98,8 +98,8 @@ func (r *Controller) namespaceLimit(ctx context.Context, u *v1.UserDefinedNetwor
 		return nil, nil
 	}
 	return fail(u.Namespace, v1.ReasonNamespaceNetworkLimit,
-		"namespace %s has %d UserDefinedNetworks created, the maximum per namespace (cluster-manager --max-networks-per-namespace); this one waits until one is deleted",
-		u.Namespace, min(len(created), max)), nil
+		"namespace %s already has the maximum of %d UserDefinedNetworks (cluster-manager --max-networks-per-namespace) created or ahead of this one; it waits until one is deleted",
+		u.Namespace, max), nil
 }
 
 // waitingForRoom reports whether a network's condition says it waits for a
