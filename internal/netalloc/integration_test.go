@@ -23,6 +23,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
@@ -685,6 +686,18 @@ func TestTamperedNodeAnnotations(t *testing.T) {
 	})
 	restored()
 
+	// Creation times have a resolution of a second: "older" is by creation
+	// time, then by name (kubeobj.SortOldestFirst); make a the one first.
+	pair := []corev1.Node{{}, {}}
+	for i, name := range []string{a, b} {
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &pair[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeobj.SortOldestFirst(pair)
+	if pair[0].Name != a {
+		a, b = b, a
+	}
 	stop()
 	edit(b, func(m map[string]string) { m[nodeinfo.NodeIDAnnotation] = strconv.Itoa(before.nodeID[a]) })
 	cmtest.Start(t, env, fleetConfig())

@@ -114,9 +114,7 @@ func (r *NodeController) Recover(ctx context.Context) error {
 	if err := r.Reader.List(ctx, &nodes); err != nil {
 		return fmt.Errorf("recovering node allocations: listing nodes: %w", err)
 	}
-	sort.SliceStable(nodes.Items, func(i, j int) bool {
-		return nodes.Items[i].CreationTimestamp.Before(&nodes.Items[j].CreationTimestamp)
-	})
+	kubeobj.SortOldestFirst(nodes.Items) // the older (then by name) keeps a contested value
 	for _, n := range nodes.Items {
 		for _, err := range RecoverNodeFrom(r.Nodes, &n) {
 			logger.Error(err, "node allocation not recovered; it will be allocated afresh")
