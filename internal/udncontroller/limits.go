@@ -85,13 +85,15 @@ func (r *Controller) namespaceLimit(ctx context.Context, u *v1.UserDefinedNetwor
 	if err := r.Client.List(ctx, &nads, client.InNamespace(u.Namespace)); err != nil {
 		return nil, err
 	}
+	byName := map[string]*nadv1.NetworkAttachmentDefinition{}
+	for i := range nads.Items {
+		byName[nads.Items[i].Name] = &nads.Items[i]
+	}
 	created := map[types.UID]bool{}
 	for i := range udns.Items {
 		o := &udns.Items[i]
-		for j := range nads.Items {
-			if n := &nads.Items[j]; n.Name == o.Name && ownedBy(n, udn.ForUDN(o).Owner) {
-				created[o.UID] = true
-			}
+		if n := byName[o.Name]; n != nil && ownedBy(n, udn.ForUDN(o).Owner) {
+			created[o.UID] = true
 		}
 	}
 	if admitted(udns.Items, created, max)[u.UID] {

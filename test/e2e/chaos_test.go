@@ -550,8 +550,9 @@ func (r *chaosRun) allocations() error {
 // pod of another tenant reaches neither, even when its subnet is the same.
 func (r *chaosRun) reachSample() {
 	var a, b *chaosTenant
-	for _, tn := range r.rng.Perm(len(r.live())) {
-		t := r.live()[tn]
+	live := r.live()
+	for _, i := range r.rng.Perm(len(live)) {
+		t := live[i]
 		switch {
 		case a == nil && len(t.pods) >= 2:
 			a = t
