@@ -42,8 +42,18 @@ const (
 	// ReasonForeignNAD: a NetworkAttachmentDefinition of the same name exists and
 	// is not owned by this network; it is never overwritten.
 	ReasonForeignNAD = "ForeignNetworkAttachmentDefinition"
-	// ReasonPrimaryConflict: the namespace already has another primary network.
+	// ReasonPrimaryConflict: the namespace already has a primary network this
+	// one cannot join: one of the other kind (UserDefinedNetworks and
+	// ClusterUserDefinedNetworks are never primary together in a namespace)
+	// or a hand-made primary NAD.
 	ReasonPrimaryConflict = "PrimaryNetworkConflict"
+	// ReasonPrimarySelectorMismatch: an additional primary
+	// ClusterUserDefinedNetwork of a namespace must have the same
+	// namespaceSelector as the one it already has.
+	ReasonPrimarySelectorMismatch = "PrimaryNetworkSelectorMismatch"
+	// ReasonPrimarySubnetOverlap: the namespace already has a primary network
+	// whose subnets overlap this one's.
+	ReasonPrimarySubnetOverlap = "PrimaryNetworkSubnetOverlap"
 	// ReasonNamespaceNotLabeled: a Primary network needs the namespace label
 	// k8s.ovn.org/primary-user-defined-network.
 	ReasonNamespaceNotLabeled = "NamespaceNotLabeled"

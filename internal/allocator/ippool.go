@@ -109,16 +109,33 @@ func (p *IPPool) Allocate(name string) (netip.Addr, error) {
 	if off, ok := p.byName[name]; ok {
 		return p.addr(off), nil
 	}
+	off, ok := p.free()
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("no address left in %s: %w", p.cidr, ErrExhausted)
+	}
+	p.byName[name], p.byOff[off] = off, name
+	p.next = off + 1
+	if p.next > p.last {
+		p.next = p.first
+	}
+	return p.addr(off), nil
+}
+
+// HasRoom reports whether Allocate would find an address for a new name.
+func (p *IPPool) HasRoom() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.free()
+	return ok
+}
+
+// free returns the next usable offset from p.next (next-fit), wrapping once.
+func (p *IPPool) free() (uint64, bool) {
 	size := p.last - p.first + 1
 	off := p.next
 	for scanned := uint64(0); scanned < size; {
 		if p.usable(off) {
-			p.byName[name], p.byOff[off] = off, name
-			p.next = off + 1
-			if p.next > p.last {
-				p.next = p.first
-			}
-			return p.addr(off), nil
+			return off, true
 		}
 		step := p.skip(off)
 		scanned += step
@@ -130,7 +147,7 @@ func (p *IPPool) Allocate(name string) (netip.Addr, error) {
 			}
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("no address left in %s: %w", p.cidr, ErrExhausted)
+	return 0, false
 }
 
 // Reserve gives name the address a (a recovered allocation, or a requested

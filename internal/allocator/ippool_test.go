@@ -16,6 +16,9 @@ func TestIPPool(t *testing.T) {
 	// .0 network, .1/.2 reserved, .4-.7 excluded, .15 broadcast: 3, 8..14 usable = 8 addresses.
 	var got []string
 	for i := 0; i < 8; i++ {
+		if !p.HasRoom() {
+			t.Fatalf("HasRoom false after %d of 8 allocations", i)
+		}
 		a, err := p.Allocate(fmt.Sprint("pod", i))
 		if err != nil {
 			t.Fatalf("allocation %d: %v", i, err)
@@ -26,10 +29,16 @@ func TestIPPool(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Fatalf("allocations %v, want %s", got, want)
 	}
+	if p.HasRoom() {
+		t.Fatal("HasRoom true with every address held")
+	}
 	if _, err := p.Allocate("one-more"); !errors.Is(err, ErrExhausted) {
 		t.Fatalf("ninth allocation: %v, want ErrExhausted", err)
 	}
 	p.Release("pod3")
+	if !p.HasRoom() {
+		t.Fatal("HasRoom false after a release")
+	}
 	if a, _ := p.Allocate("again"); a.String() != "10.0.0.10" {
 		t.Fatalf("after release got %s, want the freed 10.0.0.10 (the only free one)", a)
 	}

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -171,73 +170,84 @@ func (w *Waiting) Error() string { return w.Message }
 // Reasons a pod waits (Event reasons).
 const (
 	WaitPrimaryNotReady = "PrimaryNetworkNotReady"
-	WaitPrimaryConflict = "PrimaryNetworkConflict"
 	WaitBadSelection    = "InvalidNetworkSelection"
 )
 
 // Requests returns the attachments of pod, given its namespace and the NADs
 // of the pod's namespace (by "<ns>/<name>"; NADs of other namespaces are
-// ignored). A pod whose namespace is labelled for a primary network that is
-// not ready, or that has two primary networks, or whose selections are
-// invalid (another namespace's network, one network twice, a bad MAC, IP or
+// ignored): the default network, the primary network the pod is placed on
+// (placement.go) and the secondary networks it selects. A pod whose
+// namespace is labelled for a primary network that is not ready, or whose
+// primary network is not chosen yet or cannot be (PlaceRequests), or whose
+// selections are invalid (another namespace's network, one network twice, a bad MAC, IP or
 // interface name, a NAD refused by netconf.Admit, a primary network), gets a
 // *Waiting.
 func Requests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string) ([]Request, error) {
+	reqs, _, err := PlaceRequests(pod, ns, nads, primaryLabel, nil)
+	return reqs, err
+}
+
+// PlaceRequests is Requests for the component that places pods on one of
+// their namespace's several primary networks (the zone controller of the
+// pod's node): when the pod is not placed yet, it takes the first primary
+// network (oldest first) for which room answers true, and returns its NAD
+// name as record, to be written in PlacementAnnotation together with the
+// pod's attachments. With room nil, an unplaced pod of such a namespace
+// waits (WaitPlacementPending).
+func PlaceRequests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string, room HasRoom) ([]Request, string, error) {
 	nads, refused := usable(pod.Namespace, nads)
-	var prims []Request
-	for _, p := range primaries(nads) {
-		prims = append(prims, Request{Key: p.Key, Network: p.Network, Conf: p.Conf, Role: RolePrimary})
-	}
+	prims := primaries(nads)
 	_, labelled := ns.Labels[primaryLabel]
-	switch {
-	case len(prims) > 1:
-		var names []string
-		for _, p := range prims {
-			names = append(names, p.Key)
-		}
-		return nil, &Waiting{WaitPrimaryConflict, fmt.Sprintf("namespace %s has %d primary networks (%s)", ns.Name, len(prims), strings.Join(names, ", "))}
-	case len(prims) == 0 && labelled:
-		return nil, &Waiting{WaitPrimaryNotReady, fmt.Sprintf("namespace %s is labelled for a primary network, which is not ready yet", ns.Name)}
-	case len(prims) == 1 && !ready(nads[prims[0].Key]):
-		return nil, &Waiting{WaitPrimaryNotReady, fmt.Sprintf("primary network %s is not allocated yet", prims[0].Key)}
-	}
 	out := []Request{{Key: DefaultKey, Network: "default", Role: RolePrimary}}
-	if len(prims) == 1 {
-		out[0].Role = RoleInfrastructure
-		p := prims[0]
-		if p.Conf.PersistentIPs {
-			p.Claim = pod.Annotations[PrimaryIPAMClaimAnnotation]
+	record := ""
+	switch {
+	case len(prims) == 0 && labelled:
+		return nil, "", &Waiting{WaitPrimaryNotReady, fmt.Sprintf("namespace %s is labelled for a primary network, which is not ready yet", ns.Name)}
+	case len(prims) > 0:
+		pl, err := place(pod, prims, func(p Primary) bool { return ready(nads[p.Key]) }, room)
+		if err != nil {
+			return nil, "", err
 		}
-		out = append(out, p)
+		p := pl.chosen
+		if !ready(nads[p.Key]) {
+			return nil, "", &Waiting{WaitPrimaryNotReady, fmt.Sprintf("primary network %s is not allocated yet", p.Key)}
+		}
+		record = pl.record
+		out[0].Role = RoleInfrastructure
+		r := Request{Key: p.Key, Network: p.Network, Conf: p.Conf, Role: RolePrimary}
+		if p.Conf.PersistentIPs {
+			r.Claim = pod.Annotations[PrimaryIPAMClaimAnnotation]
+		}
+		out = append(out, r)
 	}
 	sels, err := netconf.ParseNetworkSelections(pod.Annotations[netconf.NetworksAnnotation], pod.Namespace)
 	if err == nil {
 		err = netconf.ValidateSelections(sels, pod.Namespace)
 	}
 	if err != nil {
-		return nil, &Waiting{WaitBadSelection, err.Error()}
+		return nil, "", &Waiting{WaitBadSelection, err.Error()}
 	}
 	for i := range sels {
 		s := sels[i]
 		if why, ok := refused[s.Key()]; ok {
-			return nil, &Waiting{WaitBadSelection, fmt.Sprintf("network %s cannot be attached: %v", s.Key(), why)}
+			return nil, "", &Waiting{WaitBadSelection, fmt.Sprintf("network %s cannot be attached: %v", s.Key(), why)}
 		}
 		nad, ok := nads[s.Key()]
 		if !ok {
-			return nil, &Waiting{WaitBadSelection, fmt.Sprintf("network %s does not exist", s.Key())}
+			return nil, "", &Waiting{WaitBadSelection, fmt.Sprintf("network %s does not exist", s.Key())}
 		}
 		c, err := netconf.Parse(nad)
 		if err != nil {
-			return nil, &Waiting{WaitBadSelection, fmt.Sprintf("network %s: %v", s.Key(), err)}
+			return nil, "", &Waiting{WaitBadSelection, fmt.Sprintf("network %s: %v", s.Key(), err)}
 		}
 		if c == nil {
 			continue // another CNI plugin's network: not ours to attach
 		}
 		if c.IsPrimary() {
-			return nil, &Waiting{WaitBadSelection, fmt.Sprintf("network %s is a primary network; it cannot be requested as a secondary one", s.Key())}
+			return nil, "", &Waiting{WaitBadSelection, fmt.Sprintf("network %s is a primary network; it cannot be requested as a secondary one", s.Key())}
 		}
 		if !ready(nad) {
-			return nil, &Waiting{WaitPrimaryNotReady, fmt.Sprintf("network %s is not allocated yet", s.Key())}
+			return nil, "", &Waiting{WaitPrimaryNotReady, fmt.Sprintf("network %s is not allocated yet", s.Key())}
 		}
 		r := Request{Key: s.Key(), Network: c.Name, Conf: c, Role: RoleSecondary, Selection: &s}
 		if c.PersistentIPs {
@@ -245,7 +255,7 @@ func Requests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1.Netw
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, record, nil
 }
 
 // usable returns the NADs of namespace ns that may be attached (by key) and,
@@ -302,7 +312,15 @@ func NamespaceNADs(ctx context.Context, c client.Reader, ns string) (map[string]
 // optimistic concurrency: cluster-manager and the zone controller each write
 // their own entries, so a write based on a stale copy must fail and be retried.
 func Patch(ctx context.Context, c client.Client, pod *corev1.Pod, nets Networks) (bool, error) {
-	if current, err := Parse(pod.Annotations); err == nil && current.String() == nets.String() {
+	return PatchPlaced(ctx, c, pod, nets, "")
+}
+
+// PatchPlaced is Patch that also records, when placed is not empty, the
+// primary network the pod was placed on (PlacementAnnotation), in the same
+// write.
+func PatchPlaced(ctx context.Context, c client.Client, pod *corev1.Pod, nets Networks, placed string) (bool, error) {
+	current, err := Parse(pod.Annotations)
+	if err == nil && current.String() == nets.String() && (placed == "" || pod.Annotations[PlacementAnnotation] == placed) {
 		return false, nil
 	}
 	patch := client.MergeFromWithOptions(pod.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -310,6 +328,9 @@ func Patch(ctx context.Context, c client.Client, pod *corev1.Pod, nets Networks)
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[Annotation] = nets.String()
+	if placed != "" {
+		pod.Annotations[PlacementAnnotation] = placed
+	}
 	if err := c.Patch(ctx, pod, patch); err != nil {
 		return false, fmt.Errorf("annotating pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -334,6 +355,10 @@ type Primary struct {
 	Network string
 	// Conf is the network's config (nil for the default network).
 	Conf *netconf.NetConf
+	// NAD is the name of the network's NAD in the namespace, Object the
+	// name of the UserDefinedNetwork or ClusterUserDefinedNetwork that
+	// controls it ("" for the default network and hand-made NADs).
+	NAD, Object string
 }
 
 // IsDefault reports whether the primary network is the cluster default network.
@@ -344,7 +369,8 @@ func (p Primary) IsDefault() bool { return p.Key == DefaultKey }
 // made yet, or deleted).
 func (p Primary) None() bool { return p.Key == "" }
 
-// primaries returns the primary networks among usable NADs, sorted by key.
+// primaries returns the primary networks among usable NADs, oldest NAD
+// first, then by key.
 func primaries(usableNADs map[string]*nadv1.NetworkAttachmentDefinition) []Primary {
 	var out []Primary
 	for key, nad := range usableNADs {
@@ -352,9 +378,9 @@ func primaries(usableNADs map[string]*nadv1.NetworkAttachmentDefinition) []Prima
 		if err != nil || c == nil || !c.IsPrimary() {
 			continue
 		}
-		out = append(out, Primary{Key: key, Network: c.Name, Conf: c})
+		out = append(out, Primary{Key: key, Network: c.Name, Conf: c, NAD: nad.Name, Object: objectName(nad)})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	sortPrimaries(out, usableNADs)
 	return out
 }
 
@@ -362,21 +388,43 @@ func primaries(usableNADs map[string]*nadv1.NetworkAttachmentDefinition) []Prima
 // NADs its pods may use (NamespaceNADs): the one admitted primary NAD of the
 // namespace, else the default network, or None when the namespace is
 // labelled for a primary network that has no NAD (its services have nothing
-// to serve on). It is the one place services, EndpointSlice mirroring and
-// policies learn a namespace's network. ok is false while that cannot be
-// told (two primary networks, or the one NAD not allocated yet): callers
-// leave what they wrote as it is.
+// to serve on). ok is false while that cannot be told (several primary
+// networks: see NamespacePrimaries; or the one NAD not allocated yet):
+// callers leave what they wrote as it is.
 func NamespacePrimary(ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string) (Primary, bool) {
+	all, ok := NamespacePrimaries(ns, nads, primaryLabel)
+	if !ok || len(all) > 1 {
+		return Primary{}, false
+	}
+	if len(all) == 0 {
+		return Primary{}, true
+	}
+	return all[0], true
+}
+
+// NamespacePrimaries returns every primary network of namespace ns that
+// pods may be placed on (allocated), oldest first, given the NADs its pods
+// may use (NamespaceNADs): the admitted primary NADs of the namespace, else
+// the default network, or none when the namespace is labelled for a primary
+// network that has no NAD. It is the one place services, EndpointSlice
+// mirroring, policies and primary-network links learn a namespace's
+// networks. ok is false while the namespace has primary NADs of which none
+// is allocated yet: callers leave what they wrote as it is.
+func NamespacePrimaries(ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string) ([]Primary, bool) {
 	usableNADs, _ := usable(ns.Name, nads)
 	found := primaries(usableNADs)
 	_, labelled := ns.Labels[primaryLabel]
 	switch {
-	case len(found) > 1:
-		return Primary{}, false
-	case len(found) == 1:
-		return found[0], ready(usableNADs[found[0].Key])
+	case len(found) > 0:
+		var out []Primary
+		for _, p := range found {
+			if ready(usableNADs[p.Key]) {
+				out = append(out, p)
+			}
+		}
+		return out, len(out) > 0
 	case labelled:
-		return Primary{}, true
+		return nil, true
 	}
-	return Primary{Key: DefaultKey, Network: "default"}, true
+	return []Primary{{Key: DefaultKey, Network: "default"}}, true
 }

@@ -59,7 +59,7 @@ func TestRequests(t *testing.T) {
 		{"primary UDN", pod(nil), labelled, nads(nad("ns1", "l3", l3, true)), []want{{"default", RoleInfrastructure, ""}, {"ns1/l3", RolePrimary, ""}}, ""},
 		{"labelled, no network yet", pod(nil), labelled, nil, nil, WaitPrimaryNotReady},
 		{"primary not allocated", pod(nil), labelled, nads(nad("ns1", "l3", l3, false)), nil, WaitPrimaryNotReady},
-		{"two primaries", pod(nil), labelled, nads(nad("ns1", "l3", l3, true), nad("ns1", "l3b", l3b, true)), nil, WaitPrimaryConflict},
+		{"two primaries, not placed", pod(nil), labelled, nads(nad("ns1", "l3", l3, true), nad("ns1", "l3b", l3b, true)), nil, WaitPlacementPending},
 		{"secondary with claim, other plugin ignored",
 			pod(map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","namespace":"ns1","ipam-claim-reference":"vm1"},{"name":"br"}]`}), plain,
 			nads(nad("ns1", "sec", sec1, true), nad("ns1", "br", bridge, false)),

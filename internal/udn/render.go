@@ -114,7 +114,7 @@ func Config(req Request, cfg config.Cluster) (*netconf.NetConf, error) {
 		join := JoinSubnets(s, cfg)
 		c.JoinSubnet = netconf.JoinList(join)
 		if s.Topology == v1.Layer2 {
-			transit, err := TransitSubnets(subnetPrefixes(s), join, cfg)
+			transit, err := TransitSubnets(SubnetPrefixes(s), join, cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -177,7 +177,7 @@ func JoinSubnets(s v1.UserDefinedNetworkSpec, cfg config.Cluster) []netip.Prefix
 		return out
 	}
 	var out []netip.Prefix
-	for _, fam := range families(subnetPrefixes(s)) {
+	for _, fam := range families(SubnetPrefixes(s)) {
 		for _, d := range cfg.UDNJoinSubnets {
 			if d.Addr().Is4() == (fam == 4) {
 				out = append(out, d)
@@ -293,7 +293,7 @@ func (e *ConditionError) Error() string { return e.Message }
 // subnets and join subnets must not overlap the cluster's reserved subnets, and
 // its join subnets must not overlap its own subnets.
 func CheckSubnets(s v1.UserDefinedNetworkSpec, cfg config.Cluster) error {
-	subnets := subnetPrefixes(s)
+	subnets := SubnetPrefixes(s)
 	var problems []string
 	for _, sn := range subnets {
 		for _, r := range cfg.Reserved() {
@@ -322,7 +322,8 @@ func CheckSubnets(s v1.UserDefinedNetworkSpec, cfg config.Cluster) error {
 	return nil
 }
 
-func subnetPrefixes(s v1.UserDefinedNetworkSpec) []netip.Prefix {
+// SubnetPrefixes returns the CIDRs of a spec's subnets (host prefixes dropped).
+func SubnetPrefixes(s v1.UserDefinedNetworkSpec) []netip.Prefix {
 	var out []netip.Prefix
 	for _, sn := range s.Subnets {
 		parsed, err := netconf.ParseSubnet(string(sn), true)

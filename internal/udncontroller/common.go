@@ -1,8 +1,8 @@
 // Package udncontroller holds cluster-manager's controllers for
 // UserDefinedNetworks and ClusterUserDefinedNetworks: they render each network
 // into NetworkAttachmentDefinitions (through internal/udn), give it a network
-// ID (through internal/netalloc), guard namespaces against a second primary
-// network, keep networks in use from being deleted, and report all of it in
+// ID (through internal/netalloc), check that the primary networks of a
+// namespace fit together (primaries.go), keep networks in use from being deleted, and report all of it in
 // the NetworkCreated condition.
 package udncontroller
 
@@ -21,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -30,6 +29,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/udn"
 )
 
@@ -62,105 +62,6 @@ func asFailure(ns string, err error) *failure {
 	return &failure{Namespace: ns, Reason: v1.ReasonSyncError, Message: err.Error()}
 }
 
-// claimant is a network that wants to be the primary network of a namespace.
-type claimant struct {
-	kind, name string
-	uid        types.UID
-	created    metav1.Time
-	nad        *nadv1.NetworkAttachmentDefinition // its NAD in the namespace, if any
-}
-
-func (c claimant) String() string {
-	if c.kind == "" {
-		return fmt.Sprintf("NetworkAttachmentDefinition %s/%s", c.nad.Namespace, c.nad.Name)
-	}
-	return c.kind + " " + c.name
-}
-
-// before orders claimants: those that already have their NAD first (oldest
-// NAD first), then by the network object's age, then by kind and name.
-func (c claimant) before(o claimant) bool {
-	if (c.nad != nil) != (o.nad != nil) {
-		return c.nad != nil
-	}
-	if c.nad != nil && !c.nad.CreationTimestamp.Equal(&o.nad.CreationTimestamp) {
-		return c.nad.CreationTimestamp.Before(&o.nad.CreationTimestamp)
-	}
-	if !c.created.Equal(&o.created) {
-		return c.created.Before(&o.created)
-	}
-	if c.kind != o.kind {
-		return c.kind < o.kind
-	}
-	return c.name < o.name
-}
-
-// primaryConflict returns who already holds, or has the prior claim on, ns's
-// primary network, when it is not owner. Hand-made primary NADs (owned by no
-// network object) always conflict.
-func (r *Controller) primaryConflict(ctx context.Context, ns *corev1.Namespace, owner udn.Owner) (string, error) {
-	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.InNamespace(ns.Name)); err != nil {
-		return "", err
-	}
-	nadOf := map[types.UID]*nadv1.NetworkAttachmentDefinition{}
-	var foreign []string
-	for i := range nads.Items {
-		n := &nads.Items[i]
-		c, err := netconf.Parse(n)
-		if err != nil || c == nil || !c.IsPrimary() {
-			continue
-		}
-		if ref := metav1.GetControllerOf(n); ref != nil && ref.APIVersion == v1.GroupVersion.String() {
-			nadOf[ref.UID] = n
-			continue
-		}
-		if ownedBy(n, owner) && n.Name == ownerNADName(owner) {
-			nadOf[owner.UID] = n // its owner reference is about to be put back
-			continue
-		}
-		if netconf.Managed(n) {
-			continue // another network's NAD whose owner reference is being put back
-		}
-		foreign = append(foreign, n.Name)
-	}
-	if len(foreign) > 0 {
-		sort.Strings(foreign)
-		return fmt.Sprintf("NetworkAttachmentDefinition %s/%s", ns.Name, foreign[0]), nil
-	}
-
-	var claims []claimant
-	var udns v1.UserDefinedNetworkList
-	if err := r.Client.List(ctx, &udns, client.InNamespace(ns.Name)); err != nil {
-		return "", err
-	}
-	for _, u := range udns.Items {
-		if u.Spec.Role == v1.Primary && (u.DeletionTimestamp == nil || nadOf[u.UID] != nil) {
-			claims = append(claims, claimant{"UserDefinedNetwork", u.Namespace + "/" + u.Name, u.UID, u.CreationTimestamp, nadOf[u.UID]})
-		}
-	}
-	var cudns v1.ClusterUserDefinedNetworkList
-	if err := r.Client.List(ctx, &cudns); err != nil {
-		return "", err
-	}
-	for _, c := range cudns.Items {
-		if c.Spec.Template.Role != v1.Primary {
-			continue
-		}
-		if (selects(&c, ns.Labels) && c.DeletionTimestamp == nil) || nadOf[c.UID] != nil {
-			claims = append(claims, claimant{"ClusterUserDefinedNetwork", c.Name, c.UID, c.CreationTimestamp, nadOf[c.UID]})
-		}
-	}
-	sort.Slice(claims, func(i, j int) bool { return claims[i].before(claims[j]) })
-	for _, c := range claims {
-		if c.uid == owner.UID {
-			return "", nil
-		}
-		return c.String(), nil
-	}
-	return "", nil
-}
-
 // checkNamespace makes the per-namespace checks of a network about to be (or
 // already) provided to ns. existing is the network's current NAD there.
 func (r *Controller) checkNamespace(ctx context.Context, ns *corev1.Namespace, req udn.Request, existing *nadv1.NetworkAttachmentDefinition) (*failure, error) {
@@ -174,14 +75,14 @@ func (r *Controller) checkNamespace(ctx context.Context, ns *corev1.Namespace, r
 		return fail(ns.Name, v1.ReasonNamespaceNotLabeled,
 			"namespace %s lacks the label %s required for a primary network", ns.Name, v1.PrimaryNetworkLabel), nil
 	}
-	holder, err := r.primaryConflict(ctx, ns, req.Owner)
+	verdict, err := r.primaryVerdict(ctx, ns, req.Owner)
 	if err != nil {
 		return nil, err
 	}
-	if holder != "" {
-		return fail(ns.Name, v1.ReasonPrimaryConflict, "namespace %s already has a primary network: %s", ns.Name, holder), nil
+	if verdict.reason != "" {
+		return fail(ns.Name, verdict.reason, "%s", verdict.message), nil
 	}
-	if existing == nil {
+	if existing == nil && !verdict.additional {
 		pods, err := r.podsUsing(ctx, ns.Name, "", true)
 		if err != nil {
 			return nil, err
@@ -194,9 +95,10 @@ func (r *Controller) checkNamespace(ctx context.Context, ns *corev1.Namespace, r
 	return nil, nil
 }
 
-// podsUsing lists the running pods that use a network in namespace ns: every
-// pod-networked pod for a primary network, and for a secondary one the pods
-// whose networks annotation selects the NAD named nadName.
+// podsUsing lists the running pods that use a network in namespace ns: for
+// a primary network every pod-networked pod but those placed on another of
+// the namespace's primary networks, and for a secondary one the pods whose
+// networks annotation selects the NAD named nadName.
 func (r *Controller) podsUsing(ctx context.Context, ns, nadName string, primary bool) ([]string, error) {
 	var pods corev1.PodList
 	if err := r.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
@@ -208,7 +110,9 @@ func (r *Controller) podsUsing(ctx context.Context, ns, nadName string, primary 
 			continue
 		}
 		if primary {
-			out = append(out, p.Name)
+			if !placedElsewhere(&p, nadName) {
+				out = append(out, p.Name)
+			}
 			continue
 		}
 		sels, err := netconf.ParseNetworkSelections(p.Annotations[netconf.NetworksAnnotation], p.Namespace)
@@ -224,6 +128,25 @@ func (r *Controller) podsUsing(ctx context.Context, ns, nadName string, primary 
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// placedElsewhere reports whether pod p is placed on a primary network
+// other than the one whose NAD is nadName (podnet.PlacementAnnotation, or
+// its attachments): such a pod does not hold that network back.
+func placedElsewhere(p *corev1.Pod, nadName string) bool {
+	if name, ok := p.Annotations[podnet.PlacementAnnotation]; ok {
+		return name != nadName
+	}
+	nets, err := podnet.ParsePod(p)
+	if err != nil {
+		return false
+	}
+	for k, a := range nets {
+		if k != podnet.DefaultKey && a.Role == podnet.RolePrimary {
+			return k != podnet.Key(p.Namespace, nadName)
+		}
+	}
+	return false
 }
 
 func summarize(names []string) string {

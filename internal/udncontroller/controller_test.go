@@ -22,6 +22,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
 
 func udnObj(ns, name string, spec v1.UserDefinedNetworkSpec) *v1.UserDefinedNetwork {
@@ -269,15 +270,34 @@ func TestPrimaryRules(t *testing.T) {
 	}
 	cleanupDelete(t, c, p2)
 
-	// A second primary UDN in the namespace fails, naming the first.
+	// A second primary UDN with other subnets joins (OKEP-5252), though
+	// the namespace has pods; one overlapping it fails, naming the first;
+	// a primary CUDN selecting the namespace fails (no UDN/CUDN mix).
 	second := udnObj(ns, "second", l2Primary("10.101.0.0/24"))
 	if err := c.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
 	cleanupDelete(t, c, second)
-	waitCondition(t, c, second, metav1.ConditionFalse, v1.ReasonPrimaryConflict, "UserDefinedNetwork "+ns+"/net")
-	if getNAD(t, c, ns, "second") != nil {
-		t.Fatal("second primary network got a NAD")
+	waitCondition(t, c, second, metav1.ConditionTrue, v1.ReasonNADCreated)
+	overlap := udnObj(ns, "overlap", v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.100.0.0/16"}})
+	if err := c.Create(ctx, overlap); err != nil {
+		t.Fatal(err)
+	}
+	cleanupDelete(t, c, overlap)
+	waitCondition(t, c, overlap, metav1.ConditionFalse, v1.ReasonPrimarySubnetOverlap, "UserDefinedNetwork "+ns+"/net", "10.100.0.0/16 overlaps 10.100.0.0/24")
+	if getNAD(t, c, ns, "overlap") != nil {
+		t.Fatal("an overlapping primary network got a NAD")
+	}
+	cudn := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: ns + "-mix"}, Spec: v1.ClusterUserDefinedNetworkSpec{
+		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+		Template:          l2Primary("10.102.0.0/24")}}
+	if err := c.Create(ctx, cudn); err != nil {
+		t.Fatal(err)
+	}
+	cleanupDelete(t, c, cudn)
+	waitCondition(t, c, cudn, metav1.ConditionFalse, v1.ReasonPrimaryConflict, "all UserDefinedNetworks or all ClusterUserDefinedNetworks")
+	if getNAD(t, c, ns, netconf.CUDNNetworkName(cudn.Name)) != nil {
+		t.Fatal("a primary CUDN got a NAD in a namespace with primary UDNs")
 	}
 	// ... while a secondary network is fine.
 	sec := udnObj(ns, "extra", v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.5.0/24"}})
@@ -288,6 +308,49 @@ func TestPrimaryRules(t *testing.T) {
 	waitCondition(t, c, sec, metav1.ConditionTrue, v1.ReasonNADCreated)
 	// The first keeps its condition.
 	waitCondition(t, c, u, metav1.ConditionTrue, v1.ReasonNADCreated)
+	// Unplaced, the pod may go to either primary network: it holds both
+	// until it goes (the cleanups delete the networks).
+	if err := c.Delete(ctx, p2, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeletingOnePrimaryOfSeveral: a primary network of a namespace with
+// several is deleted as soon as no pod is placed on it, even the first one;
+// pods placed on another do not hold it, and the last one left is held by
+// every pod.
+func TestDeletingOnePrimaryOfSeveral(t *testing.T) {
+	c := admin(t)
+	startManager(t, config.Default())
+	ctx := context.Background()
+	ns := namespace(t, c, "several", primaryLabel)
+	first := udnObj(ns, "first", l2Primary("10.110.0.0/24"))
+	second := udnObj(ns, "second", v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.111.0.0/16"}})
+	for _, u := range []*v1.UserDefinedNetwork{first, second} {
+		if err := c.Create(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		cleanupDelete(t, c, u)
+		waitCondition(t, c, u, metav1.ConditionTrue, v1.ReasonNADCreated)
+	}
+	onSecond := pod(ns, "on-second", map[string]string{podnet.PlacementAnnotation: "second"})
+	if err := c.Create(ctx, onSecond); err != nil {
+		t.Fatal(err)
+	}
+	cleanupDelete(t, c, onSecond)
+	if err := c.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if getNAD(t, c, ns, "first") != nil {
+			return errorf("the first network's NAD is still there though no pod is placed on it")
+		}
+		return nil
+	})
+	if err := c.Delete(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, c, second, metav1.ConditionFalse, v1.ReasonNetworkInUse, "1 pod(s): on-second")
 }
 
 // TestHandMadePrimaryNAD: a primary NAD made by hand in the namespace after the

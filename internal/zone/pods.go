@@ -201,7 +201,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 		r.ipam.release(key)
 		return ctrl.Result{}, nil
 	}
-	reqs, err := r.podRequests(ctx, pod)
+	reqs, placed, err := r.podRequests(ctx, pod, local)
 	var waiting *podnet.Waiting
 	if errors.As(err, &waiting) {
 		logger.V(1).Info("pod waits", "reason", waiting.Reason, "message", waiting.Message)
@@ -241,9 +241,9 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 		}
 		desired[req.Key] = entry
 	}
-	wrote, err := podnet.Patch(ctx, r.Client, pod, desired)
+	wrote, err := podnet.PatchPlaced(ctx, r.Client, pod, desired, placed)
 	if wrote {
-		logger.V(1).Info("annotated pod")
+		logger.V(1).Info("annotated pod", "placedOn", placed)
 		if len(current) == 0 {
 			r.observeAnnotation(pod)
 		}
@@ -251,17 +251,19 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 	return ctrl.Result{}, err
 }
 
-// podRequests returns the attachments a pod needs.
-func (r *Reconciler) podRequests(ctx context.Context, pod *corev1.Pod) ([]podnet.Request, error) {
+// podRequests returns the attachments a pod needs and, for a pod this zone
+// places on one of its namespace's several primary networks, that
+// network's NAD name to record (placement.go).
+func (r *Reconciler) podRequests(ctx context.Context, pod *corev1.Pod, local nodeinfo.Info) ([]podnet.Request, string, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	nads, err := podnet.NADsFor(ctx, r.Client, pod)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return podnet.Requests(pod, ns, nads, v1.PrimaryNetworkLabel)
+	return podnet.PlaceRequests(pod, ns, nads, v1.PrimaryNetworkLabel, r.roomFor(ctx, local))
 }
 
 // attachLayer3 returns the pod's attachment to a Layer3 network: its current

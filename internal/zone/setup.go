@@ -190,6 +190,7 @@ func Indexes() []Index {
 			}
 			return out
 		}},
+		{&corev1.Pod{}, podPlacementIndex, placementKeys},
 	}
 }
 
