@@ -1,7 +1,8 @@
 // Package config holds the cluster-wide settings every ovn-udn component must
 // agree on: the default network's subnets, service CIDRs, and the internal
-// join, transit and masquerade subnets, plus defaults for networks. The same
-// values are given to cluster-manager, zone controllers and `ovn-udn render`.
+// join, transit, masquerade and primary-link subnets, plus defaults for
+// networks. The same values are given to cluster-manager, zone controllers
+// and `ovn-udn render`.
 package config
 
 import (
@@ -30,6 +31,13 @@ type Cluster struct {
 	// MasqueradeSubnets hold two addresses per network for gateway SNAT; they
 	// must be large enough for 2 × (MaxNetworks + 1) addresses.
 	MasqueradeSubnets []netip.Prefix
+	// PrimaryLinkSubnets hold the point-to-point links between the primary
+	// networks of one namespace (internal/primarylinks): at most one per IP
+	// family, each large enough for a /31 (/127) at every index 1..4095
+	// (2 × 4096 addresses, a /19 or /115). Like the masquerade subnets they
+	// are link-local-like internal addresses: no user-defined network may
+	// overlap them (Reserved).
+	PrimaryLinkSubnets []netip.Prefix
 	// MTU is the default MTU of networks that do not set one.
 	MTU int
 	// MaxNetworks limits how many user-defined networks may exist (at most 4095,
@@ -77,6 +85,7 @@ func Default() Cluster {
 		UDNJoinSubnets:     mustPrefixes("100.65.0.0/16", "fd99::/64"),
 		TransitSubnets:     mustPrefixes("100.88.0.0/16", "fd97::/64"),
 		MasqueradeSubnets:  mustPrefixes("169.254.0.0/17", "fd69::/112"),
+		PrimaryLinkSubnets: mustPrefixes(DefaultPrimaryLinkSubnets...),
 		MTU:                1400,
 		MaxNetworks:        MaxNetworkID,
 
@@ -86,8 +95,14 @@ func Default() Cluster {
 	}
 }
 
-// Validate checks the configuration is usable: every list parses, and the
-// masquerade subnets hold two addresses for each possible network.
+// DefaultPrimaryLinkSubnets are the default PrimaryLinkSubnets: right after
+// the default masquerade subnets (169.254.0.0/17, fd69::/112), each exactly
+// 2 × 4096 addresses.
+var DefaultPrimaryLinkSubnets = []string{"169.254.128.0/19", "fd69::1:0/115"}
+
+// Validate checks the configuration is usable: every list parses, the
+// masquerade subnets hold two addresses for each possible network, and the
+// primary link subnets hold a link for every pair of network IDs.
 func (c Cluster) Validate() error {
 	if c.MaxNetworks < 1 || c.MaxNetworks > MaxNetworkID {
 		return fmt.Errorf("max networks must be between 1 and %d, got %d", MaxNetworkID, c.MaxNetworks)
@@ -111,8 +126,60 @@ func (c Cluster) Validate() error {
 			return err
 		}
 	}
+	return c.validatePrimaryLinks()
+}
+
+// PrimaryLinkAddresses is how many addresses a primary link subnet must
+// hold: a /31 (/127) at every index 1..MaxNetworkID (the XOR of two network
+// IDs), index i at offsets 2i and 2i+1, so offsets up to 2 × 4096 - 1.
+const PrimaryLinkAddresses = 2 * (MaxNetworkID + 1)
+
+// PrimaryLinkFits checks that p holds PrimaryLinkAddresses addresses.
+func PrimaryLinkFits(p netip.Prefix) error {
+	hostBits := p.Addr().BitLen() - p.Bits()
+	if hostBits >= 31 {
+		return nil
+	}
+	if have := uint64(1) << hostBits; have < PrimaryLinkAddresses {
+		return fmt.Errorf("primary link subnet %s holds %d addresses; links between primary networks need at least %d (a /31 or /127 at each index 1..%d, the XOR of the two network IDs): use a /19 (IPv4) or /115 (IPv6) or larger",
+			p, have, PrimaryLinkAddresses, MaxNetworkID)
+	}
 	return nil
 }
+
+// validatePrimaryLinks checks the primary link subnets: large enough, at
+// most one per IP family (a link takes one address of each family), and
+// overlapping no other internal subnet.
+func (c Cluster) validatePrimaryLinks() error {
+	families := map[bool]netip.Prefix{}
+	for _, p := range c.PrimaryLinkSubnets {
+		if err := PrimaryLinkFits(p); err != nil {
+			return err
+		}
+		if q, ok := families[p.Addr().Is4()]; ok {
+			return fmt.Errorf("primary link subnets %s and %s are of one IP family; give at most one per family", q, p)
+		}
+		families[p.Addr().Is4()] = p
+	}
+	others := c.Reserved()
+	for _, p := range c.UDNJoinSubnets {
+		others = append(others, NamedPrefix{"user-defined network join subnet", p})
+	}
+	for _, p := range c.TransitSubnets {
+		others = append(others, NamedPrefix{"transit subnet", p})
+	}
+	for _, p := range c.PrimaryLinkSubnets {
+		for _, o := range others {
+			if o.Name != primaryLinkName && p.Overlaps(o.Prefix) {
+				return fmt.Errorf("primary link subnet %s overlaps the %s %s", p, o.Name, o.Prefix)
+			}
+		}
+	}
+	return nil
+}
+
+// primaryLinkName names the primary link subnets in Reserved.
+const primaryLinkName = "primary link subnet"
 
 // MasqueradeFits checks that p holds two masquerade addresses for every
 // network ID up to maxNetworks, after the addresses the nodes themselves use
@@ -197,6 +264,9 @@ func (c Cluster) Reserved() []NamedPrefix {
 	for _, p := range c.MasqueradeSubnets {
 		out = append(out, NamedPrefix{"masquerade subnet", p})
 	}
+	for _, p := range c.PrimaryLinkSubnets {
+		out = append(out, NamedPrefix{primaryLinkName, p})
+	}
 	return out
 }
 
@@ -214,6 +284,7 @@ func (c *Cluster) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(prefixesValue{&c.UDNJoinSubnets}, "udn-join-subnets", "default join subnets of primary user-defined networks")
 	fs.Var(prefixesValue{&c.TransitSubnets}, "transit-subnets", "transit subnets between zones")
 	fs.Var(prefixesValue{&c.MasqueradeSubnets}, "masquerade-subnets", "masquerade subnets (two addresses per network)")
+	fs.Var(prefixesValue{&c.PrimaryLinkSubnets}, "primary-link-subnets", "subnets of the links between a namespace's primary networks, at most one per IP family (a /31 or /127 per network pair: at least a /19 or /115)")
 	fs.IntVar(&c.MTU, "mtu", c.MTU, "default MTU of networks")
 	fs.IntVar(&c.MaxNetworks, "max-networks", c.MaxNetworks, "maximum number of user-defined networks")
 	fs.IntVar(&c.MaxNetworksPerNamespace, "max-networks-per-namespace", c.MaxNetworksPerNamespace,
