@@ -102,6 +102,28 @@ func place(pod *corev1.Pod, prims []Primary, ready func(Primary) bool, room HasR
 		pod.Namespace, pod.Spec.NodeName, primaryNames(prims))}
 }
 
+// MayUsePrimary reports whether pod is, or may still be, on the primary
+// network whose NAD in the pod's namespace is nadName and whose network
+// object is object: not when its placement record, its primary attachment or
+// its request names another network. A pod that is none of these yet may
+// be placed on any of them.
+func MayUsePrimary(pod *corev1.Pod, nadName, object string) bool {
+	if name, ok := pod.Annotations[PlacementAnnotation]; ok {
+		return name == nadName
+	}
+	if nets, err := ParsePod(pod); err == nil {
+		for k, a := range nets {
+			if k != DefaultKey && a.Role == RolePrimary {
+				return k == Key(pod.Namespace, nadName)
+			}
+		}
+	}
+	if name, ok := pod.Annotations[RequestedPrimaryAnnotation]; ok {
+		return name == nadName || name == object
+	}
+	return true
+}
+
 // recordOf is what PlacementAnnotation records for a requested network: its
 // NAD name when the namespace has several primary networks.
 func recordOf(p Primary, prims []Primary) string {

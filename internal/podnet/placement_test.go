@@ -128,3 +128,30 @@ func TestNamespacePrimaries(t *testing.T) {
 		t.Fatalf("with b not allocated: %+v, %v", got, ok)
 	}
 }
+
+// TestMayUsePrimary: which pods hold a primary network of several back
+// from deletion.
+func TestMayUsePrimary(t *testing.T) {
+	pod := func(ann map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "p", Annotations: ann}}
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{
+		{"nothing decided yet", pod(nil), true},
+		{"placed on it", pod(map[string]string{PlacementAnnotation: "cluster.udn.red"}), true},
+		{"placed elsewhere", pod(map[string]string{PlacementAnnotation: "blue", RequestedPrimaryAnnotation: "red"}), false},
+		{"attached to it", pod(map[string]string{Annotation: `{"ns1/cluster.udn.red":{"mac_address":"0a:58:0a:00:00:05","role":"primary"}}`}), true},
+		{"attached elsewhere", pod(map[string]string{Annotation: `{"ns1/blue":{"mac_address":"0a:58:0a:00:00:05","role":"primary"}}`}), false},
+		{"requests it by object name", pod(map[string]string{RequestedPrimaryAnnotation: "red"}), true},
+		{"requests it by NAD name", pod(map[string]string{RequestedPrimaryAnnotation: "cluster.udn.red"}), true},
+		{"requests another", pod(map[string]string{RequestedPrimaryAnnotation: "nope"}), false},
+	}
+	for _, tc := range tests {
+		if got := MayUsePrimary(tc.pod, "cluster.udn.red", "red"); got != tc.want {
+			t.Errorf("%s: MayUsePrimary = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

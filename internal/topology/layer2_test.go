@@ -61,7 +61,7 @@ func TestLayer2SeedExample(t *testing.T) {
   route 0.0.0.0/0 via 172.18.0.1 dev rtoe-GR_test12_namespace.scoped_node1
   route 169.254.0.2/32 via 169.254.0.4 dev rtoe-GR_test12_namespace.scoped_node1
   route 203.203.0.0/24 via 100.88.0.4 dev rtotr-GR_test12_namespace.scoped_node1
-  nat snat 203.203.0.0/24 -> 169.254.0.26
+  nat snat 203.203.0.0/24 -> 169.254.0.26 match outport == {"rtoe-GR_test12_namespace.scoped_node1"}
 router test12_namespace.scoped_transit_router {requested-tnl-key=16715776}
   port trtor-GR_test12_namespace.scoped_node1 mac 0a:58:64:58:00:04 networks 100.88.0.4/31 peer rtotr-GR_test12_namespace.scoped_node1 {requested-tnl-key=2}
   port trtor-GR_test12_namespace.scoped_node2 mac 0a:58:64:58:00:08 networks 100.88.0.8/31 {requested-chassis=ch-node2 requested-tnl-key=4}

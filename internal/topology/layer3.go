@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/config"
@@ -296,10 +297,12 @@ func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (
 	n := b.n
 	g := local.Gateway
 	var exits []exit
+	var outports []string
 	for i, u := range g.Uplinks() {
 		suffix := uplinkSuffix(i, u.PhysicalNetwork)
 		rtoe, ext := n.UplinkExternalPort(local.Name, i, u.PhysicalNetwork), n.ExternalSwitch(local.Name)+suffix
 		ports = append(ports, lrpID(rtoe))
+		outports = append(outports, fmt.Sprintf("%q", rtoe))
 		b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtoe), Name: rtoe, MAC: u.MAC, Networks: PrefixStrings(u.IPs), ExternalIDs: b.ext(local.Name)})
 		ln := n.UplinkLocalnetPort(local.Name, i, u.PhysicalNetwork)
 		b.add(&nbdb.LogicalSwitchPort{UUID: lspID(ln), Name: ln, Type: "localnet", Addresses: []string{"unknown"},
@@ -343,8 +346,15 @@ func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (
 			external = ip
 		}
 		id := natID(gr, nbdb.NATTypeSNAT, s.CIDR.String())
-		b.add(&nbdb.NAT{UUID: id, Type: nbdb.NATTypeSNAT, LogicalIP: s.CIDR.String(), ExternalIP: external.String(),
-			ExternalIDs: b.ext(local.Name)})
+		nat := &nbdb.NAT{UUID: id, Type: nbdb.NATTypeSNAT, LogicalIP: s.CIDR.String(), ExternalIP: external.String(),
+			ExternalIDs: b.ext(local.Name)}
+		if !n.IsDefault() {
+			// Only what leaves for the outside: a user-defined network's
+			// gateway router also routes between the primary networks of a
+			// namespace (internal/primarylinks), unNATed.
+			nat.Match = "outport == {" + strings.Join(outports, ", ") + "}"
+		}
+		b.add(nat)
 		nats = append(nats, id)
 	}
 	return ports, routes, nats

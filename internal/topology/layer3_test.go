@@ -85,7 +85,7 @@ func TestLayer3(t *testing.T) {
   route 0.0.0.0/0 via 172.18.0.1 dev rtoe-GR_ns1.blue_node1
   route 10.128.0.0/16 via 100.65.0.1
   route 169.254.0.2/32 via 169.254.0.4 dev rtoe-GR_ns1.blue_node1
-  nat snat 10.128.0.0/16 -> 169.254.0.22
+  nat snat 10.128.0.0/16 -> 169.254.0.22 match outport == {"rtoe-GR_ns1.blue_node1"}
 router ns1.blue_ovn_cluster_router
   port rtoj-ns1.blue_ovn_cluster_router mac 0a:58:64:41:00:01 networks 100.65.0.1/16
   port rtos-ns1.blue_node1 mac 0a:58:0a:80:01:01 networks 10.128.1.1/24

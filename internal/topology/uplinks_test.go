@@ -179,6 +179,8 @@ func TestUplinkBridgePorts(t *testing.T) {
 	want := []string{
 		"port rtoe-GR_ns1.blue_node1 mac 02:42:ac:12:00:02 networks 172.18.0.2/16",
 		"port rtoe-GR_ns1.blue_node1_physnet2 mac 02:42:ac:13:00:02 networks 172.19.0.2/16",
+		// SNAT only toward the outside, on either uplink.
+		`nat snat 10.128.0.0/16 -> 169.254.0.22 match outport == {"rtoe-GR_ns1.blue_node1", "rtoe-GR_ns1.blue_node1_physnet2"}`,
 		"switch ext_ns1.blue_node1",
 		"port etor-GR_ns1.blue_node1 type router addresses [router] {router-port=rtoe-GR_ns1.blue_node1}",
 		"port ns1.blue_breth0_node1 type localnet addresses [unknown] {network_name=physnet}",

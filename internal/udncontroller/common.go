@@ -83,7 +83,7 @@ func (r *Controller) checkNamespace(ctx context.Context, ns *corev1.Namespace, r
 		return fail(ns.Name, verdict.reason, "%s", verdict.message), nil
 	}
 	if existing == nil && !verdict.additional {
-		pods, err := r.podsUsing(ctx, ns.Name, "", true)
+		pods, err := r.podsUsing(ctx, ns.Name, "", "", true)
 		if err != nil {
 			return nil, err
 		}
@@ -96,10 +96,13 @@ func (r *Controller) checkNamespace(ctx context.Context, ns *corev1.Namespace, r
 }
 
 // podsUsing lists the running pods that use a network in namespace ns: for
-// a primary network every pod-networked pod but those placed on another of
-// the namespace's primary networks, and for a secondary one the pods whose
-// networks annotation selects the NAD named nadName.
-func (r *Controller) podsUsing(ctx context.Context, ns, nadName string, primary bool) ([]string, error) {
+// a primary network (its NAD nadName, its network object object) every
+// pod-networked pod but those placed on, or asking for, another of the
+// namespace's primary networks (podnet.MayUsePrimary), and for a secondary
+// one the pods whose networks annotation selects the NAD named nadName.
+// With nadName "" (a primary network about to be the namespace's first),
+// every pod-networked pod counts.
+func (r *Controller) podsUsing(ctx context.Context, ns, nadName, object string, primary bool) ([]string, error) {
 	var pods corev1.PodList
 	if err := r.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 		return nil, err
@@ -110,7 +113,7 @@ func (r *Controller) podsUsing(ctx context.Context, ns, nadName string, primary 
 			continue
 		}
 		if primary {
-			if !placedElsewhere(&p, nadName) {
+			if nadName == "" || podnet.MayUsePrimary(&p, nadName, object) {
 				out = append(out, p.Name)
 			}
 			continue
@@ -128,25 +131,6 @@ func (r *Controller) podsUsing(ctx context.Context, ns, nadName string, primary 
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-// placedElsewhere reports whether pod p is placed on a primary network
-// other than the one whose NAD is nadName (podnet.PlacementAnnotation, or
-// its attachments): such a pod does not hold that network back.
-func placedElsewhere(p *corev1.Pod, nadName string) bool {
-	if name, ok := p.Annotations[podnet.PlacementAnnotation]; ok {
-		return name != nadName
-	}
-	nets, err := podnet.ParsePod(p)
-	if err != nil {
-		return false
-	}
-	for k, a := range nets {
-		if k != podnet.DefaultKey && a.Role == podnet.RolePrimary {
-			return k != podnet.Key(p.Namespace, nadName)
-		}
-	}
-	return false
 }
 
 func summarize(names []string) string {

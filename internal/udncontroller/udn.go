@@ -127,7 +127,7 @@ func (r *UDNReconciler) finalize(ctx context.Context, u *v1.UserDefinedNetwork) 
 		return ctrl.Result{}, err
 	}
 	if nad != nil && ownedBy(nad, udn.ForUDN(u).Owner) {
-		pods, err := r.podsUsing(ctx, u.Namespace, u.Name, u.Spec.Role == v1.Primary)
+		pods, err := r.podsUsing(ctx, u.Namespace, u.Name, u.Name, u.Spec.Role == v1.Primary)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

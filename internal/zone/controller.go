@@ -86,9 +86,11 @@ func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 	}
 	// Connects add their ports and reroute policies to the networks'
 	// routers and services-only ACLs to their switches
-	// (internal/connectrouter); services of connected networks add their
+	// (internal/connectrouter); links between the primary networks of a
+	// namespace add ports, routes and policies to their routers
+	// (internal/primarylinks); services of connected networks add their
 	// load balancers to the switches (internal/services).
-	for _, col := range []string{"ports", "policies"} {
+	for _, col := range []string{"ports", "policies", "static_routes"} {
 		if err := s.Share(&nbdb.LogicalRouter{}, col); err != nil {
 			return nil, err
 		}
@@ -212,6 +214,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if strings.HasPrefix(key, connectKeyPrefix) {
 		return r.reconcileConnect(ctx, strings.TrimPrefix(key, connectKeyPrefix))
 	}
+	if strings.HasPrefix(key, linkKeyPrefix) {
+		return r.reconcileLink(ctx, key)
+	}
 	if !strings.HasPrefix(key, networkKeyPrefix) {
 		return ctrl.Result{}, nil
 	}
@@ -259,6 +264,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		r.replanNamespaces(ctx, name)
 		r.wakeWaiters(ctx)
 		r.replanConnects(ctx)
+		r.replanLinks(ctx)
 		r.replanServicePeers(ctx, name)
 	}
 	if name == nodeinfo.DefaultNetwork && !p.Empty() && r.bfdOn(ctx) {
@@ -582,6 +588,9 @@ func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
 		keys[k] = true
 	}
 	for _, k := range r.connectKeys(ctx) {
+		keys[k] = true
+	}
+	for _, k := range r.linkKeys(ctx) {
 		keys[k] = true
 	}
 	connectOwners, err := r.Syncer.Owners(connectKeyPrefix)

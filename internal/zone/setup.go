@@ -416,8 +416,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 					out = append(out, request(k))
 				}
 			}
-			// Connects of the network render its ports and routes.
+			// Connects of the network render its ports and routes; links
+			// between the namespace's primary networks come and go with
+			// its primary NADs.
 			for _, k := range r.connectKeys(ctx) {
+				out = append(out, request(k))
+			}
+			for _, k := range r.linkKeys(ctx) {
 				out = append(out, request(k))
 			}
 			// Pods of the namespace may wait for this network.
@@ -499,9 +504,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			for owner := range svcOwners {
 				q.Add(request(owner))
 			}
-			// So do policies (and their default denies and peers), and
-			// connects.
-			for _, prefix := range []string{policyKeyPrefix, denyKeyPrefix, peerKeyPrefix, connectKeyPrefix} {
+			// So do policies (and their default denies and peers),
+			// connects and links between primary networks.
+			for _, prefix := range []string{policyKeyPrefix, denyKeyPrefix, peerKeyPrefix, connectKeyPrefix, linkKeyPrefix} {
 				owners, err := r.Syncer.Owners(prefix)
 				if err != nil {
 					return err

@@ -1,0 +1,156 @@
+package zone
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
+)
+
+// linkKeyPrefix starts the reconcile key (and OVSDB owner) of the link
+// between two primary networks of a namespace:
+// "primary-link:<network>|<network>" (primarylinks.Owner).
+const linkKeyPrefix = primarylinks.OwnerPrefix
+
+// LinkKey is the reconcile key of the link between networks a and b.
+func LinkKey(a, b string) string { return primarylinks.Owner(a, b) }
+
+// linkPairs returns the pairs of primary networks that share a namespace,
+// by link key: every two of a namespace's primary networks
+// (podnet.NamespacePrimaries, the one place that says which they are).
+// Namespaces selected by the same ClusterUserDefinedNetworks give the same
+// pairs once.
+func (r *Reconciler) linkPairs(ctx context.Context) (map[string][2]string, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &nads); err != nil {
+		return nil, err
+	}
+	byNS := map[string]map[string]*nadv1.NetworkAttachmentDefinition{}
+	for i := range nads.Items {
+		n := &nads.Items[i]
+		if byNS[n.Namespace] == nil {
+			byNS[n.Namespace] = map[string]*nadv1.NetworkAttachmentDefinition{}
+		}
+		byNS[n.Namespace][podnet.Key(n.Namespace, n.Name)] = n
+	}
+	out := map[string][2]string{}
+	for ns, list := range byNS {
+		if len(list) < 2 {
+			continue
+		}
+		prims, ok := podnet.NamespacePrimaries(&corev1.Namespace{ObjectMeta: objectMeta(ns)}, list, v1.PrimaryNetworkLabel)
+		if !ok {
+			continue
+		}
+		for i := range prims {
+			for j := i + 1; j < len(prims); j++ {
+				a, b := prims[i].Network, prims[j].Network
+				if b < a {
+					a, b = b, a
+				}
+				out[LinkKey(a, b)] = [2]string{a, b}
+			}
+		}
+	}
+	return out, nil
+}
+
+// linkKeys returns the keys of the links the zone renders and of those
+// that still hold rows in its Northbound (their pair is gone).
+func (r *Reconciler) linkKeys(ctx context.Context) []string {
+	set := map[string]bool{}
+	if pairs, err := r.linkPairs(ctx); err == nil {
+		for k := range pairs {
+			set[k] = true
+		}
+	}
+	if owners, err := r.Syncer.Owners(linkKeyPrefix); err == nil {
+		for k := range owners {
+			set[k] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// replanLinks asks for every link to be planned again (a network's routers,
+// which links add ports, routes and policies to, may have just been
+// created).
+func (r *Reconciler) replanLinks(ctx context.Context) {
+	for _, k := range r.linkKeys(ctx) {
+		select {
+		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k)}}:
+		default: // full, or no controller (render): links requeue by themselves
+		}
+	}
+}
+
+// reconcileLink writes the link of a pair of primary networks on the
+// zone's node, and its contributions to the two networks' routers, in one
+// transaction; a pair that no longer shares a namespace loses its rows.
+func (r *Reconciler) reconcileLink(ctx context.Context, key string) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("primaryLink", strings.TrimPrefix(key, linkKeyPrefix), "zone", r.Zone)
+	out, err := r.DesiredLink(ctx, key)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p, err := r.gate.Sync(ctx, r.Syncer, key, out.Rows, out.Contributions...)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("primary link %s: %w", key, err)
+	}
+	if !p.Empty() {
+		logger.Info("synced primary link", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "added", p.Added, "removed", p.Removed)
+	}
+	if len(p.Missing) > 0 || len(out.Problems) > 0 {
+		// A network's routers or the node's subnet are on their way (the
+		// network's reconcile replans links when it creates rows).
+		logger.V(1).Info("primary link waits", "missing", p.Missing, "problems", out.Problems)
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// DesiredLink returns the rows and contributions of the link whose key is
+// key in the zone: none when its two networks no longer share a namespace,
+// or one of them is not rendered here.
+func (r *Reconciler) DesiredLink(ctx context.Context, key string) (primarylinks.Result, error) {
+	pairs, err := r.linkPairs(ctx)
+	if err != nil {
+		return primarylinks.Result{}, err
+	}
+	pair, ok := pairs[key]
+	if !ok {
+		return primarylinks.Result{}, nil
+	}
+	local, ok, err := r.localNode(ctx)
+	if err != nil || !ok {
+		return primarylinks.Result{Problems: []string{"the zone's node has no annotations yet"}}, err
+	}
+	a, okA, err := r.network(ctx, pair[0])
+	if err != nil {
+		return primarylinks.Result{}, err
+	}
+	b, okB, err := r.network(ctx, pair[1])
+	if err != nil {
+		return primarylinks.Result{}, err
+	}
+	if !okA || !okB {
+		return primarylinks.Result{}, nil
+	}
+	return primarylinks.Render(primarylinks.Input{A: a, B: b, Local: local, Subnets: r.Cluster.PrimaryLinkSubnets})
+}
