@@ -28,9 +28,10 @@ import (
 // network is a user-defined network; headless Services too. Otherwise (no
 // selector, a default-network namespace, a namespace whose user-defined
 // network is gone, the Service gone) its mirrors are
-// deleted. While the namespace's primary network cannot be told
-// (podnet.NamespacePrimary not ok: two primary networks, or the one it is
-// labelled for not ready yet), its mirrors are left as they are. Slices
+// deleted. A namespace with several primary networks gets mirrors on each
+// (every pod listed on the network it is placed on). While the namespace's
+// primary networks cannot be told (podnet.NamespacePrimaries not ok: none
+// allocated yet), its mirrors are left as they are. Slices
 // without the ManagedBy label are never written.
 type Controller struct {
 	// Client reads, normally from the manager's cache, and writes.
@@ -72,11 +73,11 @@ func (r *Controller) desired(ctx context.Context, svc *corev1.Service) (want []d
 	if err != nil {
 		return nil, false, fmt.Errorf("reading the networks of namespace %s: %w", svc.Namespace, err)
 	}
-	primary, ok := podnet.NamespacePrimary(ns, nads, v1.PrimaryNetworkLabel)
+	primaries, ok := podnet.NamespacePrimaries(ns, nads, v1.PrimaryNetworkLabel)
 	if !ok {
 		return nil, false, nil
 	}
-	if primary.IsDefault() || primary.None() {
+	if len(primaries) == 0 || primaries[0].IsDefault() {
 		return nil, true, nil
 	}
 	var defaults discoveryv1.EndpointSliceList
@@ -84,21 +85,35 @@ func (r *Controller) desired(ctx context.Context, svc *corev1.Service) (want []d
 		client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: DefaultManager}); err != nil {
 		return nil, false, fmt.Errorf("listing EndpointSlices of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
+	pods := map[string]*corev1.Pod{}
 	var readErr error
-	addrs := func(name string, uid types.UID) []netip.Addr {
-		pod := &corev1.Pod{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: svc.Namespace, Name: name}, pod); err != nil {
-			if !apierrors.IsNotFound(err) && readErr == nil {
-				readErr = fmt.Errorf("reading pod %s/%s: %w", svc.Namespace, name, err)
+	podOf := func(name string, uid types.UID) *corev1.Pod {
+		pod, seen := pods[name]
+		if !seen {
+			pod = &corev1.Pod{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: svc.Namespace, Name: name}, pod); err != nil {
+				if !apierrors.IsNotFound(err) && readErr == nil {
+					readErr = fmt.Errorf("reading pod %s/%s: %w", svc.Namespace, name, err)
+				}
+				pod = nil
+			}
+			pods[name] = pod
+		}
+		if pod == nil || (uid != "" && pod.UID != uid) {
+			return nil
+		}
+		return pod
+	}
+	// One set of mirrors per primary network: a namespace with several
+	// (OKEP-5252) lists each pod on the network it is placed on.
+	for _, primary := range primaries {
+		want = append(want, Desired(svc, primary.Network, defaults.Items, func(name string, uid types.UID) []netip.Addr {
+			if pod := podOf(name, uid); pod != nil {
+				return PrimaryAddrs(pod, primary.Key)
 			}
 			return nil
-		}
-		if uid != "" && pod.UID != uid {
-			return nil
-		}
-		return PrimaryAddrs(pod, primary.Key)
+		})...)
 	}
-	want = Desired(svc, primary.Network, defaults.Items, addrs)
 	if readErr != nil {
 		return nil, false, readErr
 	}

@@ -33,6 +33,8 @@ type DenyInput struct {
 	// when no pod needs them (so a policy replaced by another does not
 	// delete and recreate a port group of the same name).
 	Keep map[string]bool
+	// IDPrefix starts the rows' IDs (see Input.IDPrefix).
+	IDPrefix string
 }
 
 // Deny returns the rows a namespace owns in the zone: for each direction in
@@ -86,7 +88,7 @@ func denyRows(in DenyInput, dir string, ports []string) []model.Model {
 	ports = append([]string{}, ports...)
 	sort.Strings(ports)
 	name := DenyPortGroupName(in.Network.Name, in.Namespace, dir)
-	pg := &nbdb.PortGroup{UUID: "pg:" + dir, Name: name, Ports: ports,
+	pg := &nbdb.PortGroup{UUID: in.IDPrefix + "pg:" + dir, Name: name, Ports: ports,
 		ExternalIDs: ids(KindDefaultDeny, in.Namespace, in.Network.Name)}
 	pg.ExternalIDs[DirectionKey] = dir
 	rows := []model.Model{pg}
@@ -95,7 +97,7 @@ func denyRows(in DenyInput, dir string, ports []string) []model.Model {
 		port, direction, opts = "inport", nbdb.ACLDirectionFromLport, map[string]string{"apply-after-lb": "true"}
 	}
 	add := func(id string, prio int, match string, action nbdb.ACLAction) {
-		acl := &nbdb.ACL{UUID: "acl:" + dir + ":" + id, Action: action, Priority: prio, Tier: Tier, Direction: direction,
+		acl := &nbdb.ACL{UUID: in.IDPrefix + "acl:" + dir + ":" + id, Action: action, Priority: prio, Tier: Tier, Direction: direction,
 			Match: match, Options: opts, ExternalIDs: ids(KindDefaultDeny, in.Namespace, in.Network.Name)}
 		acl.ExternalIDs[DirectionKey] = dir
 		name := fmt.Sprintf("%s:%s:%s", in.Namespace, dir, id)

@@ -61,6 +61,10 @@ type Input struct {
 	// PeerPods are, for each peer NamedPortPeers returns (by key), the pods
 	// it selects on the network: egress rules' named ports resolve on them.
 	PeerPods map[string][]Pod
+	// IDPrefix starts the rows' IDs: a policy of a namespace with several
+	// primary networks is rendered once per network, under one owner, and
+	// its rows on each network after the first need IDs of their own.
+	IDPrefix string
 }
 
 // Render returns the rows a policy owns in the zone: its port group with the
@@ -83,14 +87,14 @@ func Render(in Input) []model.Model {
 	}
 	sort.Strings(ports)
 	name := PortGroupName(in.Network.Name, pol.Namespace, pol.Name)
-	pg := &nbdb.PortGroup{UUID: "pg:np", Name: name, Ports: ports,
+	pg := &nbdb.PortGroup{UUID: in.IDPrefix + "pg:np", Name: name, Ports: ports,
 		ExternalIDs: ids(KindPolicy, pol.Namespace+"/"+pol.Name, in.Network.Name)}
 	rows := []model.Model{pg}
 	v4, v6 := families(in.Network)
 	ingress, egress := Types(pol)
 	add := func(dir string, i int, match string) {
 		acl := &nbdb.ACL{
-			UUID: fmt.Sprintf("acl:%s:%d", dir, i), Action: nbdb.ACLActionAllowRelated, Priority: AllowPriority, Tier: Tier,
+			UUID: fmt.Sprintf("%sacl:%s:%d", in.IDPrefix, dir, i), Action: nbdb.ACLActionAllowRelated, Priority: AllowPriority, Tier: Tier,
 			Direction: nbdb.ACLDirectionToLport, Match: match, Name: aclName(pol, dir, i),
 			ExternalIDs: ids(KindPolicy, pol.Namespace+"/"+pol.Name, in.Network.Name),
 		}

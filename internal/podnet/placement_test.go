@@ -120,8 +120,8 @@ func TestNamespacePrimaries(t *testing.T) {
 	if !ok || len(got) != 2 || got[0].Key != "ns1/b" || got[1].Key != "ns1/a" {
 		t.Fatalf("NamespacePrimaries = %+v, %v; want ns1/b then ns1/a", got, ok)
 	}
-	if _, ok := NamespacePrimary(ns, m, label); ok {
-		t.Error("NamespacePrimary answers ok with two primary networks")
+	if home, ok := NamespacePrimary(ns, m, label); !ok || home.Key != "ns1/b" {
+		t.Errorf("NamespacePrimary = %+v, %v; want the oldest, ns1/b", home, ok)
 	}
 	b.Annotations = nil // not allocated: only a is placeable
 	if got, ok := NamespacePrimaries(ns, m, label); !ok || len(got) != 1 || got[0].Key != "ns1/a" {

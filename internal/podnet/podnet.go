@@ -384,16 +384,17 @@ func primaries(usableNADs map[string]*nadv1.NetworkAttachmentDefinition) []Prima
 	return out
 }
 
-// NamespacePrimary returns the primary network of namespace ns, given the
-// NADs its pods may use (NamespaceNADs): the one admitted primary NAD of the
-// namespace, else the default network, or None when the namespace is
-// labelled for a primary network that has no NAD (its services have nothing
-// to serve on). ok is false while that cannot be told (several primary
-// networks: see NamespacePrimaries; or the one NAD not allocated yet):
+// NamespacePrimary returns the home primary network of namespace ns, given
+// the NADs its pods may use (NamespaceNADs): its one admitted primary NAD
+// or, of several, the oldest (NamespacePrimaries' first), else the default
+// network, or None when the namespace is labelled for a primary network that
+// has no NAD (its services have nothing to serve on). A namespace's Services
+// belong to its home network (their load balancers' names, node ports). ok
+// is false while that cannot be told (no primary NAD allocated yet):
 // callers leave what they wrote as it is.
 func NamespacePrimary(ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition, primaryLabel string) (Primary, bool) {
 	all, ok := NamespacePrimaries(ns, nads, primaryLabel)
-	if !ok || len(all) > 1 {
+	if !ok {
 		return Primary{}, false
 	}
 	if len(all) == 0 {

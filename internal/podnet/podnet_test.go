@@ -198,7 +198,8 @@ func TestNamespacePrimary(t *testing.T) {
 		{"default network", plain, nads(nad("ns1", "sec", sec, true)), "default", true},
 		{"primary UDN", labelled, nads(nad("ns1", "l3", l3, true), nad("ns1", "sec", sec, true)), "ns1.l3", true},
 		{"primary UDN not allocated yet: undecided", labelled, nads(nad("ns1", "l3", l3, false)), "", false},
-		{"two primary UDNs: undecided", labelled, nads(nad("ns1", "l3", l3, true), nad("ns1", "l3b", l3b, true)), "", false},
+		{"two primary UDNs (same age): the first by name is home", labelled, nads(nad("ns1", "l3b", l3b, true), nad("ns1", "l3", l3, true)), "ns1.l3", true},
+		{"two primary UDNs, one not allocated: the other", labelled, nads(nad("ns1", "l3", l3, false), nad("ns1", "l3b", l3b, true)), "ns1.l3b", true},
 		{"labelled, no primary NAD: none", labelled, nads(nad("ns1", "sec", sec, true)), "", true},
 		{"another namespace's NAD does not count", labelled, nads(nad("ns2", "l3", other, true)), "", true},
 	} {

@@ -208,24 +208,32 @@ func (r *Reconciler) servicePeers(ctx context.Context, n topology.Network) ([]to
 	return r.connectedNetworks(ctx, n, v1.ClusterIPServiceNetwork)
 }
 
-// podPeers returns the names of the networks connected to network (by
-// name) for pods: its NetworkPolicy peers select their pods too. Pod events
-// ask it: without a connect for pods it reads nothing but the connects.
+// podPeers returns the names of the networks whose pods reach network's
+// pods (by name): those connected to it for pods, and the other primary
+// networks of the namespaces it is primary in (linkedNetworks); its
+// NetworkPolicy peers select their pods too. Pod events ask it: without a
+// connect for pods it reads nothing but the connects and network's NADs.
 func (r *Reconciler) podPeers(ctx context.Context, network string) (map[string]bool, error) {
+	out, err := r.linkedNetworks(ctx, network)
+	if err != nil {
+		return nil, err
+	}
 	cncs, err := r.activeConnects(ctx, v1.PodNetwork)
 	if err != nil || len(cncs) == 0 {
-		return nil, err
+		return out, err
 	}
 	n, exists, err := r.network(ctx, network)
 	if err != nil || !exists {
-		return nil, err
+		return out, err
 	}
 	nets, err := r.peerNetworks(ctx, cncs, n, v1.PodNetwork)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]bool{}
 	for _, p := range nets {
+		if out == nil {
+			out = map[string]bool{}
+		}
 		out[p.Name] = true
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package zone
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -10,10 +11,12 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
 )
@@ -60,6 +63,48 @@ func (r *Reconciler) linkPairs(ctx context.Context) (map[string][2]string, error
 					a, b = b, a
 				}
 				out[LinkKey(a, b)] = [2]string{a, b}
+			}
+		}
+	}
+	return out, nil
+}
+
+// linkedNetworks returns the names of the networks linked to network: the
+// other primary networks of the namespaces network is a primary network of
+// (nil when none). It reads network's NADs through the cache's index and
+// those namespaces' NADs only.
+func (r *Reconciler) linkedNetworks(ctx context.Context, network string) (map[string]bool, error) {
+	if network == nodeinfo.DefaultNetwork {
+		return nil, nil
+	}
+	var own nadv1.NetworkAttachmentDefinitionList
+	if err := r.Client.List(ctx, &own, client.MatchingFields{networkNameIndex: network}); err != nil {
+		return nil, err
+	}
+	var out map[string]bool
+	seen := map[string]bool{}
+	for _, nad := range own.Items {
+		if seen[nad.Namespace] {
+			continue
+		}
+		seen[nad.Namespace] = true
+		nads, err := podnet.NamespaceNADs(ctx, r.Client, nad.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if len(nads) < 2 {
+			continue
+		}
+		prims, _ := podnet.NamespacePrimaries(&corev1.Namespace{ObjectMeta: objectMeta(nad.Namespace)}, nads, v1.PrimaryNetworkLabel)
+		if !slices.ContainsFunc(prims, func(p podnet.Primary) bool { return p.Network == network }) {
+			continue
+		}
+		for _, p := range prims {
+			if p.Network != network {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[p.Network] = true
 			}
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	libovsdbclient "github.com/ovn-org/libovsdb/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -167,23 +168,42 @@ func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) 
 	if err != nil || !ok {
 		return nil, nil, err
 	}
+	// A namespace with several primary networks has the policy rendered on
+	// each: its pods there, its peers' addresses there.
 	sel := netpol.PodSelector(pol)
-	pods, waiting, err := r.policyPods(ctx, namespace, sc, func(p netpol.Pod) bool { return sel.Matches(labels.Set(p.Labels)) })
-	if err != nil {
-		return nil, nil, err
-	}
-	var peerPods map[string][]netpol.Pod
-	for _, p := range netpol.NamedPortPeers(pol) {
-		if peerPods == nil {
-			peerPods = map[string][]netpol.Pod{}
-		}
-		_, pp, err := r.peerPods(ctx, sc.network.Name, p)
+	var rows []model.Model
+	var waiting []string
+	for i, net := range sc.nets {
+		pods, wait, err := r.policyPods(ctx, namespace, sc.local, net.primary.Key, func(p netpol.Pod) bool { return sel.Matches(labels.Set(p.Labels)) })
 		if err != nil {
 			return nil, nil, err
 		}
-		peerPods[p.Key()] = pp
+		waiting = append(waiting, wait...)
+		var peerPods map[string][]netpol.Pod
+		for _, p := range netpol.NamedPortPeers(pol) {
+			if peerPods == nil {
+				peerPods = map[string][]netpol.Pod{}
+			}
+			_, pp, err := r.peerPods(ctx, net.network.Name, p)
+			if err != nil {
+				return nil, nil, err
+			}
+			peerPods[p.Key()] = pp
+		}
+		rows = append(rows, netpol.Render(netpol.Input{Policy: pol, Network: net.network, Pods: pods, PeerPods: peerPods, IDPrefix: idPrefix(i, net)})...)
 	}
-	return netpol.Render(netpol.Input{Policy: pol, Network: sc.network, Pods: pods, PeerPods: peerPods}), waiting, nil
+	return rows, waiting, nil
+}
+
+// idPrefix distinguishes the rows a policy or default deny has on each
+// primary network of a namespace with several: none on the first (so a
+// namespace's only network keeps the IDs it always had), the network's name
+// on the others.
+func idPrefix(i int, net scopedNetwork) string {
+	if i == 0 {
+		return ""
+	}
+	return net.network.Name + "/"
 }
 
 func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model.Model, []string, error) {
@@ -195,20 +215,6 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 	if err != nil || !ok {
 		return nil, nil, err
 	}
-	// The groups that exist stay while the namespace has its network: a
-	// policy replaced by another (delete, create) must not delete and
-	// recreate a port group of the same name, which OVN may not follow.
-	keep := map[string]bool{}
-	if r.NB != nil {
-		for _, dir := range []string{"Ingress", "Egress"} {
-			if r.NB.Get(ctx, &nbdb.PortGroup{Name: netpol.DenyPortGroupName(sc.network.Name, namespace, dir)}) == nil {
-				keep[dir] = true
-			}
-		}
-	}
-	if len(list.Items) == 0 && len(keep) == 0 {
-		return nil, nil, nil
-	}
 	pols := make([]*networkingv1.NetworkPolicy, len(list.Items))
 	for i := range list.Items {
 		pols[i] = &list.Items[i]
@@ -217,22 +223,44 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 	for i, pol := range pols {
 		sels[i] = netpol.PodSelector(pol)
 	}
-	pods, waiting, err := r.policyPods(ctx, namespace, sc, func(p netpol.Pod) bool {
-		return slices.ContainsFunc(sels, func(s labels.Selector) bool { return s.Matches(labels.Set(p.Labels)) })
-	})
-	if err != nil {
-		return nil, nil, err
+	var rows []model.Model
+	var waiting []string
+	for i, net := range sc.nets {
+		// The groups that exist stay while the namespace has the network:
+		// a policy replaced by another (delete, create) must not delete and
+		// recreate a port group of the same name, which OVN may not follow.
+		keep := map[string]bool{}
+		if r.NB != nil {
+			for _, dir := range []string{"Ingress", "Egress"} {
+				if r.NB.Get(ctx, &nbdb.PortGroup{Name: netpol.DenyPortGroupName(net.network.Name, namespace, dir)}) == nil {
+					keep[dir] = true
+				}
+			}
+		}
+		if len(list.Items) == 0 && len(keep) == 0 {
+			continue
+		}
+		pods, wait, err := r.policyPods(ctx, namespace, sc.local, net.primary.Key, func(p netpol.Pod) bool {
+			return slices.ContainsFunc(sels, func(s labels.Selector) bool { return s.Matches(labels.Set(p.Labels)) })
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		waiting = append(waiting, wait...)
+		rows = append(rows, netpol.Deny(netpol.DenyInput{Namespace: namespace, Network: net.network, Policies: pols, Pods: pods,
+			Management: topology.ManagementAddresses(net.network, sc.local), Hairpin: r.Cluster.ServiceHairpinIPs(), Keep: keep,
+			IDPrefix: idPrefix(i, net)})...)
 	}
-	return netpol.Deny(netpol.DenyInput{Namespace: namespace, Network: sc.network, Policies: pols, Pods: pods,
-		Management: topology.ManagementAddresses(sc.network, sc.local), Hairpin: r.Cluster.ServiceHairpinIPs(), Keep: keep}), waiting, nil
+	return rows, waiting, nil
 }
 
 // policyPods returns the namespace's running pods on the zone's node that
-// keep accepts (by namespace, name and labels), with their ports on the namespace's network, and the names of
-// the ports not in the Northbound yet.
-func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc nsScope, keep func(netpol.Pod) bool) ([]netpol.Pod, []string, error) {
+// keep accepts (by namespace, name and labels) and are attached to the
+// network of attachment key, with their ports there, and the names of the
+// ports not in the Northbound yet.
+func (r *Reconciler) policyPods(ctx context.Context, namespace string, local nodeinfo.Info, key string, keep func(netpol.Pod) bool) ([]netpol.Pod, []string, error) {
 	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{podNodeIndex: sc.local.Name}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{podNodeIndex: local.Name}); err != nil {
 		return nil, nil, err
 	}
 	var out []netpol.Pod
@@ -242,11 +270,11 @@ func (r *Reconciler) policyPods(ctx context.Context, namespace string, sc nsScop
 		if !keep(netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}) {
 			continue // selectors first: parsing annotations costs more
 		}
-		pod, ok := policyPod(p, sc.primary.Key)
+		pod, ok := policyPod(p, key)
 		if !ok {
 			continue
 		}
-		name := podnet.PortName(sc.primary.Key, p.Namespace, p.Name)
+		name := podnet.PortName(key, p.Namespace, p.Name)
 		if r.NB == nil {
 			// No database (render): the port's row ID among its network's rows.
 			pod.PortUUID = topology.PortRowID(name)
@@ -314,14 +342,14 @@ func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) (
 	}
 	used := false
 	for _, pol := range pols.Items {
-		primary, ok, err := r.namespacePrimary(ctx, pol.Namespace)
+		networks, ok, err := r.primaryNetworks(ctx, pol.Namespace)
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return nil, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network yet", pol.Namespace)}
 		}
-		if primary.Network == network && !primary.None() {
+		if slices.Contains(networks, network) {
 			used = true
 			break
 		}
@@ -343,10 +371,11 @@ func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) (
 	return netpol.PeerRows(n, p, netpol.PeerAddresses(p, namespaces, pods)), nil
 }
 
-// peerPods returns the namespaces on a network, or on a network connected
-// to it for pods (ClusterNetworkConnect with PodNetwork), a peer may select
-// pods of, and those namespaces' pods with their addresses on their own
-// network.
+// peerPods returns the namespaces on a network, or on a network whose pods
+// reach it (connected for pods by a ClusterNetworkConnect, or another
+// primary network of a namespace it is primary in: podPeers), a peer may
+// select pods of, and those namespaces' pods with their addresses on the
+// network each is placed on.
 func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer) ([]netpol.Namespace, []netpol.Pod, error) {
 	var candidates []corev1.Namespace
 	if p.Namespaces == nil {
@@ -376,11 +405,17 @@ func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer
 		if !p.SelectsNamespace(nsv) {
 			continue
 		}
-		primary, ok, err := r.namespacePrimary(ctx, ns.Name)
+		primaries, ok, err := r.namespacePrimaries(ctx, ns.Name)
 		if err != nil {
 			return nil, nil, err
 		}
-		if !ok || primary.None() || (primary.Network != network && !connected[primary.Network]) {
+		var keys []string
+		for _, primary := range primaries {
+			if primary.Network == network || connected[primary.Network] {
+				keys = append(keys, primary.Key)
+			}
+		}
+		if !ok || len(keys) == 0 {
 			continue // an unconnected network's pods are never a peer here
 		}
 		namespaces = append(namespaces, nsv)
@@ -392,8 +427,10 @@ func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer
 			if !p.Pods.Matches(labels.Set(list.Items[i].Labels)) {
 				continue // selectors first: parsing annotations costs more
 			}
-			if pod, ok := policyPod(&list.Items[i], primary.Key); ok {
-				pods = append(pods, pod)
+			for _, key := range keys {
+				if pod, ok := policyPod(&list.Items[i], key); ok {
+					pods = append(pods, pod)
+				}
 			}
 		}
 	}
@@ -452,15 +489,17 @@ func policyPeerKeys(o client.Object) []string {
 }
 
 // policyKeysOf returns the keys a policy's change concerns: its own, its
-// namespace's default deny, and its peers on its namespace's network.
+// namespace's default deny, and its peers on its namespace's networks.
 func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.NetworkPolicy) []string {
 	out := []string{PolicyKey(pol.Namespace, pol.Name), DenyKey(pol.Namespace)}
-	primary, ok, err := r.namespacePrimary(ctx, pol.Namespace)
-	if err != nil || !ok || primary.None() {
+	networks, ok, err := r.primaryNetworks(ctx, pol.Namespace)
+	if err != nil || !ok {
 		return out
 	}
 	for _, p := range r.policies.get(pol).peers {
-		out = append(out, PeerKey(primary.Network, p))
+		for _, n := range networks {
+			out = append(out, PeerKey(n, p))
+		}
 	}
 	return out
 }
@@ -523,15 +562,19 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []strin
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
 		return out
 	}
-	primary, ok, err := r.namespacePrimary(ctx, pod.Namespace)
-	if err != nil || !ok || primary.None() {
+	primaries, ok, err := r.primaryNetworks(ctx, pod.Namespace)
+	if err != nil || !ok {
 		return out
 	}
-	// Its network's peers, and those of networks connected to it for pods.
-	networks := []string{primary.Network}
-	if connected, err := r.podPeers(ctx, primary.Network); err == nil {
-		for n := range connected {
-			networks = append(networks, n)
+	// Its networks' peers, and those of networks its pods reach.
+	networks := slices.Clone(primaries)
+	for _, primary := range primaries {
+		if connected, err := r.podPeers(ctx, primary); err == nil {
+			for n := range connected {
+				if !slices.Contains(networks, n) {
+					networks = append(networks, n)
+				}
+			}
 		}
 	}
 	nsv := netpol.Namespace{Name: ns.Name, Labels: ns.Labels}
@@ -566,14 +609,16 @@ func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []string {
 	var out []string
 	for i := range all.Items {
 		pol := &all.Items[i]
-		primary, ok, err := r.namespacePrimary(ctx, pol.Namespace)
-		if err != nil || !ok || primary.None() {
+		networks, ok, err := r.primaryNetworks(ctx, pol.Namespace)
+		if err != nil || !ok {
 			continue
 		}
 		cp := r.policies.get(pol)
 		for _, p := range cp.peers {
 			if p.Namespaces != nil {
-				out = append(out, PeerKey(primary.Network, p))
+				for _, n := range networks {
+					out = append(out, PeerKey(n, p))
+				}
 			}
 		}
 		if len(cp.named) > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,16 +76,30 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 	if err != nil || !ok {
 		return services.Output{}, err // no network, no node: nothing to serve
 	}
-	slices, err := epslicemirror.ForService(ctx, r.Client, svc, sc.network.Name)
+	// The load balancers live on the namespace's home network; with several
+	// primary networks they also go on the others' switches, and every
+	// network's mirrored slices give backends (each pod's address on the
+	// network it is on; the links between the networks carry the traffic).
+	home := sc.home().network
+	var eps []discoveryv1.EndpointSlice
+	for _, n := range sc.nets {
+		s, err := epslicemirror.ForService(ctx, r.Client, svc, n.network.Name)
+		if err != nil {
+			return services.Output{}, err
+		}
+		eps = append(eps, s...)
+	}
+	peers, err := r.servicePeers(ctx, home)
 	if err != nil {
 		return services.Output{}, err
 	}
-	peers, err := r.servicePeers(ctx, sc.network)
-	if err != nil {
-		return services.Output{}, err
+	for _, n := range sc.nets[1:] {
+		if !slices.ContainsFunc(peers, func(p topology.Network) bool { return p.Name == n.network.Name }) {
+			peers = append(peers, n.network)
+		}
 	}
 	return services.Render(services.Input{
-		Service: svc, Network: sc.network, Slices: slices, Node: sc.local.Name, HairpinIPs: r.Cluster.ServiceHairpinIPs(),
+		Service: svc, Network: home, Slices: eps, Node: sc.local.Name, HairpinIPs: r.Cluster.ServiceHairpinIPs(),
 		NodeIPs: gatewayAddrs(sc.local), Infrastructure: r.Cluster.IsInfrastructureService(ns, name), Peers: peers,
 	}), nil
 }
@@ -100,31 +115,45 @@ func gatewayAddrs(n nodeinfo.Info) []netip.Addr {
 }
 
 // nsScope is what a namespace's Services and policies are rendered with in
-// the zone: its primary network and the zone's node.
+// the zone: its primary networks and the zone's node.
 type nsScope struct {
-	primary podnet.Primary
-	network topology.Network
-	local   nodeinfo.Info // the zone's node
+	// nets are the namespace's primary networks, oldest first (one but for
+	// a namespace with several, OKEP-5252); the first is its home: the
+	// network its Services' load balancers and node ports belong to.
+	nets  []scopedNetwork
+	local nodeinfo.Info // the zone's node
 }
 
-// scope returns the namespace's network and the zone's node; ok is false
+// scopedNetwork is one primary network of a namespace.
+type scopedNetwork struct {
+	primary podnet.Primary
+	network topology.Network
+}
+
+// home is the namespace's first primary network.
+func (s nsScope) home() scopedNetwork { return s.nets[0] }
+
+// scope returns the namespace's networks and the zone's node; ok is false
 // when there is nothing to render (no network, no node).
 func (r *Reconciler) scope(ctx context.Context, namespace string) (nsScope, bool, error) {
-	primary, ok, err := r.namespacePrimary(ctx, namespace)
+	primaries, ok, err := r.namespacePrimaries(ctx, namespace)
 	if err != nil {
 		return nsScope{}, false, err
 	}
 	if !ok {
 		return nsScope{}, false, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network yet", namespace)}
 	}
-	if primary.None() {
-		return nsScope{}, false, nil
+	var sc nsScope
+	for _, primary := range primaries {
+		n, exists, err := r.network(ctx, primary.Network)
+		if err != nil {
+			return nsScope{}, false, &NotRendered{Reason: err.Error()}
+		}
+		if exists && n.IsPrimary() {
+			sc.nets = append(sc.nets, scopedNetwork{primary: primary, network: n})
+		}
 	}
-	n, exists, err := r.network(ctx, primary.Network)
-	if err != nil {
-		return nsScope{}, false, &NotRendered{Reason: err.Error()}
-	}
-	if !exists || !n.IsPrimary() {
+	if len(sc.nets) == 0 {
 		return nsScope{}, false, nil
 	}
 	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
@@ -133,7 +162,8 @@ func (r *Reconciler) scope(ctx context.Context, namespace string) (nsScope, bool
 	}
 	for _, node := range nodes {
 		if node.Zone == r.Zone {
-			return nsScope{primary: primary, network: n, local: node}, true, nil
+			sc.local = node
+			return sc, true, nil
 		}
 	}
 	if r.hasLocalNode(nodes, bad) {
@@ -142,22 +172,35 @@ func (r *Reconciler) scope(ctx context.Context, namespace string) (nsScope, bool
 	return nsScope{}, false, nil
 }
 
-// namespacePrimary returns a namespace's primary network (podnet's rule);
-// ok is false while it cannot be told, and for a namespace that is gone.
-func (r *Reconciler) namespacePrimary(ctx context.Context, namespace string) (podnet.Primary, bool, error) {
+// namespacePrimaries returns a namespace's primary networks (podnet's rule,
+// oldest first; none for a namespace labelled for a network that has no
+// NAD, and for a namespace that is gone); ok is false while they cannot be
+// told.
+func (r *Reconciler) namespacePrimaries(ctx context.Context, namespace string) ([]podnet.Primary, bool, error) {
 	nsObj := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: namespace}, nsObj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return podnet.Primary{}, true, nil // no namespace, no network: nothing to serve
+			return nil, true, nil // no namespace, no network: nothing to serve
 		}
-		return podnet.Primary{}, false, err
+		return nil, false, err
 	}
 	nads, err := podnet.NamespaceNADs(ctx, r.Client, namespace)
 	if err != nil {
-		return podnet.Primary{}, false, err
+		return nil, false, err
 	}
-	p, ok := podnet.NamespacePrimary(nsObj, nads, v1.PrimaryNetworkLabel)
+	p, ok := podnet.NamespacePrimaries(nsObj, nads, v1.PrimaryNetworkLabel)
 	return p, ok, nil
+}
+
+// primaryNetworks returns the names of a namespace's primary networks
+// (namespacePrimaries).
+func (r *Reconciler) primaryNetworks(ctx context.Context, namespace string) ([]string, bool, error) {
+	prims, ok, err := r.namespacePrimaries(ctx, namespace)
+	var out []string
+	for _, p := range prims {
+		out = append(out, p.Network)
+	}
+	return out, ok, err
 }
 
 // infrastructureRoutes returns host routes to the cluster IPs of the

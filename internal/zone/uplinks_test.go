@@ -102,7 +102,9 @@ func TestDefaultRouteECMPAndBFD(t *testing.T) {
 	// every router that refers to it: set the Southbound status as
 	// ovn-controller would (here no chassis runs the sessions, so northd
 	// starts them down and the routes are withdrawn).
-	routing := func() string { return z.MustSBCtl("lflow-list", udnGR) }
+	// (After northd caught up: under load the router's datapath may not be
+	// in the Southbound yet when its Northbound rows are.)
+	routing := func() string { z.MustSync(); return z.MustSBCtl("lflow-list", udnGR) }
 	// A route (or an ECMP member) through hop sets the next-hop register.
 	routesThrough := func(hop string) bool { return strings.Contains(routing(), "reg0 = "+hop+";") }
 	setSB := func(hop, status string) {
