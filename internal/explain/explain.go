@@ -201,8 +201,8 @@ func (e *Explainer) Explain(ctx context.Context, q Query) (*Report, error) {
 func (e *Explainer) conclude(ctx context.Context, r *Report, z *zoneReader) error {
 	last := r.Segments[len(r.Segments)-1]
 	if r.To.Pod != "" && r.To.Network != r.From.Network {
-		r.Note = fmt.Sprintf("%s has no attachment on network %s: traced to its address on network %s, which network %s does not reach as that pod",
-			r.To.Pod, r.From.Network, r.To.Network, r.From.Network)
+		r.Note = fmt.Sprintf("%s has no attachment on network %s: traced to its address on network %s (reached only when the networks are connected or linked)",
+			r.To.Pod, r.From.Network, r.To.Network)
 	}
 	if last.Backends != "" {
 		r.Outcome = LoadBalanced

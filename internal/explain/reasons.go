@@ -8,6 +8,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
 )
 
 // Row is the Northbound row a logical flow was made from.
@@ -62,6 +63,9 @@ func (r Row) Describe() string {
 		return "Service " + name
 	case "cnc":
 		return "ClusterNetworkConnect " + name
+	case strings.TrimSuffix(primarylinks.OwnerPrefix, ":"):
+		a, b, _ := strings.Cut(name, "|")
+		return fmt.Sprintf("the link between primary networks %s and %s", a, b)
 	case "":
 		return "a " + r.Table + " row not written by ovn-udn"
 	}

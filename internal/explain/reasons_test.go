@@ -30,6 +30,7 @@ func TestRowDescribe(t *testing.T) {
 		{Row{Table: "Load_Balancer", ExternalIDs: ids("net:default")}, "network default"},
 		{Row{Table: "ACL", ExternalIDs: ids("svc:kube-system/kube-dns")}, "Service kube-system/kube-dns"},
 		{Row{Table: "Logical_Router_Policy", ExternalIDs: ids("cnc:blue")}, "ClusterNetworkConnect blue"},
+		{Row{Table: "Logical_Router_Static_Route", ExternalIDs: ids("primary-link:ns.a|ns.b")}, "the link between primary networks ns.a and ns.b"},
 		{Row{Table: "ACL", ExternalIDs: ids("npas:shop/x")}, "the address sets of NetworkPolicy peers shop/x"},
 		{Row{Table: "ACL"}, "a ACL row not written by ovn-udn"},
 		{Row{Table: "ACL", ExternalIDs: ids("other:x")}, "ACL (owner other:x)"},

@@ -101,6 +101,10 @@ func writeNBCtl(w io.Writer, res *Result) error {
 			fmt.Fprintf(&b, "## connect %s\n", c.Connect)
 			b.WriteString(describeConnect(c))
 		}
+		for _, l := range z.Links {
+			fmt.Fprintf(&b, "## link between primary networks %s\n", strings.Replace(l.Link, "|", " and ", 1))
+			b.WriteString(describeOwned(l.Models, l.Contributions, l.Problems))
+		}
 		if len(z.Policies) > 0 {
 			b.WriteString("## network policies\n")
 			b.WriteString(describePolicies(z.Policies))

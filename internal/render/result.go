@@ -99,6 +99,9 @@ type Zone struct {
 	Services []ServiceRows `json:"services,omitempty"`
 	Policies []PolicyRows  `json:"policies,omitempty"`
 	Connects []ConnectRows `json:"connects,omitempty"`
+	// Links are the links between the primary networks of namespaces
+	// with several.
+	Links []LinkRows `json:"links,omitempty"`
 }
 
 // ServiceRows are the rows of one Service in one zone, and the members it
@@ -225,7 +228,11 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		if err != nil {
 			return err
 		}
-		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols, Connects: cns})
+		links, err := linkRows(ctx, e.zones[name])
+		if err != nil {
+			return err
+		}
+		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols, Connects: cns, Links: links})
 	}
 	return nil
 }

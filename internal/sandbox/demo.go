@@ -138,6 +138,9 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 	if slices.Contains(pods, "l3-blue/a") && slices.Contains(pods, "l2-blue/a") {
 		merr = errors.Join(merr, ConnectDemo(ctx, opts.Dir, opts.Binary, c, out))
 	}
+	if slices.Contains(pods, MultiPrimaryNamespace+"/a") {
+		merr = errors.Join(merr, MultiPrimaryDemo(ctx, opts.Dir, opts.Binary, c, out))
+	}
 	merr = errors.Join(merr, PrintExplainDemo(ctx, opts.Dir, c, pods, out))
 	nsChecks, err := NorthSouthChecks(ctx, opts.Dir, opts.Binary, c, opts.Nodes)
 	if err != nil {

@@ -111,6 +111,21 @@ func (r *Reconciler) linkedNetworks(ctx context.Context, network string) (map[st
 	return out, nil
 }
 
+// LinkKeys returns the keys of the links the namespaces' primary networks
+// make, sorted (`ovn-udn render` renders them with DesiredLink).
+func (r *Reconciler) LinkKeys(ctx context.Context) ([]string, error) {
+	pairs, err := r.linkPairs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(pairs))
+	for k := range pairs {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // linkKeys returns the keys of the links the zone renders and of those
 // that still hold rows in its Northbound (their pair is gone).
 func (r *Reconciler) linkKeys(ctx context.Context) []string {
