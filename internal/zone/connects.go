@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/connect"
 	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
@@ -50,16 +52,22 @@ func (r *Reconciler) reconcileConnect(ctx context.Context, name string) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("ClusterNetworkConnect %s: %w", name, err)
 	}
+	return settled(logger, "connect", p, out.Problems), nil
+}
+
+// settled logs what a sync of an owner contributing to the networks' rows
+// (a connect, a primary link) wrote, and asks for it again in a moment while
+// something it needs is on its way: a network's routers (the network's
+// reconcile also replans it when it creates rows) or a node's subnet.
+func settled(logger logr.Logger, what string, p *ovsdbsync.Plan, problems []string) ctrl.Result {
 	if !p.Empty() {
-		logger.Info("synced connect", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "added", p.Added, "removed", p.Removed)
+		logger.Info("synced "+what, "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "added", p.Added, "removed", p.Removed)
 	}
-	if len(p.Missing) > 0 || len(out.Problems) > 0 {
-		// A network's routers or a node's subnet are on their way (the
-		// network's reconcile replans connects when it creates rows).
-		logger.V(1).Info("connect waits", "missing", p.Missing, "problems", out.Problems)
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	if len(p.Missing) > 0 || len(problems) > 0 {
+		logger.V(1).Info(what+" waits", "missing", p.Missing, "problems", problems)
+		return ctrl.Result{RequeueAfter: 2 * time.Second}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}
 }
 
 // DesiredConnect returns the rows and contributions of a connect in the

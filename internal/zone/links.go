@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -173,16 +172,7 @@ func (r *Reconciler) reconcileLink(ctx context.Context, key string) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("primary link %s: %w", key, err)
 	}
-	if !p.Empty() {
-		logger.Info("synced primary link", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "added", p.Added, "removed", p.Removed)
-	}
-	if len(p.Missing) > 0 || len(out.Problems) > 0 {
-		// A network's routers or the node's subnet are on their way (the
-		// network's reconcile replans links when it creates rows).
-		logger.V(1).Info("primary link waits", "missing", p.Missing, "problems", out.Problems)
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
-	}
-	return ctrl.Result{}, nil
+	return settled(logger, "primary link", p, out.Problems), nil
 }
 
 // DesiredLink returns the rows and contributions of the link whose key is

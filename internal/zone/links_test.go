@@ -168,4 +168,103 @@ func TestSeveralPrimaryNetworks(t *testing.T) {
 		return nil
 	})
 	waitAnnotated(t, c.Admin, g1, podnet.DefaultKey, greenKey)
+
+	// A second /29 Layer2 network: new pods go there while green is full;
+	// when it is full too a pod waits (PrimaryNetworksFull), and takes the
+	// address a deleted pod of green frees.
+	teal := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "teal"},
+		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.133.0.0/29"}}}
+	if err := c.Admin.Create(ctx, teal); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.WaitNetworkCreated(t, c.Admin, teal)
+	tealKey := podnet.Key(ns, "teal")
+	for i := 1; i <= 4; i++ {
+		p := createPod(t, c.Admin, newPod(ns, fmt.Sprintf("t%d", i), "node-b", nil))
+		waitAnnotated(t, c.Admin, p, podnet.DefaultKey, tealKey)
+	}
+	waiter := createPod(t, c.Admin, newPod(ns, "waiter", "node-a", nil))
+	if msg := cmtest.WaitEvent(t, c.Admin, waiter, "Pod", podnet.WaitPrimaryNetworksFull); !strings.Contains(msg, "teal") {
+		t.Errorf("Event %q does not list the networks", msg)
+	}
+	if err := c.Admin.Delete(ctx, onGreen[1], client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitAnnotated(t, c.Admin, waiter, podnet.DefaultKey, greenKey)
+}
+
+// TestPrimaryLinkPairs: the other two kinds of links, Layer3–Layer3 (cluster
+// router to cluster router) and Layer2–Layer2 (gateway router to gateway
+// router), traced with real northd across two zones: each network's pod on
+// its own node reaches the other's through the link on the source's node and
+// the destination network's overlay, both ways, with its own address.
+func TestPrimaryLinkPairs(t *testing.T) {
+	cfg := config.Default()
+	c := clustertest.Start(t, env, cfg, "node-a", "node-b")
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		topology v1.NetworkTopology
+		subnets  [2]v1.NetworkSubnet
+	}{
+		{"layer3-layer3", v1.Layer3, [2]v1.NetworkSubnet{"10.141.0.0/16/24", "10.142.0.0/16/24"}},
+		{"layer2-layer2", v1.Layer2, [2]v1.NetworkSubnet{"10.143.0.0/24", "10.144.0.0/24"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := cmtest.Namespace(t, c.Admin, tc.name, map[string]string{v1.PrimaryNetworkLabel: ""})
+			names := [2]string{"x", "y"}
+			var nets, keys [2]string
+			for i, name := range names {
+				u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+					Spec: v1.UserDefinedNetworkSpec{Topology: tc.topology, Role: v1.Primary, Subnets: []v1.NetworkSubnet{tc.subnets[i]}}}
+				if err := c.Admin.Create(ctx, u); err != nil {
+					t.Fatal(err)
+				}
+				cmtest.WaitNetworkCreated(t, c.Admin, u)
+				nets[i], keys[i] = netconf.UDNNetworkName(ns, name), podnet.Key(ns, name)
+			}
+			for _, n := range []string{"node-a", "node-b"} {
+				c.WaitNB(n, "Logical_Router_Port:plink_"+nets[0]+"_to_"+nets[1], "Logical_Router_Port:plink_"+nets[1]+"_to_"+nets[0])
+			}
+			nodes := [2]string{"node-a", "node-b"}
+			var attach [2]podnet.Attachment
+			for i := range names {
+				p := createPod(t, c.Admin, newPod(ns, "p"+names[i], nodes[i], map[string]string{podnet.RequestedPrimaryAnnotation: names[i]}))
+				attach[i] = waitAnnotated(t, c.Admin, p, podnet.DefaultKey, keys[i])[keys[i]]
+			}
+			// entry returns where pod i's packet enters OVN: its switch and
+			// its gateway's MAC; exit where a packet for it leaves the zone of
+			// the other node: its network's overlay.
+			entry := func(i int) (datapath, gwMAC string) {
+				z := c.Zones[nodes[i]]
+				if tc.topology == v1.Layer3 {
+					mac, _ := port(t, z, "Logical_Router_Port", "rtos-"+nets[i]+"_"+nodes[i])
+					return nets[i] + "_" + nodes[i], mac
+				}
+				mac, _ := port(t, z, "Logical_Router_Port", "trtos-"+nets[i]+"_ovn_layer2_switch")
+				return nets[i] + "_ovn_layer2_switch", mac
+			}
+			exit := func(i int) string {
+				if tc.topology == v1.Layer3 {
+					return "tstor-" + nets[i] + "_" + nodes[i]
+				}
+				return podnet.PortName(keys[i], ns, "p"+names[i])
+			}
+			for from := range names {
+				to := 1 - from
+				dp, gw := entry(from)
+				src, dst := addr(t, attach[from], true).Addr().String(), addr(t, attach[to], true).Addr().String()
+				pkt := ovntrace.Packet{InPort: podnet.PortName(keys[from], ns, "p"+names[from]), EthSrc: attach[from].MAC, EthDst: gw,
+					IPSrc: src, IPDst: dst, Proto: "tcp", SrcPort: 40000, DstPort: 8080}
+				v := c.Zones[nodes[from]].Trace(dp, pkt, "--ct=new")
+				ovntest.ExpectDelivered(t, v, exit(to))
+				if out, _ := v.DeliveredTo(exit(to)); out.Fields["ip4.src"] != "" && out.Fields["ip4.src"] != src {
+					t.Errorf("%s -> %s left with source %s\n%s", names[from], names[to], out.Fields["ip4.src"], v.Trace)
+				}
+				if !strings.Contains(v.Trace, "plink_"+nets[from]+"_to_"+nets[to]) {
+					t.Errorf("%s -> %s did not take the link\n%s", names[from], names[to], v.Trace)
+				}
+			}
+		})
+	}
 }

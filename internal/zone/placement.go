@@ -61,6 +61,26 @@ func (r *Reconciler) roomFor(ctx context.Context, local nodeinfo.Info) podnet.Ha
 	}
 }
 
+// unplacedPods returns the keys of the pods of a deleted pod's namespace
+// still waiting for a primary network (scheduled, no attachments yet), when
+// the deleted pod was placed on one of several.
+func (r *Reconciler) unplacedPods(ctx context.Context, gone *corev1.Pod) []string {
+	if gone.Annotations[podnet.PlacementAnnotation] == "" {
+		return nil
+	}
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(gone.Namespace)); err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range list.Items {
+		if _, annotated := p.Annotations[podnet.Annotation]; !annotated && p.Spec.NodeName != "" && !done(&p) {
+			out = append(out, podKeyPrefix+p.Namespace+"/"+p.Name)
+		}
+	}
+	return out
+}
+
 // layer2Room builds the network's pools from its pods' annotations (its
 // NADs in every namespace) and tells whether each still has an address.
 func (r *Reconciler) layer2Room(ctx context.Context, p podnet.Primary) (bool, error) {

@@ -275,6 +275,11 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 			enqueue(ctx, q, true, e.Object)
 			if pod, ok := e.Object.(*corev1.Pod); ok {
 				r.sawPod(ctx, pod, true)
+				// It freed an address on one of its namespace's primary
+				// networks: pods waiting for room may be placed now.
+				for _, k := range r.unplacedPods(ctx, pod) {
+					q.Add(request(k))
+				}
 			}
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,23 @@ func (s *uplinkSandbox) counters(t *testing.T) []sandbox.UplinkCount {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// quietCounters returns the routers' counters once two reads 200 ms apart
+// agree (no packet in flight, delayed ACKs included), or the last read
+// after 5 s.
+func (s *uplinkSandbox) quietCounters(t *testing.T) []sandbox.UplinkCount {
+	t.Helper()
+	prev := s.counters(t)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond) // the interval between the two reads compared, not a wait for an event
+		cur := s.counters(t)
+		if slices.Equal(cur, prev) {
+			return cur
+		}
+		prev = cur
+	}
+	return prev
 }
 
 // probe opens n connections at once (one attempt each) from a network
@@ -381,9 +399,13 @@ func (s *uplinkSandbox) failover(t *testing.T, dead int, bfd time.Duration, serv
 	via := make([][]*heldConn, uplinkRouters)
 	for i := range 12 {
 		h := holdIn(t, s.dir, s.c, "up-l3/a", s.nodeIPs...)
-		before := s.counters(t)
+		// Counted once the routers see no more packets: a delayed ACK of
+		// the connection before this one must not land in this one's
+		// window (it moved another router's counters on a machine whose
+		// timing differed).
+		before := s.quietCounters(t)
 		h.still(t, fmt.Sprintf("before %d", i))
-		after := s.counters(t)
+		after := s.quietCounters(t)
 		moved := -1
 		for k := range after {
 			if after[k].Packets > before[k].Packets {
