@@ -43,6 +43,20 @@ func StartZone(t testing.TB, name string) *Zone {
 	return &Zone{Zone: z, t: t}
 }
 
+// StartNB starts a zone named name for t and stops its northd and SB
+// server, leaving a fresh NB ovsdb-server with no client connected (a
+// benchmark's floor without northd). Sync and MustSync fail on it.
+func StartNB(t testing.TB, name string) *Zone {
+	t.Helper()
+	z := StartZone(t, name)
+	for _, role := range []string{"northd", "sb"} {
+		if p := z.Processes()[role]; p != nil {
+			p.Stop(3 * time.Second)
+		}
+	}
+	return z
+}
+
 // NBClient returns a libovsdb client monitoring the zone's whole NB, closed at
 // the end of the test.
 func (z *Zone) NBClient() client.Client {

@@ -26,20 +26,37 @@ import (
 
 // BenchmarkZoneConverge converges one zone (an empty, real ovsdb-server) with
 // N primary Layer3 networks across M nodes, the way the zone controller does
-// (render each network, one owner-scoped sync per network, 4 workers), then
-// writes the same rows as one bulk libovsdb transaction with no controller
-// logic (the floor), and the same bulk write while another connection caches
-// it (the floor with a cache), and reports them and the ratios. Run with
+// (render each network, one owner-scoped sync per network, 4 workers), and
+// compares it with floors that write the same rows with no controller logic:
+//
+//   - the raw floor (rawfloor_test.go): the same rows, from the same
+//     renderer, encoded beforehand and sent as OVSDB JSON-RPC "transact"
+//     requests, one per network, pipelined on one connection, to a fresh NB
+//     with nothing else connected, and again to a fresh zone with northd
+//     running beside its NB;
+//   - the libovsdb bulk floor: the same rows, planned beforehand, as one
+//     libovsdb transaction from a write-only connection (northd running);
+//   - the libovsdb bulk floor with a cache: the same bulk write while another
+//     connection caches it.
+//
+// Each floor's NB must hold as many rows per table as the controller's, or
+// the benchmark fails. Run with
 //
 //	go test -run XXX -bench BenchmarkZoneConverge -benchtime 1x ./internal/zone/
+//
+// OVN_UDN_BENCH_SIZE=NxM[,NxM...] chooses the sizes; OVN_UDN_BENCH_FLOORS=0
+// skips the floors, OVN_UDN_BENCH_FLOORS=raw runs only the raw floors.
 func BenchmarkZoneConverge(b *testing.B) {
 	sizes := []struct{ networks, nodes int }{{500, 100}, {2000, 20}, {4000, 20}}
-	if v := os.Getenv("OVN_UDN_BENCH_SIZE"); v != "" { // e.g. 100x50
-		var n, m int
-		if _, err := fmt.Sscanf(v, "%dx%d", &n, &m); err != nil {
-			b.Fatalf("OVN_UDN_BENCH_SIZE=%q: want NxM", v)
+	if v := os.Getenv("OVN_UDN_BENCH_SIZE"); v != "" { // e.g. 100x50 or 500x100,4000x100
+		sizes = nil
+		for _, one := range strings.Split(v, ",") {
+			var n, m int
+			if _, err := fmt.Sscanf(one, "%dx%d", &n, &m); err != nil {
+				b.Fatalf("OVN_UDN_BENCH_SIZE=%q: want NxM[,NxM...]", v)
+			}
+			sizes = append(sizes, struct{ networks, nodes int }{n, m})
 		}
-		sizes = []struct{ networks, nodes int }{{n, m}}
 	}
 	for _, size := range sizes {
 		b.Run(fmt.Sprintf("%dx%d", size.networks, size.nodes), func(b *testing.B) {
@@ -94,14 +111,16 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	cfg := config.Default()
 	nets, infos := benchInputs(networks, nodes)
 
-	// The controller: render and sync network by network, 2 workers.
+	// The controller: render and sync network by network, 4 workers
+	// (OVN_UDN_BENCH_WORKERS).
 	z := ovntest.StartZone(b, "bench")
 	c := connectBench(b, z, false)
 	s, err := zone.NewSyncer(c)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.WithWriter(connectBench(b, z, true))
+	cw := connectBench(b, z, true)
+	s.WithWriter(cw)
 	ctx := context.Background()
 	work := make(chan topology.Network)
 	var wg sync.WaitGroup
@@ -152,12 +171,56 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	b.ReportMetric(float64(rows), "rows")
 	b.ReportMetric(ctrlRSS, "MiB-controller-peak")
 	b.ReportMetric(serverRSS, "MiB-ovsdb-server")
-	if os.Getenv("OVN_UDN_BENCH_FLOORS") == "0" {
+	floors := os.Getenv("OVN_UDN_BENCH_FLOORS")
+	if floors == "0" {
 		return
 	}
 
-	// The floor: the same rows, planned beforehand, in one transaction from a
-	// connection without a monitor (libovsdb's fastest write path).
+	// What the controller wrote, per table, for the floors to match. Then
+	// its zone goes, so that its northd (still translating the NB) and its
+	// processes take no CPU or memory from the floors.
+	want := nbRows(b, z)
+	if totalRows(want) != rows {
+		b.Fatalf("the controller's NB holds %d rows, it inserted %d", totalRows(want), rows)
+	}
+	c.Close()
+	cw.Close()
+	z.Stop()
+
+	// The raw floor, without and with northd beside the NB. The rows are
+	// rendered and encoded before the clock starts (s-raw-render-encode, one
+	// goroutine, is what that took; the floor does not pay it).
+	encStart := time.Now()
+	raw, rawRows := rawTransactions(b, nets, infos, cfg)
+	b.ReportMetric(time.Since(encStart).Seconds(), "s-raw-render-encode")
+	if rawRows != rows {
+		b.Fatalf("the raw floor has %d rows to insert, the controller inserted %d", rawRows, rows)
+	}
+	for _, f := range []struct {
+		northd bool
+		name   string
+	}{{false, "raw-floor"}, {true, "raw-floor-northd"}} {
+		var zr *ovntest.Zone
+		if f.northd {
+			zr = ovntest.StartZone(b, f.name)
+		} else {
+			zr = ovntest.StartNB(b, f.name)
+		}
+		took, cpu := rawFloor(b, zr, raw)
+		sameRows(b, f.name, zr, want)
+		zr.Stop()
+		b.ReportMetric(took.Seconds(), "s/"+f.name)
+		b.ReportMetric(cpu, "s-cpu-ovsdb-server-"+f.name)
+		b.ReportMetric(controller.Seconds()/took.Seconds(), "ratio-to-"+f.name)
+	}
+	raw = nil // for the collector, before the libovsdb floors
+	if floors == "raw" {
+		return
+	}
+
+	// The libovsdb bulk floor: the same rows, planned beforehand, in one
+	// transaction from a connection without a monitor (libovsdb's fastest
+	// write path), northd running.
 	zf := ovntest.StartZone(b, "floor")
 	cf := connectBench(b, zf, false)
 	sf, err := zone.NewSyncer(cf)
@@ -179,6 +242,9 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	writer := connectBench(b, zf, true)
 	cf.Close() // the floor does not pay for a monitor
 	floor := bulkWrite(b, writer, ops)
+	writer.Close()
+	sameRows(b, "the libovsdb bulk floor", zf, want)
+	zf.Stop()
 
 	// The floor with a cache: the same bulk write while another connection
 	// monitors, until its cache holds every row (what any libovsdb-based
@@ -194,6 +260,10 @@ func benchConverge(b *testing.B, networks, nodes int) {
 		time.Sleep(time.Millisecond)
 	}
 	floorCache := time.Since(start)
+	monitor.Close()
+	writer2.Close()
+	sameRows(b, "the libovsdb bulk floor with a cache", zc, want)
+	zc.Stop()
 	b.ReportMetric(floorCache.Seconds(), "s/floor-with-cache")
 	b.ReportMetric(controller.Seconds()/floorCache.Seconds(), "ratio-to-cached-floor")
 
