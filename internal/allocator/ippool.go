@@ -55,6 +55,22 @@ func NewIPPool(cidr netip.Prefix, exclude []netip.Prefix, reserved ...netip.Addr
 	return p, nil
 }
 
+// NewNetworkPool returns the pool of one subnet of a network whose
+// addresses are handed out cluster-wide (Layer2, Localnet): without the
+// excluded ranges and, for a primary network, without its first two
+// addresses (the gateway and the management ports).
+func NewNetworkPool(cidr netip.Prefix, exclude []netip.Prefix, primary bool) (*IPPool, error) {
+	var reserved []netip.Addr
+	if primary {
+		for _, off := range []uint64{1, 2} {
+			if a, err := NthAddress(cidr, off); err == nil {
+				reserved = append(reserved, a)
+			}
+		}
+	}
+	return NewIPPool(cidr, exclude, reserved...)
+}
+
 // CIDR is the pool's subnet.
 func (p *IPPool) CIDR() netip.Prefix { return p.cidr }
 

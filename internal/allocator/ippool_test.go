@@ -98,3 +98,31 @@ func BenchmarkIPPoolAllocate(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(names)), "ns/address")
 }
+
+// TestNewNetworkPool: a primary network's pool keeps its gateway and
+// management addresses; a secondary one's does not.
+func TestNewNetworkPool(t *testing.T) {
+	for _, tc := range []struct {
+		primary bool
+		want    string
+	}{
+		{true, "[10.0.0.3 10.0.0.4 10.0.0.5 10.0.0.6]"},
+		{false, "[10.0.0.1 10.0.0.2 10.0.0.3 10.0.0.4 10.0.0.5 10.0.0.6]"},
+	} {
+		p, err := NewNetworkPool(netip.MustParsePrefix("10.0.0.0/29"), nil, tc.primary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for i := 0; p.HasRoom(); i++ {
+			a, err := p.Allocate(fmt.Sprint("pod", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, a.String())
+		}
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("primary=%v: %v, want %s", tc.primary, got, tc.want)
+		}
+	}
+}

@@ -74,16 +74,9 @@ func (r *Controller) networkFor(c *netconf.NetConf) (*network, error) {
 	}
 	n := &network{ident: ident}
 	for _, s := range c.ParsedSubnets() {
-		var reserved []netip.Addr
-		if c.IsPrimary() {
-			// The gateway (the transit router) and the management ports.
-			for _, off := range []uint64{1, 2} {
-				if a, err := allocator.NthAddress(s.CIDR, off); err == nil {
-					reserved = append(reserved, a)
-				}
-			}
-		}
-		p, err := allocator.NewIPPool(s.CIDR, c.ExcludePrefixes(), reserved...)
+		// A primary network's gateway (the transit router) and management
+		// ports are not the pods'.
+		p, err := allocator.NewNetworkPool(s.CIDR, c.ExcludePrefixes(), c.IsPrimary())
 		if err != nil {
 			return nil, fmt.Errorf("network %s: %w", c.Name, err)
 		}

@@ -2,7 +2,6 @@ package zone
 
 import (
 	"context"
-	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,13 +85,7 @@ func (r *Reconciler) unplacedPods(ctx context.Context, gone *corev1.Pod) []strin
 func (r *Reconciler) layer2Room(ctx context.Context, p podnet.Primary) (bool, error) {
 	var pools []*allocator.IPPool
 	for _, s := range p.Conf.ParsedSubnets() {
-		var reserved []netip.Addr
-		for _, off := range []uint64{1, 2} { // the gateway and the management ports
-			if a, err := allocator.NthAddress(s.CIDR, off); err == nil {
-				reserved = append(reserved, a)
-			}
-		}
-		pool, err := allocator.NewIPPool(s.CIDR, p.Conf.ExcludePrefixes(), reserved...)
+		pool, err := allocator.NewNetworkPool(s.CIDR, p.Conf.ExcludePrefixes(), true) // as cluster-manager's (podalloc)
 		if err != nil {
 			return false, err
 		}
