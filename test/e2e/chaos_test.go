@@ -59,9 +59,11 @@ const (
 	chaosSettle = 3 * time.Minute
 )
 
-// chaosTenant is a namespace with a primary user-defined network.
+// chaosTenant is a namespace with a primary user-defined network, and
+// perhaps a second one of the other topology (OKEP-5252).
 type chaosTenant struct {
 	ns, topology, subnet string
+	second               string // the second primary network's topology ("" none)
 	pods                 map[string]bool
 	policy, service      bool
 	shared               bool // labelled into the shared CUDN's selection
@@ -155,6 +157,7 @@ func (r *chaosRun) step() {
 	ops := []op{
 		{"tenant+", 3, r.newTenant},
 		{"tenant-", 1, r.deleteTenant},
+		{"network+", 1, r.addPrimary},
 		{"pod+", 6, r.newPod},
 		{"pod-", 3, r.deletePod},
 		{"service", 1, r.toggleService},
@@ -219,11 +222,32 @@ func (r *chaosRun) deleteTenant() bool {
 	return true
 }
 
-// created reports whether a tenant's network is created: pods may come only
-// after it (a primary network must precede the namespace's pods).
-func (r *chaosRun) created(tn *chaosTenant) bool {
+// addPrimary gives a tenant a second primary network of the other
+// topology, on a subnet no tenant's first network uses (several primary
+// networks in a namespace must not overlap); pods created after it ask for
+// either network, or none.
+func (r *chaosRun) addPrimary() bool {
+	tn := r.pick()
+	if tn == nil || tn.second != "" || !r.created(tn, "net") {
+		return false
+	}
+	subnet := "10.212.0.0/24"
+	tn.second = "Layer2"
+	if tn.topology == "Layer2" {
+		tn.second, subnet = "Layer3", "10.202.0.0/16"
+	}
+	spec := v1.UserDefinedNetworkSpec{Topology: v1.NetworkTopology(tn.second), Role: v1.Primary, Subnets: []v1.NetworkSubnet{v1.NetworkSubnet(subnet)}}
+	r.must(admin.Create(r.ctx, &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "net2"}, Spec: spec}), "create second UDN in "+tn.ns)
+	r.record("tenant %s: second primary network %s %s", tn.ns, tn.second, subnet)
+	return true
+}
+
+// created reports whether a tenant's network (its UDN's name) is created:
+// pods may come only after the first (a primary network must precede the
+// namespace's pods).
+func (r *chaosRun) created(tn *chaosTenant, name string) bool {
 	u := &v1.UserDefinedNetwork{}
-	if err := admin.Get(r.ctx, client.ObjectKey{Namespace: tn.ns, Name: "net"}, u); err != nil {
+	if err := admin.Get(r.ctx, client.ObjectKey{Namespace: tn.ns, Name: name}, u); err != nil {
 		return false
 	}
 	return meta.IsStatusConditionTrue(u.Status.Conditions, v1.ConditionNetworkCreated)
@@ -231,7 +255,7 @@ func (r *chaosRun) created(tn *chaosTenant) bool {
 
 func (r *chaosRun) newPod() bool {
 	tn := r.pick()
-	if tn == nil || len(tn.pods) >= 6 || !r.created(tn) {
+	if tn == nil || len(tn.pods) >= 6 || !r.created(tn, "net") {
 		return false
 	}
 	name := r.name("p")
@@ -239,11 +263,17 @@ func (r *chaosRun) newPod() bool {
 	if r.rng.Intn(2) == 0 {
 		node = sandbox.NodeName(1 + r.rng.Intn(3))
 	}
-	p := podOn(tn.ns, name, node, nil)
+	var ann map[string]string
+	if tn.second != "" && r.created(tn, "net2") {
+		if want := []string{"", "net", "net2"}[r.rng.Intn(3)]; want != "" {
+			ann = map[string]string{podnet.RequestedPrimaryAnnotation: want}
+		}
+	}
+	p := podOn(tn.ns, name, node, ann)
 	p.Labels = map[string]string{"app": "chaos"}
 	r.must(admin.Create(r.ctx, p), "create pod "+tn.ns+"/"+name)
 	tn.pods[name] = true
-	r.record("pod %s/%s on %q", tn.ns, name, node)
+	r.record("pod %s/%s on %q (asks for %q)", tn.ns, name, node, ann[podnet.RequestedPrimaryAnnotation])
 	return true
 }
 
