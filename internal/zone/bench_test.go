@@ -95,6 +95,53 @@ func benchInputs(networks, nodes int) ([]topology.Network, []nodeinfo.Info) {
 	return nets, infos
 }
 
+// benchWorkers is how many networks the benchmarks sync at once
+// (OVN_UDN_BENCH_WORKERS, default 4, as the zone controller).
+func benchWorkers() int {
+	if v, err := strconv.Atoi(os.Getenv("OVN_UDN_BENCH_WORKERS")); err == nil {
+		return v
+	}
+	return 4
+}
+
+// syncAll renders and syncs every network, each as its own owner (one
+// transaction when anything changed), benchWorkers at a time, as the zone
+// controller does; it returns the rows inserted.
+func syncAll(b *testing.B, s *ovsdbsync.Syncer, nets []topology.Network, infos []nodeinfo.Info, cfg config.Cluster) int {
+	ctx := context.Background()
+	work := make(chan topology.Network)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	rows := 0
+	for w := 0; w < benchWorkers(); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range work {
+				res, err := topology.Render(topology.Input{Network: n, Nodes: infos, Zone: "node0", Cluster: cfg})
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				p, err := s.Sync(ctx, zone.NetworkKey(n.Name), res.Rows)
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				mu.Lock()
+				rows += p.Inserted
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, n := range nets {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	return rows
+}
+
 func connectBench(b *testing.B, z *ovntest.Zone, writeOnly bool) client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -121,44 +168,10 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	}
 	cw := connectBench(b, z, true)
 	s.WithWriter(cw)
-	ctx := context.Background()
-	work := make(chan topology.Network)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	rows := 0
 	start := time.Now()
 	serverCPU0 := cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))
 	selfCPU0 := cpuSeconds("self")
-	workers := 4
-	if v, err := strconv.Atoi(os.Getenv("OVN_UDN_BENCH_WORKERS")); err == nil {
-		workers = v
-	}
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for n := range work {
-				res, err := topology.Render(topology.Input{Network: n, Nodes: infos, Zone: "node0", Cluster: cfg})
-				if err != nil {
-					b.Error(err)
-					continue
-				}
-				p, err := s.Sync(ctx, zone.NetworkKey(n.Name), res.Rows)
-				if err != nil {
-					b.Error(err)
-					continue
-				}
-				mu.Lock()
-				rows += p.Inserted
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, n := range nets {
-		work <- n
-	}
-	close(work)
-	wg.Wait()
+	rows := syncAll(b, s, nets, infos, cfg)
 	controller := time.Since(start)
 	b.ReportMetric(cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))-serverCPU0, "s-cpu-ovsdb-server")
 	b.ReportMetric(cpuSeconds("self")-selfCPU0, "s-cpu-controller")
@@ -253,7 +266,7 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	monitor := connectBench(b, zc, false)
 	writer2 := connectBench(b, zc, true)
 	start = time.Now()
-	if _, err := writer2.Transact(ctx, ops...); err != nil {
+	if _, err := writer2.Transact(context.Background(), ops...); err != nil {
 		b.Fatal(err)
 	}
 	for cachedRows(monitor) < len(ops) {

@@ -1,0 +1,89 @@
+package zone_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/zone"
+)
+
+// BenchmarkZoneRestart measures a zone controller's restart (issue 19, part
+// 5): a zone converged with N Layer3 networks × M nodes (as
+// BenchmarkZoneConverge's controller path), then a new controller's
+// connections (a new libovsdb cache, filled by the server's initial monitor
+// reply) and its first full pass over every network, which must write
+// nothing; then a second pass on the warm cache (a resync with nothing
+// changed), which must write nothing either. It fails if either writes.
+//
+//	go test -run XXX -bench BenchmarkZoneRestart -benchtime 1x ./internal/zone/
+//	OVN_UDN_BENCH_SIZE=1000x20,1000x100 (the default)
+func BenchmarkZoneRestart(b *testing.B) {
+	sizes := "1000x20,1000x100"
+	if v := os.Getenv("OVN_UDN_BENCH_SIZE"); v != "" {
+		sizes = v
+	}
+	for _, size := range strings.Split(sizes, ",") {
+		var n, m int
+		if _, err := fmt.Sscanf(size, "%dx%d", &n, &m); err != nil {
+			b.Fatalf("OVN_UDN_BENCH_SIZE=%q: want NxM[,NxM...]", size)
+		}
+		b.Run(size, func(b *testing.B) {
+			for b.Loop() {
+				benchRestart(b, n, m)
+			}
+		})
+	}
+}
+
+func benchRestart(b *testing.B, networks, nodes int) {
+	cfg := config.Default()
+	nets, infos := benchInputs(networks, nodes)
+	z := ovntest.StartZone(b, "restart")
+	c := connectBench(b, z, false)
+	s, err := zone.NewSyncer(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cw := connectBench(b, z, true)
+	s.WithWriter(cw)
+	rows := syncAll(b, s, nets, infos, cfg)
+	c.Close()
+	cw.Close()
+
+	// The restart: connect (the cache downloads every row), then plan every
+	// network against it.
+	start := time.Now()
+	c2 := connectBench(b, z, false)
+	connected := time.Since(start)
+	s2, err := zone.NewSyncer(c2)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s2.WithWriter(connectBench(b, z, true))
+	if inserted := syncAll(b, s2, nets, infos, cfg); inserted != 0 {
+		b.Fatalf("the restarted controller inserted %d rows", inserted)
+	}
+	restart := time.Since(start)
+	if t := s2.Transactions(); t != 0 {
+		b.Fatalf("the restarted controller wrote %d transactions, want none", t)
+	}
+
+	// A resync with nothing changed, on the warm cache.
+	start = time.Now()
+	syncAll(b, s2, nets, infos, cfg)
+	resync := time.Since(start)
+	if t := s2.Transactions(); t != 0 {
+		b.Fatalf("a resync with nothing changed wrote %d transactions, want none", t)
+	}
+	b.ReportMetric(float64(rows), "rows")
+	b.ReportMetric(connected.Seconds(), "s/connect")
+	b.ReportMetric(restart.Seconds(), "s/restart")
+	b.ReportMetric(resync.Seconds(), "s/resync")
+	b.ReportMetric(float64(s2.Transactions()), "txns-after-restart")
+	b.ReportMetric(rssMiB("self", "VmHWM"), "MiB-controller-peak")
+}
