@@ -42,6 +42,11 @@ func connectLB(t *testing.T, z *ovntest.Zone) (client.Client, *ovsdbsync.Syncer)
 	return c, s
 }
 
+// contribs0 is a contribution to a group of network blue.
+func contribs0() []ovsdbsync.Contribution {
+	return []ovsdbsync.Contribution{{Target: &nbdb.LoadBalancerGroup{Name: "blue_clusterLBGroup"}, Column: "load_balancer", Members: []string{"acl:own"}}}
+}
+
 // network is what a network's topology owns: a switch using a load balancer
 // group, and a port group with one ACL of its own.
 func network(name string, acl string) []model.Model {
@@ -90,7 +95,14 @@ func aclCount(t *testing.T, z *ovntest.Zone, pg string) int {
 func TestContributions(t *testing.T) {
 	z := ovntest.StartZone(t, "contrib")
 	_, s := connectLB(t, z)
+	// As a zone declares it: networks own their rows and add to nobody's,
+	// so their plans skip the scan for contributions (their re-plans below
+	// must still keep the services' members).
+	s.NeverContributes("net:")
 	ctx := context.Background()
+	if _, err := s.Plan("net:red", network("red", "ip4.src == 10.0.0.1"), contribs0()...); err == nil {
+		t.Fatal("a contribution from an owner declared never to contribute was planned")
+	}
 
 	// A service planned before its network exists: its rows are written, its
 	// members wait for the targets.

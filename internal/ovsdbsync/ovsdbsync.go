@@ -129,6 +129,27 @@ type Syncer struct {
 	transactions atomic.Int64
 	names        atomic.Int64 // named-UUID sequence, unique across plans
 	observe      func(Applied)
+	// nonContributing are owner key prefixes whose owners never contribute
+	// (NeverContributes).
+	nonContributing []string
+}
+
+// NeverContributes declares that owners whose key starts with prefix never
+// contribute members to other owners' rows (a zone's networks own their
+// switches and routers and add to nobody's): their plans skip looking for
+// contributions to withdraw, a scan of every row with a shared column that
+// otherwise makes each plan cost O(rows in the zone). Contributions given for
+// such an owner are an error. Declare before use.
+func (s *Syncer) NeverContributes(prefix string) { s.nonContributing = append(s.nonContributing, prefix) }
+
+// contributes reports whether owner may contribute (NeverContributes).
+func (s *Syncer) contributes(owner string) bool {
+	for _, p := range s.nonContributing {
+		if strings.HasPrefix(owner, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // Applied describes one Apply of a plan that changed something: for
@@ -428,9 +449,14 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 			p.Updated++
 		}
 	}
-	contributed, err := s.contribute(p, targets, held, uuidOf)
-	if err != nil {
-		return nil, err
+	var contributed []ovsdb.Operation
+	switch {
+	case s.contributes(owner):
+		if contributed, err = s.contribute(p, targets, held, uuidOf); err != nil {
+			return nil, err
+		}
+	case len(p.contribs) > 0:
+		return nil, fmt.Errorf("ovsdbsync: owner %s is declared never to contribute, and contributes to %d rows", owner, len(p.contribs))
 	}
 	for i := range contributed {
 		p.contribOps = append(p.contribOps, len(inserts)+len(updates)+i)

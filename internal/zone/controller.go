@@ -100,6 +100,9 @@ func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 			return nil, err
 		}
 	}
+	// Networks own their rows and contribute to nobody's: their plans, most
+	// of a zone's, need not scan every shared column for members to withdraw.
+	s.NeverContributes(networkKeyPrefix)
 	return s, nil
 }
 
