@@ -100,9 +100,12 @@ func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 			return nil, err
 		}
 	}
-	// Networks own their rows and contribute to nobody's: their plans, most
-	// of a zone's, need not scan every shared column for members to withdraw.
-	s.NeverContributes(networkKeyPrefix)
+	// Networks and NetworkPolicy owners own their rows and contribute to
+	// nobody's: their plans, most of a zone's, need not scan every shared
+	// column for members to withdraw.
+	for _, prefix := range []string{networkKeyPrefix, policyKeyPrefix, denyKeyPrefix, peerKeyPrefix} {
+		s.NeverContributes(prefix)
+	}
 	return s, nil
 }
 
