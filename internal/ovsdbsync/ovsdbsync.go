@@ -140,7 +140,9 @@ type Syncer struct {
 // contributions to withdraw, a scan of every row with a shared column that
 // otherwise makes each plan cost O(rows in the zone). Contributions given for
 // such an owner are an error. Declare before use.
-func (s *Syncer) NeverContributes(prefix string) { s.nonContributing = append(s.nonContributing, prefix) }
+func (s *Syncer) NeverContributes(prefix string) {
+	s.nonContributing = append(s.nonContributing, prefix)
+}
 
 // contributes reports whether owner may contribute (NeverContributes).
 func (s *Syncer) contributes(owner string) bool {
