@@ -164,12 +164,18 @@ func (z *Zone) serveDB(db, file string, configure bool) (*proc.Process, error) {
 		p.Stop(time.Second)
 		return nil, fmt.Errorf("zone %s: %s server: %w", z.Name, db, err)
 	}
+	// Accepting on its socket, not only bound: the file appears at bind(),
+	// before listen(), and a client in between is refused (seen under load).
 	if err := proc.WaitFor(10*time.Second, 5*time.Millisecond, func() (bool, error) {
 		if p.Exited() {
 			return false, p.ExitError()
 		}
-		_, err := os.Stat(sock)
-		return err == nil, err
+		c, err := net.DialTimeout("unix", sock, 100*time.Millisecond)
+		if err != nil {
+			return false, err // kept polling; the last error is reported on timeout
+		}
+		c.Close()
+		return true, nil
 	}); err != nil {
 		return fail(err)
 	}
