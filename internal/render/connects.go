@@ -144,6 +144,8 @@ type LinkRows struct {
 	Contributions []Contribution `json:"contributions,omitempty"`
 	Problems      []string       `json:"problems,omitempty"`
 	Models        []model.Model  `json:"-"`
+	// Result is the link as the zone controller hands it to the database.
+	Result primarylinks.Result `json:"-"`
 }
 
 // linkRows renders the links between primary networks in a zone, as the
@@ -162,7 +164,7 @@ func linkRows(ctx context.Context, r *zone.Reconciler) ([]LinkRows, error) {
 		if len(res.Rows) == 0 && len(res.Problems) == 0 {
 			continue
 		}
-		lr := LinkRows{Link: strings.TrimPrefix(k, primarylinks.OwnerPrefix), Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows}
+		lr := LinkRows{Link: strings.TrimPrefix(k, primarylinks.OwnerPrefix), Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows, Result: res}
 		for _, cb := range res.Contributions {
 			lr.Contributions = append(lr.Contributions, Contribution{Table: tableOf(cb.Target), Target: targetName(cb.Target), Column: cb.Column, Members: cb.Members})
 		}

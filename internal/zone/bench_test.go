@@ -142,6 +142,19 @@ func syncAll(b *testing.B, s *ovsdbsync.Syncer, nets []topology.Network, infos [
 	return rows
 }
 
+// benchSyncer is a zone controller's Syncer on z: a monitoring connection
+// (its cache) and a write-only one, as the controller has.
+func benchSyncer(b *testing.B, z *ovntest.Zone) (s *ovsdbsync.Syncer, monitor, writer client.Client) {
+	monitor = connectBench(b, z, false)
+	s, err := zone.NewSyncer(monitor)
+	if err != nil {
+		b.Fatal(err)
+	}
+	writer = connectBench(b, z, true)
+	s.WithWriter(writer)
+	return s, monitor, writer
+}
+
 func connectBench(b *testing.B, z *ovntest.Zone, writeOnly bool) client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -161,13 +174,7 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	// The controller: render and sync network by network, 4 workers
 	// (OVN_UDN_BENCH_WORKERS).
 	z := ovntest.StartZone(b, "bench")
-	c := connectBench(b, z, false)
-	s, err := zone.NewSyncer(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cw := connectBench(b, z, true)
-	s.WithWriter(cw)
+	s, c, cw := benchSyncer(b, z)
 	start := time.Now()
 	serverCPU0 := cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))
 	selfCPU0 := cpuSeconds("self")

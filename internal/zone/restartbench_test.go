@@ -9,7 +9,6 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
-	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 
 // BenchmarkZoneRestart measures a zone controller's restart (issue 19, part
@@ -44,13 +43,7 @@ func benchRestart(b *testing.B, networks, nodes int) {
 	cfg := config.Default()
 	nets, infos := benchInputs(networks, nodes)
 	z := ovntest.StartZone(b, "restart")
-	c := connectBench(b, z, false)
-	s, err := zone.NewSyncer(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cw := connectBench(b, z, true)
-	s.WithWriter(cw)
+	s, c, cw := benchSyncer(b, z)
 	rows := syncAll(b, s, nets, infos, cfg)
 	c.Close()
 	cw.Close()
@@ -58,13 +51,8 @@ func benchRestart(b *testing.B, networks, nodes int) {
 	// The restart: connect (the cache downloads every row), then plan every
 	// network against it.
 	start := time.Now()
-	c2 := connectBench(b, z, false)
+	s2, _, _ := benchSyncer(b, z)
 	connected := time.Since(start)
-	s2, err := zone.NewSyncer(c2)
-	if err != nil {
-		b.Fatal(err)
-	}
-	s2.WithWriter(connectBench(b, z, true))
 	if inserted := syncAll(b, s2, nets, infos, cfg); inserted != 0 {
 		b.Fatalf("the restarted controller inserted %d rows", inserted)
 	}

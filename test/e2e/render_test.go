@@ -28,6 +28,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/render"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -58,7 +59,7 @@ func TestRenderMatchesCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rendered, policyOwners := 0, 0
+	rendered, policyOwners, links := 0, 0, 0
 	eventually(t, func() error {
 		docs, live, err := snapshot(ctx)
 		if err != nil {
@@ -78,7 +79,7 @@ func TestRenderMatchesCluster(t *testing.T) {
 		if err := sameAnnotations(res, live); err != nil {
 			return err
 		}
-		rendered, policyOwners = 0, 0
+		rendered, policyOwners, links = 0, 0, 0
 		for _, z := range res.Zones {
 			s := syncers[z.Name]
 			if s == nil {
@@ -130,6 +131,28 @@ func TestRenderMatchesCluster(t *testing.T) {
 			}
 			if len(svcOwners) > 0 {
 				return fmt.Errorf("zone %s: the Northbound has services render does not: %v", z.Name, svcOwners)
+			}
+			// Links between a namespace's primary networks, with their
+			// contributions to the networks' routers.
+			linkOwners, err := s.Owners(primarylinks.OwnerPrefix)
+			if err != nil {
+				return err
+			}
+			for _, l := range z.Links {
+				owner := primarylinks.OwnerPrefix + l.Link
+				delete(linkOwners, owner)
+				p, err := s.Plan(owner, l.Result.Rows, l.Result.Contributions...)
+				if err != nil {
+					return err
+				}
+				if !p.Empty() || len(p.Missing) > 0 || len(l.Problems) > 0 {
+					return fmt.Errorf("zone %s: render and the zone controller differ on link %s: %s (missing %v, problems %v)\n%v", z.Name, l.Link, p, p.Missing, l.Problems, p.Ops)
+				}
+				rendered += len(l.Result.Rows)
+				links++
+			}
+			if len(linkOwners) > 0 {
+				return fmt.Errorf("zone %s: the Northbound has links render does not: %v", z.Name, linkOwners)
 			}
 			// Policies: render names ports by their row IDs; the zone's
 			// Northbound gives them UUIDs.
@@ -183,7 +206,10 @@ func TestRenderMatchesCluster(t *testing.T) {
 	if policyOwners == 0 {
 		t.Error("no network policy rows compared (examples/ has a policy)")
 	}
-	t.Logf("%d rows in %d zones identical (%d network policy owners among them)", rendered, len(st.Nodes), policyOwners)
+	if links == 0 {
+		t.Error("no link between primary networks compared (examples/multi-primary.yaml has one per zone)")
+	}
+	t.Logf("%d rows in %d zones identical (%d network policy owners and %d links among them)", rendered, len(st.Nodes), policyOwners, links)
 }
 
 // livePorts returns policy rows with their port groups' ports (row IDs of
