@@ -136,6 +136,17 @@ func pairKey(a, b string) string {
 // same whatever the order of a and b. Network names hold no "|".
 func Owner(a, b string) string { return OwnerPrefix + pairKey(a, b) }
 
+// ParseOwner returns the two networks of a link's owner key (Owner), lower
+// first; ok is false for any other key.
+func ParseOwner(owner string) (a, b string, ok bool) {
+	rest, found := strings.CutPrefix(owner, OwnerPrefix)
+	if !found {
+		return "", "", false
+	}
+	a, b, ok = strings.Cut(rest, "|")
+	return a, b, ok && a != "" && b != ""
+}
+
 // PortName is the port on from's router toward to's router:
 // "plink_<from>_to_<to>". Network names hold no "_" (they are
 // "<namespace>.<udn>" or "cluster.udn.<cudn>"), so the name is unambiguous,

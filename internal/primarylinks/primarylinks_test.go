@@ -405,3 +405,15 @@ func TestPortName(t *testing.T) {
 		t.Error("both ends have one name")
 	}
 }
+
+func TestParseOwner(t *testing.T) {
+	a, b, ok := ParseOwner(Owner("ns.y", "ns.x"))
+	if !ok || a != "ns.x" || b != "ns.y" {
+		t.Errorf("ParseOwner(Owner(ns.y, ns.x)) = %q %q %v, want ns.x ns.y", a, b, ok)
+	}
+	for _, bad := range []string{"net:ns.x", "primary-link:ns.x", "primary-link:|ns.y", "primary-link:ns.x|"} {
+		if _, _, ok := ParseOwner(bad); ok {
+			t.Errorf("ParseOwner(%q) accepted", bad)
+		}
+	}
+}

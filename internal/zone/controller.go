@@ -142,6 +142,7 @@ type Reconciler struct {
 	// keyEvents carries keys to reconcile now (the object's name is the key).
 	keyEvents chan event.GenericEvent
 	waiters   portWaiters
+	links     linkSet
 	policies  policyCache
 	mu        sync.Mutex
 	noted     map[string]string // what was last reported per (network, node), to emit Events once
@@ -270,7 +271,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		r.replanNamespaces(ctx, name)
 		r.wakeWaiters(ctx)
 		r.replanConnects(ctx)
-		r.replanLinks(ctx)
+		r.replanLinks(ctx, name)
 		r.replanServicePeers(ctx, name)
 	}
 	if name == nodeinfo.DefaultNetwork && !p.Empty() && r.bfdOn(ctx) {

@@ -3,9 +3,11 @@ package zone
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -126,7 +128,8 @@ func (r *Reconciler) LinkKeys(ctx context.Context) ([]string, error) {
 }
 
 // linkKeys returns the keys of the links the zone renders and of those
-// that still hold rows in its Northbound (their pair is gone).
+// that still hold rows in its Northbound (their pair is gone): a full
+// resync's (Keys), which scans every NAD and the Northbound.
 func (r *Reconciler) linkKeys(ctx context.Context) []string {
 	set := map[string]bool{}
 	if pairs, err := r.linkPairs(ctx); err == nil {
@@ -147,11 +150,27 @@ func (r *Reconciler) linkKeys(ctx context.Context) []string {
 	return out
 }
 
-// replanLinks asks for every link to be planned again (a network's routers,
+// networkLinkKeys returns the keys of the links a change of network may
+// concern: those its namespaces' primary networks make now, and those the
+// zone holds (it may be leaving them).
+func (r *Reconciler) networkLinkKeys(ctx context.Context, network string) []string {
+	set := map[string]bool{}
+	if linked, err := r.linkedNetworks(ctx, network); err == nil {
+		for other := range linked {
+			set[LinkKey(network, other)] = true
+		}
+	}
+	for _, k := range r.links.of(network) {
+		set[k] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// replanLinks asks for network's links to be planned again (its routers,
 // which links add ports, routes and policies to, may have just been
 // created).
-func (r *Reconciler) replanLinks(ctx context.Context) {
-	for _, k := range r.linkKeys(ctx) {
+func (r *Reconciler) replanLinks(ctx context.Context, network string) {
+	for _, k := range r.networkLinkKeys(ctx, network) {
 		select {
 		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k)}}:
 		default: // full, or no controller (render): links requeue by themselves
@@ -172,30 +191,35 @@ func (r *Reconciler) reconcileLink(ctx context.Context, key string) (ctrl.Result
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("primary link %s: %w", key, err)
 	}
+	r.links.set(key, len(out.Rows) > 0)
 	return settled(logger, "primary link", p, out.Problems), nil
 }
 
 // DesiredLink returns the rows and contributions of the link whose key is
 // key in the zone: none when its two networks no longer share a namespace,
-// or one of them is not rendered here.
+// or one of them is not rendered here. It reads the NADs of the link's
+// networks and of their namespaces only.
 func (r *Reconciler) DesiredLink(ctx context.Context, key string) (primarylinks.Result, error) {
-	pairs, err := r.linkPairs(ctx)
+	na, nb, ok := primarylinks.ParseOwner(key)
+	if !ok {
+		return primarylinks.Result{}, nil // not a key this controller writes: its rows (if any) go
+	}
+	linked, err := r.linkedNetworks(ctx, na)
 	if err != nil {
 		return primarylinks.Result{}, err
 	}
-	pair, ok := pairs[key]
-	if !ok {
+	if !linked[nb] {
 		return primarylinks.Result{}, nil
 	}
 	local, ok, err := r.localNode(ctx)
 	if err != nil || !ok {
 		return primarylinks.Result{Problems: []string{"the zone's node has no annotations yet"}}, err
 	}
-	a, okA, err := r.network(ctx, pair[0])
+	a, okA, err := r.network(ctx, na)
 	if err != nil {
 		return primarylinks.Result{}, err
 	}
-	b, okB, err := r.network(ctx, pair[1])
+	b, okB, err := r.network(ctx, nb)
 	if err != nil {
 		return primarylinks.Result{}, err
 	}
@@ -203,4 +227,38 @@ func (r *Reconciler) DesiredLink(ctx context.Context, key string) (primarylinks.
 		return primarylinks.Result{}, nil
 	}
 	return primarylinks.Render(primarylinks.Input{A: a, B: b, Local: local, Subnets: r.Cluster.PrimaryLinkSubnets})
+}
+
+// linkSet is the links the zone holds rows of, kept by reconcileLink (and
+// filled at start by reconciling the links found in the Northbound), so that
+// a network's events find the links it leaves without scanning the database.
+type linkSet struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+func (l *linkSet) set(key string, held bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.keys == nil {
+		l.keys = map[string]bool{}
+	}
+	if held {
+		l.keys[key] = true
+	} else {
+		delete(l.keys, key)
+	}
+}
+
+// of returns the held links one of whose networks is network.
+func (l *linkSet) of(network string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for k := range l.keys {
+		if a, b, _ := primarylinks.ParseOwner(k); a == network || b == network {
+			out = append(out, k)
+		}
+	}
+	return out
 }

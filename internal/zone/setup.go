@@ -427,8 +427,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			for _, k := range r.connectKeys(ctx) {
 				out = append(out, request(k))
 			}
-			for _, k := range r.linkKeys(ctx) {
-				out = append(out, request(k))
+			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
+				for _, k := range r.networkLinkKeys(ctx, name) {
+					out = append(out, request(k))
+				}
 			}
 			// Pods of the namespace may wait for this network.
 			var pods corev1.PodList
