@@ -60,10 +60,7 @@ func MultiPrimaryDemo(ctx context.Context, dir, binary string, c client.Client, 
 	if err := c.Get(ctx, client.ObjectKey{Name: MultiPrimaryNamespace}, ns); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	placed, err := multiPrimaryPlacements(ctx, c)
-	if err != nil {
-		return err
-	}
+	placed := multiPrimaryPlacements(ctx, c)
 	fmt.Fprintf(out, "\nTwo primary networks in one namespace (%s: Layer3 trees, Layer2 rows, linked on every node; docs/pods.md):\n\n", MultiPrimaryNamespace)
 	merr := PrintAppChecks(out, placed)
 	fmt.Fprintln(out)
@@ -82,7 +79,7 @@ func MultiPrimaryDemo(ctx context.Context, dir, binary string, c client.Client, 
 
 // multiPrimaryPlacements checks each pod's primary attachment is on the
 // network it asked for.
-func multiPrimaryPlacements(ctx context.Context, c client.Client) ([]AppCheck, error) {
+func multiPrimaryPlacements(ctx context.Context, c client.Client) []AppCheck {
 	refs := make([]string, 0, len(MultiPrimaryPlacements))
 	for ref := range MultiPrimaryPlacements {
 		refs = append(refs, ref)
@@ -92,10 +89,9 @@ func multiPrimaryPlacements(ctx context.Context, c client.Client) ([]AppCheck, e
 	for _, ref := range refs {
 		want := MultiPrimaryPlacements[ref]
 		net, err := primaryNAD(ctx, c, ref)
-		a := AppCheck{Name: "placed on the requested network", From: "API", Target: ref, Want: want, Got: net, Err: err}
-		out = append(out, a)
+		out = append(out, AppCheck{Name: "placed on the requested network", From: "API", Target: ref, Want: want, Got: net, Err: err})
 	}
-	return out, nil
+	return out
 }
 
 // primaryNAD returns the name of the NAD of a pod's primary attachment.
@@ -128,11 +124,19 @@ func multiPrimaryService(ctx context.Context, dir, binary string, c client.Clien
 		}
 		return nil, err
 	}
+	// Its backends and the network each is on, from the API.
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(svc.Namespace), client.MatchingLabels(svc.Spec.Selector)); err != nil {
+		return nil, err
+	}
 	backendNet := map[string]string{}
-	for ref, net := range MultiPrimaryPlacements {
-		if ref != "orchard/e" && ref != "orchard/f" { // not selected (locked)
-			backendNet[ref] = net
+	for _, p := range pods.Items {
+		ref := p.Namespace + "/" + p.Name
+		net, err := primaryNAD(ctx, c, ref)
+		if err != nil {
+			return nil, err
 		}
+		backendNet[ref] = net
 	}
 	var out []AppCheck
 	for _, from := range []string{"orchard/a", "orchard/b"} {

@@ -562,14 +562,14 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []strin
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
 		return out
 	}
-	primaries, ok, err := r.primaryNetworks(ctx, pod.Namespace)
+	own, ok, err := r.primaryNetworks(ctx, pod.Namespace)
 	if err != nil || !ok {
 		return out
 	}
 	// Its networks' peers, and those of networks its pods reach.
-	networks := slices.Clone(primaries)
-	for _, primary := range primaries {
-		if connected, err := r.podPeers(ctx, primary); err == nil {
+	networks := slices.Clone(own)
+	for _, n := range own {
+		if connected, err := r.podPeers(ctx, n); err == nil {
 			for n := range connected {
 				if !slices.Contains(networks, n) {
 					networks = append(networks, n)
