@@ -116,6 +116,17 @@ func hold(t *testing.T, pod, nodeIP string) *heldConn {
 // holdIn is hold in the sandbox of state directory sandboxDir.
 func holdIn(t *testing.T, sandboxDir string, c client.Client, pod string, nodeIPs ...string) *heldConn {
 	t.Helper()
+	h, got := tryHoldIn(t, sandboxDir, c, pod, nodeIPs...)
+	if h == nil {
+		t.Fatalf("held connection from %s: the outside saw %q, want one of %v", pod, got, nodeIPs)
+	}
+	return h
+}
+
+// tryHoldIn is holdIn that returns, instead of failing, no connection and
+// what the outside saw when it did not see one of nodeIPs.
+func tryHoldIn(t *testing.T, sandboxDir string, c client.Client, pod string, nodeIPs ...string) (*heldConn, string) {
+	t.Helper()
 	netns, err := sandbox.PodNetns(context.Background(), sandboxDir, c, pod)
 	if err != nil {
 		t.Fatal(err)
@@ -145,11 +156,10 @@ func holdIn(t *testing.T, sandboxDir string, c client.Client, pod string, nodeIP
 	got := h.next()
 	for _, ip := range nodeIPs {
 		if got == ip {
-			return h
+			return h, got
 		}
 	}
-	t.Fatalf("held connection from %s: the outside saw %q, want one of %v", pod, got, nodeIPs)
-	return nil
+	return nil, got
 }
 
 // next is the next line the connection printed ("" when it ended or

@@ -398,7 +398,15 @@ func (s *uplinkSandbox) failover(t *testing.T, dead int, bfd time.Duration, serv
 	// the routers that stay (none has probability 3^-12).
 	via := make([][]*heldConn, uplinkRouters)
 	for i := range 12 {
-		h := holdIn(t, s.dir, s.c, "up-l3/a", s.nodeIPs...)
+		// A fresh connection opened right after the previous router came
+		// back has, about one run in three on 2026-11-25's machine, gone
+		// unanswered for 5 s (not diagnosed; docs/gateway.md): it is opened
+		// again once, and the test says so, before any fault is injected.
+		h, got := tryHoldIn(t, s.dir, s.c, "up-l3/a", s.nodeIPs...)
+		if h == nil {
+			t.Logf("held connection %d: no answer on the first try (the outside saw %q); opened again", i, got)
+			h = holdIn(t, s.dir, s.c, "up-l3/a", s.nodeIPs...)
+		}
 		// Counted once the routers see no more packets: a delayed ACK of
 		// the connection before this one must not land in this one's
 		// window (it moved another router's counters on a machine whose
