@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"sync"
 
+	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 )
@@ -86,8 +88,8 @@ func (s *Syncer) targets(contribs []Contribution) ([]target, error) {
 			return nil, fmt.Errorf("ovsdbsync: contribution to %T, which is not a managed table", cb.Target)
 		}
 		col, ok := t.column(cb.Column)
-		if !ok || !col.shared {
-			return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s, which is not shared", t.name, cb.Column)
+		if !ok || !t.sharedIn(col, reflect.ValueOf(cb.Target)) {
+			return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s of %s, which is not shared", t.name, cb.Column, indexString(t, reflect.ValueOf(cb.Target)))
 		}
 		out[i] = target{t: t, col: col}
 		if e, found := s.byIndex(t, reflect.ValueOf(cb.Target)); found {
@@ -145,7 +147,7 @@ func (s *Syncer) ownerOf(t *table, u string) (owner string, known bool) {
 // row's owner never withdraws them.
 func (s *Syncer) keepContributed(t *table, e *existing, desired reflect.Value, owner string) {
 	for _, col := range t.columns {
-		if !col.shared {
+		if !t.sharedIn(col, e.row) {
 			continue
 		}
 		ref := s.byName[col.refTable]
@@ -198,7 +200,7 @@ func (s *Syncer) contribute(p *Plan, targets []target, held map[*table]map[strin
 			want[k][u] = true
 		}
 	}
-	have, err := s.contributed(held)
+	have, err := s.contributed(p.Owner, held, targets)
 	if err != nil {
 		return nil, err
 	}
@@ -249,48 +251,157 @@ func (s *Syncer) contribute(p *Plan, targets []target, held map[*table]map[strin
 }
 
 // contributed returns the members of shared columns of other owners' rows
-// that refer to rows the owner holds, by row. It scans the tables with shared columns whose members
-// the owner could hold; they are small (one group per network and kind).
-func (s *Syncer) contributed(held map[*table]map[string]existing) (map[memberKey]map[string]bool, error) {
-	out := map[memberKey]map[string]bool{}
+// that refer to rows the owner holds, by row. It looks only at the rows the
+// owner may have contributed to: its targets now, and those it was found in
+// or contributed to when last planned (contribMemory); an owner this Syncer
+// has not planned yet is looked up in an index of every contributed member,
+// built from the cache once. So a plan costs O(the owner's targets), not
+// O(rows with shared columns), which a pod's port in a switch of thousands
+// would otherwise pay on every plan.
+func (s *Syncer) contributed(owner string, held map[*table]map[string]existing, targets []target) (map[memberKey]map[string]bool, error) {
 	tc, err := s.cache()
 	if err != nil {
 		return nil, err
 	}
+	cands := map[memberKey]bool{}
+	for _, tg := range targets {
+		if tg.row != nil {
+			cands[memberKey{t: tg.t, col: tg.col, row: tg.row.uuid}] = true
+		}
+	}
+	s.memory.mu.Lock()
+	if prev, known := s.memory.rows[owner]; known {
+		for k := range prev {
+			cands[k] = true
+		}
+	} else {
+		if s.memory.byMember == nil {
+			s.memory.byMember = s.indexContributions(tc)
+		}
+		for _, h := range held {
+			for _, e := range h {
+				for _, k := range s.memory.byMember[e.uuid] {
+					cands[k] = true
+				}
+			}
+		}
+	}
+	s.memory.mu.Unlock()
+
+	out := map[memberKey]map[string]bool{}
+	for k := range cands {
+		if _, own := heldUUID(held[k.t], k.row); own {
+			continue // the owner's own row: its columns are planned as rows
+		}
+		mine := map[string]bool{}
+		for _, e := range held[s.byName[k.col.refTable]] {
+			mine[e.uuid] = true
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		r := tc.Table(k.t.name).Row(k.row)
+		if r == nil {
+			continue
+		}
+		f := reflect.ValueOf(r).Elem().Field(k.col.index)
+		for i := 0; i < f.Len(); i++ {
+			if m := f.Index(i).String(); mine[m] {
+				if out[k] == nil {
+					out[k] = map[string]bool{}
+				}
+				out[k][m] = true
+			}
+		}
+	}
+
+	// Remember where the owner's members are, or are about to be: rows found
+	// holding some, and the targets of this plan. A row is forgotten once a
+	// plan finds none of the owner's members in it.
+	keep := map[memberKey]bool{}
+	for k := range out {
+		keep[k] = true
+	}
+	for _, tg := range targets {
+		if tg.row != nil {
+			keep[memberKey{t: tg.t, col: tg.col, row: tg.row.uuid}] = true
+		}
+	}
+	s.memory.mu.Lock()
+	if len(keep) == 0 {
+		delete(s.memory.rows, owner)
+	} else {
+		if s.memory.rows == nil {
+			s.memory.rows = map[string]map[memberKey]bool{}
+		}
+		s.memory.rows[owner] = keep
+	}
+	s.memory.mu.Unlock()
+	return out, nil
+}
+
+// heldUUID finds a held row by UUID.
+func heldUUID(h map[string]existing, u string) (existing, bool) {
+	for _, e := range h {
+		if e.uuid == u {
+			return e, true
+		}
+	}
+	return existing{}, false
+}
+
+// contribMemory is where contributing owners' members are: per owner, the
+// rows (table, shared column, UUID) that may hold some of its members.
+type contribMemory struct {
+	mu   sync.Mutex
+	rows map[string]map[memberKey]bool
+	// byMember indexes every member of a shared column that refers to a
+	// row of another owner than the column's row, by the member's UUID:
+	// built once from the cache, for owners not planned since (the rows
+	// they contributed to before a restart).
+	byMember map[string][]memberKey
+}
+
+// indexContributions scans every shared column once for members that
+// refer to rows of another owner than the row holding them.
+func (s *Syncer) indexContributions(tc *cache.TableCache) map[string][]memberKey {
+	ownerOf := map[string]map[string]string{} // table -> UUID -> owner
+	owners := func(t *table) map[string]string {
+		if m, ok := ownerOf[t.name]; ok {
+			return m
+		}
+		m := map[string]string{}
+		if t.extIDs >= 0 {
+			for u, r := range tc.Table(t.name).RowsShallow() {
+				m[u] = reflect.ValueOf(r).Elem().Field(t.extIDs).Interface().(map[string]string)[OwnerKey]
+			}
+		}
+		ownerOf[t.name] = m
+		return m
+	}
+	out := map[string][]memberKey{}
 	for _, t := range s.order {
 		for _, col := range t.columns {
 			if !col.shared {
 				continue
 			}
-			mine := map[string]bool{}
-			for _, e := range held[s.byName[col.refTable]] {
-				mine[e.uuid] = true
-			}
-			if len(mine) == 0 {
-				continue
-			}
-			own := map[string]bool{} // the owner's own rows: their columns are planned as rows
-			for _, e := range held[t] {
-				own[e.uuid] = true
-			}
+			rowOwners, memberOwners := owners(t), owners(s.byName[col.refTable])
 			for u, r := range tc.Table(t.name).RowsShallow() {
-				if own[u] {
+				if !t.sharedIn(col, reflect.ValueOf(r)) {
 					continue
 				}
 				f := reflect.ValueOf(r).Elem().Field(col.index)
 				for i := 0; i < f.Len(); i++ {
-					if m := f.Index(i).String(); mine[m] {
-						k := memberKey{t: t, col: col, row: u}
-						if out[k] == nil {
-							out[k] = map[string]bool{}
-						}
-						out[k][m] = true
+					m := f.Index(i).String()
+					if o, ok := memberOwners[m]; ok && o != "" && t.extIDs >= 0 && o == rowOwners[u] {
+						continue // the row owner's own member
 					}
+					out[m] = append(out[m], memberKey{t: t, col: col, row: u})
 				}
 			}
 		}
 	}
-	return out, nil
+	return out
 }
 
 // diffSets returns the members of want not in have, and of have not in want,

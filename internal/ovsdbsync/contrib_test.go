@@ -158,6 +158,22 @@ func TestContributions(t *testing.T) {
 		t.Fatalf("two contributors: %v", got)
 	}
 
+	// A restarted controller (a new Syncer, which never planned svc:b)
+	// still finds svc:b's members when it withdraws them; the first Syncer
+	// then puts them back.
+	_, restarted := connectLB(t, z)
+	restarted.NeverContributes("net:")
+	p, err = restarted.Sync(ctx, "svc:b", rows2)
+	if err != nil || p.Removed != 2 || p.Inserted+p.Updated+p.Deleted != 0 {
+		t.Fatalf("withdraw after a restart: %v %v, want the 2 members removed and nothing else", p, err)
+	}
+	if got := groupMembers(t, z, "blue_clusterLBGroup"); strings.Join(got, ",") != "blue_svc_tcp,blue_svc_udp" {
+		t.Fatalf("after the restarted Syncer withdrew svc:b: %v", got)
+	}
+	if p, err = s.Sync(ctx, "svc:b", rows2, contribs2...); err != nil || p.Added != 2 {
+		t.Fatalf("contribute again: %v %v", p, err)
+	}
+
 	// The first service drops UDP: one load balancer deleted, its member
 	// withdrawn, in one transaction; the service re-planned writes nothing.
 	before := s.Transactions()
@@ -230,5 +246,83 @@ func TestShareRejectsColumns(t *testing.T) {
 	}
 	if _, err := s.Plan("o", nil, ovsdbsync.Contribution{Target: &nbdb.LogicalSwitch{Name: "x"}, Column: "ports", Members: nil}); err == nil {
 		t.Error("a contribution to an unshared column was planned")
+	}
+}
+
+// TestShareRows: pods contribute their ports to a network's switch and to
+// one port group (the only one shared); a policy's port group lists pods'
+// ports it does not own, and removing one from it removes it.
+func TestShareRows(t *testing.T) {
+	z := ovntest.StartZone(t, "sharerows")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(
+		nbdb.LogicalSwitchPortTable, nbdb.PortGroupTable, nbdb.LogicalSwitchTable)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	s, err := ovsdbsync.New(c, &nbdb.LogicalSwitchPort{}, &nbdb.PortGroup{}, &nbdb.LogicalSwitch{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Share(&nbdb.LogicalSwitch{}, "ports"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ShareRows(&nbdb.PortGroup{}, "ports", func(m model.Model) bool { return m.(*nbdb.PortGroup).Name == "iso" }); err != nil {
+		t.Fatal(err)
+	}
+	sync(t, s, "net:a", []model.Model{
+		&nbdb.LogicalSwitch{UUID: "ls", Name: "sw"},
+		&nbdb.PortGroup{UUID: "pg", Name: "iso"},
+	})
+	pod := func(name string) ([]model.Model, []ovsdbsync.Contribution) {
+		id := "lsp:" + name
+		return []model.Model{&nbdb.LogicalSwitchPort{UUID: id, Name: name}}, []ovsdbsync.Contribution{
+			{Target: &nbdb.LogicalSwitch{Name: "sw"}, Column: "ports", Members: []string{id}},
+			{Target: &nbdb.PortGroup{Name: "iso"}, Column: "ports", Members: []string{id}},
+		}
+	}
+	for _, name := range []string{"p1", "p2"} {
+		rows, contribs := pod(name)
+		if p, err := s.Sync(ctx, "pod:"+name, rows, contribs...); err != nil || p.Inserted != 1 || p.Added != 2 {
+			t.Fatalf("pod %s: %v %v, want its port inserted and added to the switch and the group", name, p, err)
+		}
+	}
+	uuid := func(port string) string {
+		return z.MustNBCtl("--bare", "--columns=_uuid", "find", "Logical_Switch_Port", "name="+port)
+	}
+	members := func(table, row string) string {
+		var names []string
+		for _, u := range strings.Fields(z.MustNBCtl("--bare", "--columns=ports", "list", table, row)) {
+			names = append(names, z.MustNBCtl("--bare", "--columns=name", "list", "Logical_Switch_Port", u))
+		}
+		sort.Strings(names)
+		return strings.Join(names, ",")
+	}
+	// The network re-plans: the pods' members stay.
+	if p := sync(t, s, "net:a", []model.Model{&nbdb.LogicalSwitch{UUID: "ls", Name: "sw", OtherConfig: map[string]string{"x": "1"}}, &nbdb.PortGroup{UUID: "pg", Name: "iso"}}); p.Updated != 1 {
+		t.Fatalf("network change: %s", p)
+	}
+	if got := members("Logical_Switch", "sw") + " " + members("Port_Group", "iso"); got != "p1,p2 p1,p2" {
+		t.Fatalf("after the network's re-plan: %q", got)
+	}
+	// A policy's group lists both pods' ports, then only p1: p2 leaves it
+	// (the column is not shared in this row, so it is the policy's alone).
+	sync(t, s, "np:x", []model.Model{&nbdb.PortGroup{UUID: "pg", Name: "pol", Ports: []string{uuid("p1"), uuid("p2")}}})
+	sync(t, s, "np:x", []model.Model{&nbdb.PortGroup{UUID: "pg", Name: "pol", Ports: []string{uuid("p1")}}})
+	if got := members("Port_Group", "pol"); got != "p1" {
+		t.Fatalf("policy group after dropping p2: %q", got)
+	}
+	if _, err := s.Plan("pod:p3", nil, ovsdbsync.Contribution{Target: &nbdb.PortGroup{Name: "pol"}, Column: "ports"}); err == nil {
+		t.Error("a contribution to a port group that is not shared was planned")
+	}
+	// A pod goes: its port leaves the switch and the group in one
+	// transaction.
+	if p := sync(t, s, "pod:p2", nil); p.Deleted != 1 || p.Removed != 2 {
+		t.Fatalf("pod p2 gone: %s (removed %d), want its port deleted and 2 members removed", p, p.Removed)
+	}
+	if got := members("Logical_Switch", "sw") + " " + members("Port_Group", "iso"); got != "p1 p1" {
+		t.Fatalf("after p2 went: %q", got)
 	}
 }

@@ -110,6 +110,19 @@ type table struct {
 	// root: rows live without references (non-root rows are garbage
 	// collected when nothing refers to them).
 	root bool
+	// sharedIf restricts a shared column (by field index) to the rows it
+	// accepts (ShareRows); absent: every row.
+	sharedIf map[int]func(model.Model) bool
+}
+
+// sharedIn reports whether column col of row (a model pointer) takes
+// contributions.
+func (t *table) sharedIn(col column, row reflect.Value) bool {
+	if !col.shared {
+		return false
+	}
+	f := t.sharedIf[col.index]
+	return f == nil || f(row.Interface().(model.Model))
 }
 
 // Syncer plans and applies owner-scoped syncs against one database.
@@ -132,6 +145,8 @@ type Syncer struct {
 	// nonContributing are owner key prefixes whose owners never contribute
 	// (NeverContributes).
 	nonContributing []string
+	// memory is where contributing owners' members are (contributed).
+	memory contribMemory
 }
 
 // NeverContributes declares that owners whose key starts with prefix never
@@ -249,6 +264,15 @@ func refTableOf(c *ovsdb.ColumnSchema) string {
 // &nbdb.LoadBalancerGroup{}) named column (its OVSDB name) must be a set of
 // references to a managed table with external_ids.
 func (s *Syncer) Share(m model.Model, column string) error {
+	return s.ShareRows(m, column, nil)
+}
+
+// ShareRows is Share for the rows rows accepts only (it is given a row of
+// the table, or a contribution's Target with only its index set): in other
+// rows the column is the row owner's alone, whoever owns its members (a
+// NetworkPolicy's port group lists pods' ports it does not own and must
+// remove them). nil accepts every row.
+func (s *Syncer) ShareRows(m model.Model, column string, rows func(model.Model) bool) error {
 	t, ok := s.tables[reflect.TypeOf(m)]
 	if !ok {
 		return fmt.Errorf("ovsdbsync: %T is not a managed table", m)
@@ -262,6 +286,12 @@ func (s *Syncer) Share(m model.Model, column string) error {
 			return fmt.Errorf("ovsdbsync: %s.%s is not a set of references to a table with owners", t.name, column)
 		}
 		t.columns[i].shared = true
+		if rows != nil {
+			if t.sharedIf == nil {
+				t.sharedIf = map[int]func(model.Model) bool{}
+			}
+			t.sharedIf[c.index] = rows
+		}
 		return nil
 	}
 	return fmt.Errorf("ovsdbsync: table %s has no column %s", t.name, column)
