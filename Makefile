@@ -50,7 +50,7 @@ CHAOS_SEED ?= $(shell date +%s)
 CHAOS_BATCH ?= 50
 CHAOS_KILL ?= all
 chaos: deps
-	set -o pipefail; OVN_UDN_CHAOS_KILL=$(CHAOS_KILL) OVN_UDN_CHAOS_OPS=$(CHAOS_OPS) OVN_UDN_CHAOS_SEED=$(CHAOS_SEED) OVN_UDN_CHAOS_BATCH=$(CHAOS_BATCH) \
+	set -o pipefail; OVN_UDN_CHAOS_RECOVERY=1 OVN_UDN_CHAOS_KILL=$(CHAOS_KILL) OVN_UDN_CHAOS_OPS=$(CHAOS_OPS) OVN_UDN_CHAOS_SEED=$(CHAOS_SEED) OVN_UDN_CHAOS_BATCH=$(CHAOS_BATCH) \
 		$(GO) test -count=1 -timeout 12h -run '^TestChaos$$' -v ./test/e2e/ | grep --line-buffered -vE '^(\{"level"|[0-9]{4}-[0-9]{2}-[0-9]{2}T)'
 
 ## unit: run the tests that need no real components (fast)

@@ -49,6 +49,8 @@ import (
 //	OVN_UDN_CHAOS_KILL    what to kill: a comma list of cluster-manager,
 //	                      zone-controller, ovn-nb, node-agent, ovn-controller;
 //	                      "all"; default cluster-manager,zone-controller
+//	OVN_UDN_CHAOS_RECOVERY 1: after the operations, time one kill of each
+//	                      kind of process on each node (make chaos sets it)
 
 const (
 	chaosPrefix = "chaos-"
@@ -106,6 +108,9 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	t.Logf("chaos: %d operations in %s: %v", ops, time.Since(start).Round(time.Second), r.counts)
+	if envInt("OVN_UDN_CHAOS_RECOVERY", 0) == 1 {
+		r.recovery()
+	}
 	r.teardown()
 	slices.Sort(r.settles)
 	if n := len(r.settles); n > 0 {
