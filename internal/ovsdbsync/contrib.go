@@ -264,9 +264,11 @@ func (s *Syncer) contributed(owner string, held map[*table]map[string]existing, 
 		return nil, err
 	}
 	cands := map[memberKey]bool{}
+	rowOf := map[string]reflect.Value{} // target rows targets() read already (no second clone)
 	for _, tg := range targets {
 		if tg.row != nil {
 			cands[memberKey{t: tg.t, col: tg.col, row: tg.row.uuid}] = true
+			rowOf[tg.row.uuid] = tg.row.row
 		}
 	}
 	s.memory.mu.Lock()
@@ -300,11 +302,15 @@ func (s *Syncer) contributed(owner string, held map[*table]map[string]existing, 
 		if len(mine) == 0 {
 			continue
 		}
-		r := tc.Table(k.t.name).Row(k.row)
-		if r == nil {
-			continue
+		rv, ok := rowOf[k.row]
+		if !ok {
+			r := tc.Table(k.t.name).Row(k.row)
+			if r == nil {
+				continue
+			}
+			rv = reflect.ValueOf(r)
 		}
-		f := reflect.ValueOf(r).Elem().Field(k.col.index)
+		f := rv.Elem().Field(k.col.index)
 		for i := 0; i < f.Len(); i++ {
 			if m := f.Index(i).String(); mine[m] {
 				if out[k] == nil {

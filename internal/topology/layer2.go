@@ -3,12 +3,10 @@ package topology
 import (
 	"fmt"
 	"net/netip"
-	"sort"
 	"strconv"
 
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 )
@@ -229,65 +227,6 @@ func (b *builder) managementPortWith(name, node string, addrs []netip.Prefix, op
 	return id
 }
 
-// ports renders the network's workload ports on the zone's pod switch: local
-// ones bound to the local chassis, and on a Layer2 network's distributed
-// switch a remote port for every workload on another ready node. It returns
-// the ports left out and why.
-func (b *builder) ports(ports []Port, local nodeinfo.Info, remotes []nodeinfo.Info) ([]Problem, error) {
-	if b.podSwitch == nil {
-		return nil, nil
-	}
-	remote := map[string]nodeinfo.Info{}
-	for _, r := range remotes {
-		remote[r.Name] = r
-	}
-	distributed := b.n.Topology == netconf.TopologyLayer2
-	sorted := append([]Port(nil), ports...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	var skipped []Problem
-	var isolated []string
-	for _, p := range sorted {
-		addr := p.MAC
-		for _, ip := range p.IPs {
-			addr += " " + ip.Addr().String()
-		}
-		lsp := &nbdb.LogicalSwitchPort{UUID: lspID(p.Name), Name: p.Name, Addresses: []string{addr}, ExternalIDs: b.ext(p.Node)}
-		for k, v := range p.ExternalIDs {
-			lsp.ExternalIDs[k] = v
-		}
-		opts := map[string]string{}
-		if distributed && p.TunnelKey > 0 {
-			opts["requested-tnl-key"] = strconv.Itoa(p.TunnelKey)
-		}
-		switch r, isRemote := remote[p.Node]; {
-		case p.Node == local.Name:
-			opts["requested-chassis"] = local.ChassisID
-			lsp.PortSecurity = []string{addr}
-		case isRemote && distributed:
-			if p.TunnelKey == 0 {
-				skipped = append(skipped, Problem{Node: p.Node, Reason: "port " + p.Name + " has no tunnel key"})
-				continue
-			}
-			lsp.Type = "remote"
-			opts["requested-chassis"] = r.ChassisID
-		default:
-			continue // elsewhere: reached by routing or the physical network
-		}
-		lsp.Options = opts
-		b.add(lsp)
-		b.podSwitch.Ports = append(b.podSwitch.Ports, lsp.UUID)
-		if p.Isolated && p.Node == local.Name {
-			isolated = append(isolated, lsp.UUID)
-		}
-	}
-	if b.n.IsDefault() {
-		if err := b.isolatePods(isolated, local); err != nil {
-			return nil, err
-		}
-	}
-	return skipped, nil
-}
-
 // IsolatedPortGroup holds the default-network ports of pods whose namespace
 // has a primary user-defined network.
 const IsolatedPortGroup = "udn_isolated_pods"
@@ -295,7 +234,7 @@ const IsolatedPortGroup = "udn_isolated_pods"
 // isolatePods renders the port group of the local isolated ports and its
 // ACLs: their IP traffic is dropped, except with the node's management port
 // (kubelet probes and their replies).
-func (b *builder) isolatePods(ports []string, local nodeinfo.Info) error {
+func (b *builder) isolatePods(local nodeinfo.Info) error {
 	var acls []string
 	acl := func(direction string, priority int, match, action string) {
 		id := fmt.Sprintf("acl:%s:%s:%d:%s", IsolatedPortGroup, direction, priority, match)
@@ -314,7 +253,7 @@ func (b *builder) isolatePods(ports []string, local nodeinfo.Info) error {
 	}
 	acl(nbdb.ACLDirectionFromLport, IsolationDropPriority, fmt.Sprintf("inport == @%s && ip", IsolatedPortGroup), nbdb.ACLActionDrop)
 	acl(nbdb.ACLDirectionToLport, IsolationDropPriority, fmt.Sprintf("outport == @%s && ip", IsolatedPortGroup), nbdb.ACLActionDrop)
-	b.add(&nbdb.PortGroup{UUID: "pg:" + IsolatedPortGroup, Name: IsolatedPortGroup, Ports: ports, ACLs: acls, ExternalIDs: b.ext(local.Name)})
+	b.add(&nbdb.PortGroup{UUID: "pg:" + IsolatedPortGroup, Name: IsolatedPortGroup, ACLs: acls, ExternalIDs: b.ext(local.Name)})
 	return nil
 }
 

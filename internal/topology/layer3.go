@@ -70,13 +70,22 @@ func Render(in Input) (Result, error) {
 		return Result{}, fmt.Errorf("network %s: unknown topology %q", n.Name, n.Topology)
 	}
 	b.loadBalancerGroup()
-	portsSkipped, err := b.ports(in.Ports, local, remotes)
-	if err != nil {
-		return Result{}, err
+	if n.IsDefault() {
+		if err := b.isolatePods(local); err != nil {
+			return Result{}, err
+		}
 	}
-	skipped = append(skipped, portsSkipped...)
 	SortRows(b.rows)
-	return Result{Rows: b.rows, Skipped: skipped, WaitingForBFD: b.waitingForBFD}, nil
+	rows := b.rows
+	if len(in.Ports) > 0 {
+		ports := renderPorts(n, local, remotes, in.Ports)
+		merged, err := Merge(rows, ports)
+		if err != nil {
+			return Result{}, err
+		}
+		rows, skipped = merged, append(skipped, ports.Skipped...)
+	}
+	return Result{Rows: rows, Skipped: skipped, WaitingForBFD: b.waitingForBFD}, nil
 }
 
 // split finds the zone's node and the remote nodes ready for n.

@@ -190,10 +190,14 @@ func (n Network) PodRouterPort(node string) string {
 }
 
 // PodSwitch is the switch the network's pods on node plug into: the node's
-// switch of a Layer3 network, the distributed switch of a Layer2 network.
+// switch of a Layer3 network, the distributed switch of a Layer2 network,
+// the zone's localnet switch of a Localnet network.
 func (n Network) PodSwitch(node string) string {
-	if n.Topology == netconf.TopologyLayer2 {
+	switch n.Topology {
+	case netconf.TopologyLayer2:
 		return n.Layer2Switch()
+	case netconf.TopologyLocalnet:
+		return n.LocalnetSwitch()
 	}
 	return n.NodeSwitch(node)
 }

@@ -5,8 +5,9 @@
 // internal/services computes for every Service, and registers the other
 // zones' chassis in the zone's Southbound, and to what internal/netpol
 // computes for every NetworkPolicy, and to what internal/connectrouter
-// computes for every ClusterNetworkConnect. Reconcile keys are "net:<network>",
-// "pod:<ns>/<name>", "svc:<ns>/<name>", the policy keys (see PolicyKey,
+// computes for every ClusterNetworkConnect. A pod's ports are its own rows,
+// written apart from its network's (podports.go). Reconcile keys are
+// "net:<network>", "pod:<ns>/<name>", "svc:<ns>/<name>", the policy keys (see PolicyKey,
 // DenyKey, PeerKey), "cnc:<name>" and "chassis"; each
 // is written in one transaction, and a reconcile with nothing to change
 // writes nothing.
@@ -95,10 +96,18 @@ func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 			return nil, err
 		}
 	}
-	for _, col := range []string{"acls", "load_balancer"} {
+	// Pods add their ports to their networks' switches, and isolated
+	// default-network ports to the isolation port group (podports.go);
+	// other port groups (NetworkPolicy's) are their owners' alone.
+	for _, col := range []string{"acls", "load_balancer", "ports"} {
 		if err := s.Share(&nbdb.LogicalSwitch{}, col); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.ShareRows(&nbdb.PortGroup{}, "ports", func(m model.Model) bool {
+		return m.(*nbdb.PortGroup).Name == topology.IsolatedPortGroup
+	}); err != nil {
+		return nil, err
 	}
 	// Networks and NetworkPolicy owners own their rows and contribute to
 	// nobody's: their plans, most of a zone's, need not scan every shared
@@ -141,12 +150,15 @@ type Reconciler struct {
 	namespaceEvents chan event.GenericEvent
 	// keyEvents carries keys to reconcile now (the object's name is the key).
 	keyEvents chan event.GenericEvent
-	waiters   portWaiters
-	links     linkSet
-	policies  policyCache
-	mu        sync.Mutex
-	noted     map[string]string // what was last reported per (network, node), to emit Events once
-	sbTxns    int64
+	// podNetworkEvents carries networks whose pods' ports must be planned
+	// again (podsOfNetwork).
+	podNetworkEvents chan event.GenericEvent
+	waiters          portWaiters
+	links            linkSet
+	policies         policyCache
+	mu               sync.Mutex
+	noted            map[string]string // what was last reported per (network, node), to emit Events once
+	sbTxns           int64
 	// running serialises reconciles of one key: controller-runtime never
 	// runs a key twice at once, but a direct call (a test's resync) may
 	// meet the controller's own worker on the same key.
@@ -248,7 +260,7 @@ func (r *Reconciler) reconcileChassis(ctx context.Context) error {
 // reconcileNetwork renders one network into the zone.
 func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("network", name, "zone", r.Zone)
-	rows, waitingForBFD, err := r.desired(ctx, name)
+	rows, waitingForBFD, err := r.desired(ctx, name, false)
 	var held *NotRendered
 	if errors.As(err, &held) {
 		// A malformed or not yet allocated network is never rendered half: its
@@ -273,6 +285,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		r.replanConnects(ctx)
 		r.replanLinks(ctx, name)
 		r.replanServicePeers(ctx, name)
+		r.replanPods(name)
 	}
 	if name == nodeinfo.DefaultNetwork && !p.Empty() && r.bfdOn(ctx) {
 		// Its BFD sessions may have just been made: the other networks'
@@ -383,14 +396,19 @@ func (e *NotRendered) Error() string { return "network not rendered: " + e.Reaso
 // when the network is gone or the zone has no node, a *NotRendered error when
 // the rows must stay as they are. The rows carry stable IDs in their UUID
 // fields (see ovsdbsync). `ovn-udn render` calls it too.
+//
+// Desired includes the ports of the network's pods, which the zone writes
+// apart (each pod's own rows, podports.go): it is the zone's Northbound as
+// a whole.
 func (r *Reconciler) Desired(ctx context.Context, name string) ([]model.Model, error) {
-	rows, _, err := r.desired(ctx, name)
+	rows, _, err := r.desired(ctx, name, true)
 	return rows, err
 }
 
-// desired is Desired, and whether some default route goes without the BFD
-// session it should refer to (not made yet by the default network).
-func (r *Reconciler) desired(ctx context.Context, name string) ([]model.Model, bool, error) {
+// desired is the network's rows (with its pods' ports when withPorts), and
+// whether some default route goes without the BFD session it should refer
+// to (not made yet by the default network).
+func (r *Reconciler) desired(ctx context.Context, name string, withPorts bool) ([]model.Model, bool, error) {
 	n, exists, err := r.network(ctx, name)
 	if err != nil {
 		return nil, false, &NotRendered{Reason: err.Error()}
@@ -416,8 +434,10 @@ func (r *Reconciler) desired(ctx context.Context, name string) ([]model.Model, b
 	if local, ok, err := r.localNode(ctx); err != nil {
 		return nil, false, err
 	} else if ok {
-		if ports, err = r.ports(ctx, n, keys, local.Name); err != nil {
-			return nil, false, err
+		if withPorts {
+			if ports, err = r.ports(ctx, n, keys, local.Name); err != nil {
+				return nil, false, err
+			}
 		}
 		if shared, err = r.sharedBFD(ctx, local); err != nil {
 			return nil, false, err
@@ -605,6 +625,15 @@ func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	for owner := range connectOwners {
+		keys[owner] = true
+	}
+	// Pods holding ports (a Layer2 network's remote ones included), and
+	// those deleted while the controller was away.
+	podOwners, err := r.Syncer.Owners(podKeyPrefix)
+	if err != nil {
+		return nil, err
+	}
+	for owner := range podOwners {
 		keys[owner] = true
 	}
 	// The node's pods: a change of the node (its slices) may let them be attached.

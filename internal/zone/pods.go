@@ -169,11 +169,30 @@ func done(p *corev1.Pod) bool {
 	return p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
-// reconcilePod gives a pod on the zone's node its Layer3 attachments (the
+// reconcilePod gives a pod on the zone's node its Layer3 attachments
+// (attachPod), then makes the pod's own rows in the zone's Northbound (its
+// ports, podports.go) equal to its attachments, for a pod on any node.
+func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result, error) {
+	pod, res, err := r.attachPod(ctx, key)
+	if errors.Is(err, errNoLocalNode) {
+		return ctrl.Result{}, nil // the node's annotations will requeue it
+	}
+	if err != nil {
+		return res, err
+	}
+	ports, err := r.syncPodPorts(ctx, key, pod)
+	if ports.RequeueAfter > 0 && (res.RequeueAfter == 0 || ports.RequeueAfter < res.RequeueAfter) {
+		res.RequeueAfter = ports.RequeueAfter
+	}
+	return res, err
+}
+
+// attachPod gives a pod on the zone's node its Layer3 attachments (the
 // default network, Layer3 user-defined networks) and records them in the
 // pod-networks annotation. Layer2 and Localnet attachments are
-// cluster-manager's; refusals become Events and leave the pod alone.
-func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result, error) {
+// cluster-manager's; refusals become Events and leave the pod alone. It
+// returns the pod as it is now (nil when it is gone), or errNoLocalNode.
+func (r *Reconciler) attachPod(ctx context.Context, key string) (*corev1.Pod, ctrl.Result, error) {
 	ns, name, _ := strings.Cut(key, "/")
 	r.ipam.mu.Lock()
 	defer r.ipam.mu.Unlock()
@@ -181,35 +200,38 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 	local, ok, err := r.localNode(ctx)
 	if err != nil || !ok {
 		logger.V(1).Info("pod waits for its node's annotations", "error", err)
-		return ctrl.Result{}, err // the node's annotations will requeue it
+		if err == nil {
+			err = errNoLocalNode
+		}
+		return nil, ctrl.Result{}, err // the node's annotations will requeue it
 	}
 	if err := r.recoverPods(ctx, local); err != nil {
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	pod := &corev1.Pod{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.ipam.release(key)
-			return ctrl.Result{}, nil
+			return nil, ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, err
+		return nil, ctrl.Result{}, err
 	}
 	if pod.Spec.NodeName != local.Name {
-		return ctrl.Result{}, nil
+		return pod, ctrl.Result{}, nil
 	}
 	if done(pod) {
 		r.ipam.release(key)
-		return ctrl.Result{}, nil
+		return pod, ctrl.Result{}, nil
 	}
 	reqs, placed, err := r.podRequests(ctx, pod, local)
 	var waiting *podnet.Waiting
 	if errors.As(err, &waiting) {
 		logger.V(1).Info("pod waits", "reason", waiting.Reason, "message", waiting.Message)
 		r.notePod(pod, waiting.Reason, waiting.Message)
-		return ctrl.Result{}, nil
+		return pod, ctrl.Result{}, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return pod, ctrl.Result{}, err
 	}
 	current, err := podnet.ParsePod(pod)
 	if err != nil {
@@ -223,7 +245,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 		}
 		if len(local.Subnets[req.Network]) == 0 {
 			logger.V(1).Info("pod waits for the node's subnet", "network", req.Network)
-			return ctrl.Result{}, nil // the node's slice is coming; its Node update requeues the pod
+			return pod, ctrl.Result{}, nil // the node's slice is coming; its Node update requeues the pod
 		}
 		if req.Key == podnet.DefaultKey && req.Role == podnet.RoleInfrastructure {
 			// Routes are the pod's from its first attachment on: the running
@@ -231,13 +253,13 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 			if cur, ok := current[req.Key]; ok {
 				req.ServiceRoutes = serviceRoutes(cur, r.Cluster.ServiceCIDRs)
 			} else if req.ServiceRoutes, err = r.infrastructureRoutes(ctx); err != nil {
-				return ctrl.Result{}, err
+				return pod, ctrl.Result{}, err
 			}
 		}
 		entry, err := r.attachLayer3(ctx, pod, local, req, current)
 		if err != nil {
 			r.notePod(pod, "AddressAllocationFailed", fmt.Sprintf("network %s: %v", req.Key, err))
-			return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
+			return pod, ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 		}
 		desired[req.Key] = entry
 	}
@@ -248,7 +270,7 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 			r.observeAnnotation(pod)
 		}
 	}
-	return ctrl.Result{}, err
+	return pod, ctrl.Result{}, err
 }
 
 // podRequests returns the attachments a pod needs and, for a pod this zone
@@ -396,18 +418,12 @@ func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []strin
 			if !ok {
 				continue
 			}
-			name := podnet.PortName(k, p.Namespace, p.Name)
-			if seen[name] {
+			port, ok := portOf(p, k, a)
+			if !ok || seen[port.Name] {
 				continue
 			}
-			seen[name] = true
-			addrs, err := a.Prefixes()
-			if err != nil {
-				continue
-			}
-			out = append(out, topology.Port{Name: name, Node: p.Spec.NodeName, MAC: a.MAC, IPs: addrs, TunnelKey: a.TunnelID,
-				Isolated:    a.Role == podnet.RoleInfrastructure,
-				ExternalIDs: map[string]string{PodKey: p.Namespace + "/" + p.Name, NADKey: k}})
+			seen[port.Name] = true
+			out = append(out, port)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

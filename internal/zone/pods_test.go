@@ -164,6 +164,17 @@ func TestPodsOnUserDefinedNetworks(t *testing.T) {
 		"Logical_Switch_Port:"+port("default", a1), "Logical_Switch_Port:"+port(k3, a3))
 	c.WaitNB("node-b", "Logical_Switch_Port:"+port(k1, b1), "Logical_Switch_Port:"+port(k2, a2), "Logical_Switch_Port:"+port("default", d))
 	za, zb := c.Zones["node-a"], c.Zones["node-b"]
+	// Each port is its pod's own row (written on its own, not by its
+	// network's plan), a Layer2 pod's remote port in the other zone too.
+	for _, x := range []struct {
+		z           *ovntest.Zone
+		port, owner string
+	}{{za, port(k1, a1), ns1 + "/a1"}, {za, port("default", a1), ns1 + "/a1"}, {za, port(k2, b2), ns2 + "/b2"}, {zb, port(k2, a2), ns2 + "/a2"}} {
+		if got := x.z.MustNBCtl("--bare", "--columns=name", "find", "Logical_Switch_Port", "name="+x.port,
+			`external_ids:"k8s.ovn.org/owner"="pod:`+x.owner+`"`); got != x.port {
+			t.Errorf("port %s is not owned by pod:%s (%q)", x.port, x.owner, x.z.MustNBCtl("get", "Logical_Switch_Port", x.port, "external_ids"))
+		}
+	}
 	if sec := za.MustNBCtl("get", "Logical_Switch_Port", port(k1, a1), "port_security"); !strings.Contains(sec, p1.Addr().String()) {
 		t.Errorf("a1's port security %s lacks its address", sec)
 	}

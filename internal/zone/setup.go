@@ -228,10 +228,9 @@ var podChanges = predicate.Funcs{
 	},
 }
 
-// podEvents requeues a pod (its own attachments) and the networks its
-// annotation attaches it to, before and after the change (their ports),
-// unless only its labels changed; and the policy keys it concerns before
-// and after (podPolicyKeys).
+// podEvents requeues a pod (its own attachments and ports) unless only its
+// labels changed, and the policy keys it concerns before and after
+// (podPolicyKeys).
 func (r *Reconciler) podEvents() handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], attachments bool, objs ...client.Object) {
 		for _, o := range objs {
@@ -245,14 +244,10 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 			if !attachments {
 				continue
 			}
+			// Its own key: its attachments, and its ports (its own rows,
+			// podports.go); its networks are not planned again.
 			if pod.Spec.NodeName != "" {
 				q.Add(request(podKeyPrefix + pod.Namespace + "/" + pod.Name))
-			}
-			nets, _ := podnet.ParsePod(pod)
-			for k := range nets {
-				if network, ok := r.networkOfKey(ctx, k); ok {
-					q.Add(request(NetworkKey(network)))
-				}
 			}
 		}
 	}
@@ -457,6 +452,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 					out = append(out, request(k))
 				}
 			}
+			// The node's pods: their remote ports follow its chassis.
+			if !local {
+				for _, k := range r.podsOnNode(ctx, node.GetName()) {
+					out = append(out, request(k))
+				}
+			}
 			return out
 		}), builder.WithPredicates(nodeChanges)).
 		Watches(&corev1.Pod{}, r.podEvents(), builder.WithPredicates(podChanges)).
@@ -491,6 +492,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			}
 			return out
 		}))).
+		WatchesRawSource(source.Channel(r.podNetworkEvents, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var out []reconcile.Request
+			for _, k := range r.podsOfNetwork(ctx, o.GetName()) {
+				out = append(out, request(k))
+			}
+			return out
+		}))).
 		WatchesRawSource(source.Channel(r.keyEvents, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{request(o.GetName())}
 		}))).
@@ -512,8 +520,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 				q.Add(request(owner))
 			}
 			// So do policies (and their default denies and peers),
-			// connects and links between primary networks.
-			for _, prefix := range []string{policyKeyPrefix, denyKeyPrefix, peerKeyPrefix, connectKeyPrefix, linkKeyPrefix} {
+			// connects, links between primary networks and pods.
+			for _, prefix := range []string{policyKeyPrefix, denyKeyPrefix, peerKeyPrefix, connectKeyPrefix, linkKeyPrefix, podKeyPrefix} {
 				owners, err := r.Syncer.Owners(prefix)
 				if err != nil {
 					return err
@@ -582,7 +590,8 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 		return nil, nil, err
 	}
 	resync := make(chan event.GenericEvent, 1)
-	r := &Reconciler{resync: resync, namespaceEvents: make(chan event.GenericEvent, 256), keyEvents: make(chan event.GenericEvent, 1024)}
+	r := &Reconciler{resync: resync, namespaceEvents: make(chan event.GenericEvent, 256), keyEvents: make(chan event.GenericEvent, 1024),
+		podNetworkEvents: make(chan event.GenericEvent, 256)}
 	nb, nbWriter, sb, err := Connect(ctx, opts, r.requestResync)
 	if err != nil {
 		return nil, nil, err
