@@ -19,6 +19,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/services"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -102,6 +103,18 @@ type Zone struct {
 	// Links are the links between the primary networks of namespaces
 	// with several.
 	Links []LinkRows `json:"links,omitempty"`
+	// Pods are the ports each pod writes as its own rows (already shown,
+	// merged, in Networks).
+	Pods []PodRows `json:"-"`
+}
+
+// PodRows are the rows one pod writes in one zone (its ports) and the
+// members it adds to its networks' rows.
+type PodRows struct {
+	Pod           string // "<namespace>/<name>"
+	NotRendered   string
+	Models        []model.Model
+	Contributions []ovsdbsync.Contribution
 }
 
 // ServiceRows are the rows of one Service in one zone, and the members it
@@ -133,8 +146,12 @@ type NetworkRows struct {
 	// are (malformed, not allocated, not ready).
 	NotRendered string `json:"notRendered,omitempty"`
 	Rows        []Row  `json:"rows,omitempty"`
-	// Models are the rows as the zone controller hands them to the database.
+	// Models are the rows as the zone's Northbound holds them: the
+	// network's, with its pods' ports in its switches.
 	Models []model.Model `json:"-"`
+	// Own are the rows the network's owner writes (Models without the
+	// pods' ports, which each pod writes as its own: see Zone.Pods).
+	Own []model.Model `json:"-"`
 	// Definition is the network's topology, role and subnets, as far as
 	// the input defines them (for -o dot's labels).
 	Definition topology.Network `json:"-"`
@@ -232,7 +249,11 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		if err != nil {
 			return err
 		}
-		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols, Connects: cns, Links: links})
+		pods, err := podRows(ctx, e.c, e.zones[name])
+		if err != nil {
+			return err
+		}
+		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols, Connects: cns, Links: links, Pods: pods})
 	}
 	return nil
 }

@@ -393,7 +393,34 @@ func zoneRows(ctx context.Context, r *zone.Reconciler, defs map[string]topology.
 		if err != nil {
 			return nil, fmt.Errorf("zone %s, network %s: %w", r.Zone, name, err)
 		}
-		out = append(out, NetworkRows{Network: name, Models: rows, Rows: toRows(rows), Definition: defs[name]})
+		own, err := r.DesiredNetwork(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("zone %s, network %s: %w", r.Zone, name, err)
+		}
+		out = append(out, NetworkRows{Network: name, Models: rows, Own: own, Rows: toRows(rows), Definition: defs[name]})
+	}
+	return out, nil
+}
+
+// podRows returns the rows each pod writes in a zone (its ports).
+func podRows(ctx context.Context, c client.Client, r *zone.Reconciler) ([]PodRows, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		return nil, err
+	}
+	var out []PodRows
+	for _, p := range pods.Items {
+		key := p.Namespace + "/" + p.Name
+		rows, contribs, err := r.DesiredPod(ctx, key)
+		var held *zone.NotRendered
+		switch {
+		case errors.As(err, &held):
+			out = append(out, PodRows{Pod: key, NotRendered: held.Reason})
+		case err != nil:
+			return nil, fmt.Errorf("zone %s, pod %s: %w", r.Zone, key, err)
+		case len(rows) > 0:
+			out = append(out, PodRows{Pod: key, Models: rows, Contributions: contribs})
+		}
 	}
 	return out, nil
 }

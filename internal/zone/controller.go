@@ -405,6 +405,13 @@ func (r *Reconciler) Desired(ctx context.Context, name string) ([]model.Model, e
 	return rows, err
 }
 
+// DesiredNetwork is Desired without the pods' ports: the rows the network's
+// owner (NetworkKey) writes.
+func (r *Reconciler) DesiredNetwork(ctx context.Context, name string) ([]model.Model, error) {
+	rows, _, err := r.desired(ctx, name, false)
+	return rows, err
+}
+
 // desired is the network's rows (with its pods' ports when withPorts), and
 // whether some default route goes without the BFD session it should refer
 // to (not made yet by the default network).

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -195,3 +197,26 @@ func (r *Reconciler) podsOnNode(ctx context.Context, node string) []string {
 	}
 	return out
 }
+
+// DesiredPod returns the rows the pod key ("<namespace>/<name>") holds in
+// the zone (owner "pod:<key>") and the members it contributes to its
+// networks' rows; a *NotRendered error when they must stay as they are.
+// `ovn-udn render` calls it.
+func (r *Reconciler) DesiredPod(ctx context.Context, key string) ([]model.Model, []ovsdbsync.Contribution, error) {
+	ns, name, _ := strings.Cut(key, "/")
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	rows, contribs, wait, err := r.desiredPodPorts(ctx, pod)
+	if err == nil && wait != "" {
+		err = &NotRendered{Reason: wait}
+	}
+	return rows, contribs, err
+}
+
+// PodOwner is the owner key of a pod's rows.
+func PodOwner(key string) string { return podKeyPrefix + key }

@@ -59,7 +59,7 @@ func TestRenderMatchesCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rendered, policyOwners, links := 0, 0, 0
+	rendered, policyOwners, links, pods := 0, 0, 0, 0
 	eventually(t, func() error {
 		docs, live, err := snapshot(ctx)
 		if err != nil {
@@ -79,7 +79,7 @@ func TestRenderMatchesCluster(t *testing.T) {
 		if err := sameAnnotations(res, live); err != nil {
 			return err
 		}
-		rendered, policyOwners, links = 0, 0, 0
+		rendered, policyOwners, links, pods = 0, 0, 0, 0
 		for _, z := range res.Zones {
 			s := syncers[z.Name]
 			if s == nil {
@@ -98,17 +98,45 @@ func TestRenderMatchesCluster(t *testing.T) {
 					return fmt.Errorf("zone %s: network %s rendered (%d rows) but absent from the Northbound", z.Name, n.Network, len(n.Models))
 				}
 				delete(owners, owner)
-				p, err := s.Plan(owner, n.Models)
+				p, err := s.Plan(owner, n.Own)
 				if err != nil {
 					return err
 				}
 				if !p.Empty() {
 					return fmt.Errorf("zone %s: render and the zone controller differ on network %s: %s\n%v", z.Name, n.Network, p, p.Ops)
 				}
-				rendered += len(n.Models)
+				rendered += len(n.Own)
 			}
 			if len(owners) > 0 {
 				return fmt.Errorf("zone %s: the Northbound has networks render does not: %v", z.Name, owners)
+			}
+			// Each pod's ports, its own rows, with their members in the
+			// networks' switches (and the isolation group).
+			podOwners, err := s.Owners("pod:")
+			if err != nil {
+				return err
+			}
+			for _, pr := range z.Pods {
+				if pr.NotRendered != "" {
+					return fmt.Errorf("zone %s: pod %s not rendered: %s", z.Name, pr.Pod, pr.NotRendered)
+				}
+				owner := zone.PodOwner(pr.Pod)
+				if !podOwners[owner] {
+					return fmt.Errorf("zone %s: pod %s rendered (%d rows) but absent from the Northbound", z.Name, pr.Pod, len(pr.Models))
+				}
+				delete(podOwners, owner)
+				p, err := s.Plan(owner, pr.Models, pr.Contributions...)
+				if err != nil {
+					return err
+				}
+				if !p.Empty() || len(p.Missing) > 0 {
+					return fmt.Errorf("zone %s: render and the zone controller differ on pod %s: %s (missing %v)\n%v", z.Name, pr.Pod, p, p.Missing, p.Ops)
+				}
+				rendered += len(pr.Models)
+				pods++
+			}
+			if len(podOwners) > 0 {
+				return fmt.Errorf("zone %s: the Northbound has pods' ports render does not: %v", z.Name, podOwners)
 			}
 			svcOwners, err := s.Owners("svc:")
 			if err != nil {
@@ -206,10 +234,13 @@ func TestRenderMatchesCluster(t *testing.T) {
 	if policyOwners == 0 {
 		t.Error("no network policy rows compared (examples/ has a policy)")
 	}
+	if pods == 0 {
+		t.Error("no pod's ports compared")
+	}
 	if links == 0 {
 		t.Error("no link between primary networks compared (examples/multi-primary.yaml has one per zone)")
 	}
-	t.Logf("%d rows in %d zones identical (%d network policy owners and %d links among them)", rendered, len(st.Nodes), policyOwners, links)
+	t.Logf("%d rows in %d zones identical (%d network policy owners, %d links and %d pods' ports among them)", rendered, len(st.Nodes), policyOwners, links, pods)
 }
 
 // livePorts returns policy rows with their port groups' ports (row IDs of
