@@ -368,6 +368,20 @@ type contribMemory struct {
 	byMember map[string][]memberKey
 }
 
+// forget drops what is remembered of an owner that holds nothing.
+func (m *contribMemory) forget(owner string) {
+	m.mu.Lock()
+	delete(m.rows, owner)
+	m.mu.Unlock()
+}
+
+// remembered is how many owners' contributions are remembered.
+func (m *contribMemory) remembered() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.rows)
+}
+
 // indexContributions scans every shared column once for members that
 // refer to rows of another owner than the row holding them.
 func (s *Syncer) indexContributions(tc *cache.TableCache) map[string][]memberKey {

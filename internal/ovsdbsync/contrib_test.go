@@ -325,4 +325,8 @@ func TestShareRows(t *testing.T) {
 	if got := members("Logical_Switch", "sw") + " " + members("Port_Group", "iso"); got != "p1 p1" {
 		t.Fatalf("after p2 went: %q", got)
 	}
+	// Only p1's targets are remembered: an owner that went is forgotten.
+	if n := s.Remembered(); n != 1 {
+		t.Errorf("%d owners remembered, want 1 (pod:p1)", n)
+	}
 }

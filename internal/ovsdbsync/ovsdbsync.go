@@ -772,6 +772,15 @@ var ErrNotConverged = errors.New("the cache did not show the transaction's resul
 // Apply commits a plan in one transaction (none when it is empty) and waits
 // until the cache shows the result.
 func (s *Syncer) Apply(ctx context.Context, p *Plan) (err error) {
+	if len(p.desired) == 0 && len(p.contribs) == 0 {
+		// The owner is going: once its plan is committed it holds nothing,
+		// and where it contributed need not be remembered.
+		defer func() {
+			if err == nil {
+				s.memory.forget(p.Owner)
+			}
+		}()
+	}
 	if p.Empty() {
 		return nil
 	}
