@@ -52,6 +52,23 @@ func (r *chaosRun) recovery() {
 	type sample struct{ back, served time.Duration }
 	got := map[string][]sample{}
 	lastHit := map[string]time.Time{} // node (or cluster-manager) -> last kill
+	// The floor, measured the same way: a probe with nothing killed.
+	const floor = "(nothing killed)"
+	for i := 1; i <= 3; i++ {
+		probe := r.name("probe")
+		start := time.Now()
+		r.must(admin.Create(r.ctx, podOn(ns, probe, sandbox.NodeName(i), nil)), "create pod "+probe)
+		tn.pods[probe] = true
+		r.waitFor("probe "+probe+" served", func() error {
+			if err := r.podsReady(); err != nil {
+				return err
+			}
+			return r.reaches(ns+"/"+probe, fmt.Sprintf("%s/resident%d", ns, i%3+1))
+		})
+		got[floor] = append(got[floor], sample{served: time.Since(start)})
+		r.must(admin.Delete(r.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: probe}}), "delete pod "+probe)
+		delete(tn.pods, probe)
+	}
 	for _, kind := range chaosKinds() {
 		for i := 1; i <= 3; i++ {
 			victim, node := kind+"/"+sandbox.NodeName(i), sandbox.NodeName(i)
@@ -106,7 +123,7 @@ func (r *chaosRun) recovery() {
 		}
 	}
 	var lines []string
-	for _, kind := range chaosKinds() {
+	for _, kind := range append([]string{floor}, chaosKinds()...) {
 		ss := got[kind]
 		var back, served []string
 		for _, s := range ss {
