@@ -440,8 +440,19 @@ func (r *chaosRun) waitFor(what string, f func() error) {
 		last = f()
 		return last == nil, nil
 	}); err != nil {
+		var stuck *podNotReady
+		if errors.As(last, &stuck) {
+			r.violation("not converged in %s: %s: %v\n%s", chaosSettle, what, last, r.postMortem(stuck.ns, stuck.name))
+		}
 		r.violation("not converged in %s: %s: %v", chaosSettle, what, last)
 	}
+}
+
+// podNotReady is a pod that is not Ready (yet).
+type podNotReady struct{ ns, name, node string }
+
+func (e *podNotReady) Error() string {
+	return fmt.Sprintf("pod %s/%s on %q is not Ready", e.ns, e.name, e.node)
 }
 
 // podsReady: every pod the run created and did not delete is Ready and
@@ -454,7 +465,7 @@ func (r *chaosRun) podsReady() error {
 				return fmt.Errorf("pod %s/%s: %w", tn.ns, name, err)
 			}
 			if !podReady(p) {
-				return fmt.Errorf("pod %s/%s on %q is not Ready", tn.ns, name, p.Spec.NodeName)
+				return &podNotReady{ns: tn.ns, name: name, node: p.Spec.NodeName}
 			}
 			if _, err := sandbox.PodNetns(r.ctx, dir, admin, tn.ns+"/"+name); err != nil {
 				return err
