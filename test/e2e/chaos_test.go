@@ -49,6 +49,8 @@ import (
 //	OVN_UDN_CHAOS_KILL    what to kill: a comma list of cluster-manager,
 //	                      zone-controller, ovn-nb, node-agent, ovn-controller;
 //	                      "all"; default cluster-manager,zone-controller
+//	OVN_UDN_CHAOS_FOR     a time bound for the operations (e.g. 40m): once
+//	                      spent, the run checks and tears down as usual
 //	OVN_UDN_CHAOS_RECOVERY 1: after the operations, time one kill of each
 //	                      kind of process on each node (make chaos sets it)
 
@@ -101,10 +103,18 @@ func TestChaos(t *testing.T) {
 	r.baseline = r.allocationGauges()
 	r.createCUDN()
 	start := time.Now()
+	// OVN_UDN_CHAOS_FOR bounds the operations' time (e.g. 40m): the run
+	// then stops at the next check, and tears down as usual.
+	budget, _ := time.ParseDuration(os.Getenv("OVN_UDN_CHAOS_FOR"))
 	for r.op = 1; r.op <= ops; r.op++ {
 		r.step()
-		if r.op%batch == 0 || r.op == ops {
+		last := r.op == ops || budget > 0 && time.Since(start) > budget
+		if r.op%batch == 0 || last {
 			r.settle()
+			if last {
+				ops = r.op
+				break
+			}
 		}
 	}
 	t.Logf("chaos: %d operations in %s: %v", ops, time.Since(start).Round(time.Second), r.counts)
