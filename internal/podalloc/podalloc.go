@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -105,6 +106,12 @@ func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("pod-allocation").
 		For(&corev1.Pod{}, builder.WithPredicates(podChanges)).
+		// A pod that waits (its primary network not allocated yet, its
+		// namespace's networks changing under its placement) waits for a
+		// NAD of its namespace: their events requeue the namespace's
+		// scheduled pods. Without it such a pod stayed without its Layer2
+		// address until cluster-manager restarted (chaos seed 2026).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(r.namespacePods)).
 		WithOptions(controller.Options{NewQueue: fairqueue.NewQueue}).
 		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(reconcilerFunc(r.ReconcilePod)))); err != nil {
 		return err
@@ -112,6 +119,21 @@ func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("ipamclaim-allocation").
 		For(&ipamclaims.IPAMClaim{}).
 		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(reconcilerFunc(r.reconcileClaim))))
+}
+
+// namespacePods returns the scheduled pods of a NAD's namespace.
+func (r *Controller) namespacePods(ctx context.Context, nad client.Object) []reconcile.Request {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(nad.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && !done(&p) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+		}
+	}
+	return out
 }
 
 type reconcilerFunc func(context.Context, ctrl.Request) (ctrl.Result, error)
