@@ -41,7 +41,9 @@ test: deps vet
 fuzz:
 	@set -eo pipefail; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test -run XXX -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./internal/$${t%%:*}/ | tail -2; \
+		out=$$($(GO) test -run XXX -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 20x ./internal/$${t%%:*}/ 2>&1) \
+			|| { echo "$$out" | tail -40; exit 1; }; \
+		echo "$$out" | tail -2; \
 	done
 
 ## chaos: the chaos test, long: CHAOS_OPS random operations with kills (default 10000), seed CHAOS_SEED (default: the time), at most CHAOS_FOR (e.g. 40m; default no bound); see docs/reliability.md
