@@ -90,20 +90,8 @@ func TestRenderMatchesCluster(t *testing.T) {
 				return err
 			}
 			for _, n := range z.Networks {
-				if n.NotRendered != "" {
-					return fmt.Errorf("zone %s: network %s not rendered: %s", z.Name, n.Network, n.NotRendered)
-				}
-				owner := zone.NetworkKey(n.Network)
-				if !owners[owner] {
-					return fmt.Errorf("zone %s: network %s rendered (%d rows) but absent from the Northbound", z.Name, n.Network, len(n.Models))
-				}
-				delete(owners, owner)
-				p, err := s.Plan(owner, n.Own)
-				if err != nil {
+				if err := sameOwner(s, z.Name, "network "+n.Network, zone.NetworkKey(n.Network), n.NotRendered, owners, n.Own, nil); err != nil {
 					return err
-				}
-				if !p.Empty() {
-					return fmt.Errorf("zone %s: render and the zone controller differ on network %s: %s\n%v", z.Name, n.Network, p, p.Ops)
 				}
 				rendered += len(n.Own)
 			}
@@ -112,25 +100,13 @@ func TestRenderMatchesCluster(t *testing.T) {
 			}
 			// Each pod's ports, its own rows, with their members in the
 			// networks' switches (and the isolation group).
-			podOwners, err := s.Owners("pod:")
+			podOwners, err := s.Owners(zone.PodOwner(""))
 			if err != nil {
 				return err
 			}
 			for _, pr := range z.Pods {
-				if pr.NotRendered != "" {
-					return fmt.Errorf("zone %s: pod %s not rendered: %s", z.Name, pr.Pod, pr.NotRendered)
-				}
-				owner := zone.PodOwner(pr.Pod)
-				if !podOwners[owner] {
-					return fmt.Errorf("zone %s: pod %s rendered (%d rows) but absent from the Northbound", z.Name, pr.Pod, len(pr.Models))
-				}
-				delete(podOwners, owner)
-				p, err := s.Plan(owner, pr.Models, pr.Contributions...)
-				if err != nil {
+				if err := sameOwner(s, z.Name, "pod "+pr.Pod, zone.PodOwner(pr.Pod), pr.NotRendered, podOwners, pr.Models, pr.Contributions); err != nil {
 					return err
-				}
-				if !p.Empty() || len(p.Missing) > 0 {
-					return fmt.Errorf("zone %s: render and the zone controller differ on pod %s: %s (missing %v)\n%v", z.Name, pr.Pod, p, p.Missing, p.Ops)
 				}
 				rendered += len(pr.Models)
 				pods++
@@ -336,6 +312,27 @@ func sameAnnotations(res *render.Result, live map[string]map[string]string) erro
 	sort.Strings(diffs)
 	if len(diffs) > 0 {
 		return fmt.Errorf("render and the cluster differ:\n%s", strings.Join(diffs, "\n"))
+	}
+	return nil
+}
+
+// sameOwner checks that what render gives an owner (rows and contributions)
+// is what the zone holds: rendered, present among held (and removed from
+// it), and a plan against the zone's Northbound with nothing to do.
+func sameOwner(s *ovsdbsync.Syncer, zoneName, what, owner, notRendered string, held map[string]bool, rows []model.Model, contribs []ovsdbsync.Contribution) error {
+	if notRendered != "" {
+		return fmt.Errorf("zone %s: %s not rendered: %s", zoneName, what, notRendered)
+	}
+	if !held[owner] {
+		return fmt.Errorf("zone %s: %s rendered (%d rows) but absent from the Northbound", zoneName, what, len(rows))
+	}
+	delete(held, owner)
+	p, err := s.Plan(owner, rows, contribs...)
+	if err != nil {
+		return err
+	}
+	if !p.Empty() || len(p.Missing) > 0 {
+		return fmt.Errorf("zone %s: render and the zone controller differ on %s: %s (missing %v)\n%v", zoneName, what, p, p.Missing, p.Ops)
 	}
 	return nil
 }
