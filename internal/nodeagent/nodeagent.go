@@ -16,7 +16,6 @@ import (
 	"net/url"
 	"os/exec"
 	"strings"
-	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -113,6 +112,8 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr(true)},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.Node)},
+			// The agent reads and writes its own Node only.
+			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.Node)},
 		}},
 	})
 	if err != nil {
@@ -144,7 +145,7 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			}
 		}
 	}
-	if err := mgr.Add(publisher{client: mgr.GetClient(), opts: opts}); err != nil {
+	if err := (&annotationKeeper{client: mgr.GetClient(), opts: opts}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	if opts.ReportNodeStatus {
@@ -156,53 +157,6 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
-}
-
-// publisher keeps the node's annotations published.
-type publisher struct {
-	client client.Client
-	opts   Options
-}
-
-// Start publishes once the node exists (no kubelet registers it here), then
-// returns; Start runs until the annotations are written or ctx ends.
-func (p publisher) Start(ctx context.Context) error {
-	log := ctrl.LoggerFrom(ctx).WithValues("node", p.opts.Node)
-	info := p.opts.Info
-	info.Name = p.opts.Node
-	if info.Zone == "" {
-		info.Zone = p.opts.Node
-	}
-	var err error
-	if info.ChassisID == "" {
-		if info.ChassisID, err = SystemID(p.opts.Host); err != nil {
-			return err
-		}
-	}
-	for {
-		err := Publish(ctx, p.client, info)
-		if err == nil {
-			log.Info("published node annotations", "chassis", info.ChassisID, "encapIP", info.EncapIP.String())
-			return nil
-		}
-		log.Info("cannot publish node annotations yet, retrying", "error", err.Error())
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-// Publish writes info's annotations onto its Node (a merge patch of only the
-// keys that differ).
-func Publish(ctx context.Context, c client.Client, info nodeinfo.Info) error {
-	node := &corev1.Node{}
-	if err := c.Get(ctx, client.ObjectKey{Name: info.Name}, node); err != nil {
-		return fmt.Errorf("reading node %s: %w", info.Name, err)
-	}
-	_, err := kubeobj.PatchAnnotations(ctx, c, node, info.Annotations())
-	return err
 }
 
 // SystemID reads the chassis name OVS is configured with

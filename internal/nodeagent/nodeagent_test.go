@@ -341,3 +341,54 @@ func TestExtraUplinkFlags(t *testing.T) {
 		t.Errorf("overlapping uplinks: %v", err)
 	}
 }
+
+// TestNodeAnnotationsKept: the agent's own Node annotations are put back
+// when someone deletes or edits them, and written onto a Node registered
+// anew after it was deleted (a node leaving the cluster and joining again),
+// all without restarting the agent.
+func TestNodeAnnotationsKept(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.start()
+	published := func() error {
+		n := &corev1.Node{}
+		if err := h.admin.Get(ctx, client.ObjectKey{Name: h.node}, n); err != nil {
+			return err
+		}
+		info, err := nodeinfo.Parse(h.node, n.Annotations)
+		if info.ChassisID != "chassis-"+h.node || info.Zone != h.node || info.Gateway == nil || info.EncapIP.String() != "192.168.100.11" {
+			return fmt.Errorf("node annotations not published: %+v (%v)", info, err)
+		}
+		return nil
+	}
+	cmtest.Eventually(t, 0, published)
+
+	// Someone deletes one and edits another.
+	n := &corev1.Node{}
+	if err := h.admin.Get(ctx, client.ObjectKey{Name: h.node}, n); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	delete(n.Annotations, nodeinfo.ChassisIDAnnotation)
+	n.Annotations[nodeinfo.ZoneAnnotation] = "elsewhere"
+	if err := h.admin.Patch(ctx, n, patch); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, 0, published)
+
+	// The Node is deleted, then registered again without annotations.
+	if err := h.admin.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, 0, func() error {
+		err := h.admin.Get(ctx, client.ObjectKey{Name: h.node}, &corev1.Node{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("node still there (%v)", err)
+	})
+	if err := h.admin.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: h.node}}); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, 0, published)
+}

@@ -1,0 +1,82 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+)
+
+// annotationKeeper keeps the node's own annotations (its chassis name,
+// encapsulation address, zone and gateway: nodeinfo.Info.Annotations) on its
+// Node: written once the Node exists, and again whenever they differ, so
+// that someone editing or deleting them, or the Node being deleted and
+// registered anew (a node leaving the cluster and joining it again), is
+// repaired without restarting the agent. The keys cluster-manager writes
+// (node ID, subnets) are not its business.
+type annotationKeeper struct {
+	client client.Client
+	opts   Options
+	// info is what is published; its chassis name is read from OVS on the
+	// first reconcile that can (Options.Info.ChassisID when given).
+	info *nodeinfo.Info
+}
+
+// SetupWithManager watches the agent's own Node.
+func (k *annotationKeeper) SetupWithManager(mgr ctrl.Manager) error {
+	own := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == k.opts.Node })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("node-annotations").
+		For(&corev1.Node{}, builder.WithPredicates(own)).
+		Complete(k)
+}
+
+// Reconcile writes the annotations that differ; a missing Node waits for
+// its creation event.
+func (k *annotationKeeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	node := &corev1.Node{}
+	if err := k.client.Get(ctx, req.NamespacedName, node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	info, err := k.published()
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	wrote, err := kubeobj.PatchAnnotations(ctx, k.client, node, info.Annotations())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if wrote {
+		ctrl.LoggerFrom(ctx).Info("published node annotations", "chassis", info.ChassisID, "encapIP", info.EncapIP.String())
+	}
+	return ctrl.Result{}, nil
+}
+
+// published returns the node's information as published, reading the
+// chassis name from OVS once.
+func (k *annotationKeeper) published() (nodeinfo.Info, error) {
+	if k.info != nil {
+		return *k.info, nil
+	}
+	info := k.opts.Info
+	info.Name = k.opts.Node
+	if info.Zone == "" {
+		info.Zone = k.opts.Node
+	}
+	if info.ChassisID == "" {
+		id, err := SystemID(k.opts.Host)
+		if err != nil {
+			return nodeinfo.Info{}, fmt.Errorf("node %s: %w", k.opts.Node, err)
+		}
+		info.ChassisID = id
+	}
+	k.info = &info
+	return info, nil
+}
