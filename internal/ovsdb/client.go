@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 
@@ -87,7 +89,32 @@ type supervised struct {
 	name string
 	once sync.Once
 	done chan struct{}
+	// reconnecting hides the cache from the moment the connection is lost
+	// until the new monitor has filled it: libovsdb makes a fresh, empty
+	// cache when it connects again, and a controller planning from it in
+	// between would take the database for empty (re-inserting every row
+	// it owns, forgetting what it contributed where).
+	reconnecting atomic.Bool
 }
+
+// Cache returns the client's cache, or nil while it is being rebuilt after
+// a reconnection (callers then treat the client as not connected).
+func (s *supervised) Cache() *cache.TableCache {
+	if s.reconnecting.Load() {
+		return nil
+	}
+	return s.Client.Cache()
+}
+
+// Connected reports whether the client is connected with its cache filled.
+func (s *supervised) Connected() bool { return !s.reconnecting.Load() && !s.lost() }
+
+// lost reports whether the connection is gone. libovsdb (without its own
+// reconnection) drops its connection and cache when the server closes it,
+// but its Connected stays true, and it tells only a goroutine that happens
+// to be waiting on DisconnectNotify at that instant: the missing cache is
+// what says so reliably.
+func (s *supervised) lost() bool { return !s.Client.Connected() || s.Client.Cache() == nil }
 
 // Close stops reconnecting and closes the connection.
 func (s *supervised) Close() {
@@ -119,7 +146,7 @@ func (s *supervised) connectAndMonitor(ctx context.Context) error {
 }
 
 // supervise reconnects after every disconnection (libovsdb reports one on its
-// notification channel; a periodic check catches any missed report), with
+// notification channel; a check every second catches a missed report), with
 // exponential backoff from 100 ms to 5 s, until Close.
 func (s *supervised) supervise() {
 	tick := time.NewTicker(time.Second)
@@ -130,10 +157,11 @@ func (s *supervised) supervise() {
 			return
 		case <-s.Client.DisconnectNotify():
 		case <-tick.C:
-			if s.Client.Connected() {
+			if !s.lost() {
 				continue
 			}
 		}
+		s.reconnecting.Store(true)
 		delay := 100 * time.Millisecond
 		for {
 			select {
@@ -145,6 +173,7 @@ func (s *supervised) supervise() {
 			err := s.connectAndMonitor(ctx)
 			cancel()
 			if err == nil {
+				s.reconnecting.Store(false)
 				break
 			}
 			if s.Client.Connected() {
