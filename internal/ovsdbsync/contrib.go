@@ -272,6 +272,7 @@ func (s *Syncer) contributed(owner string, held map[*table]map[string]existing, 
 		}
 	}
 	s.memory.mu.Lock()
+	s.memory.describe(tc)
 	if prev, known := s.memory.rows[owner]; known {
 		for k := range prev {
 			cands[k] = true
@@ -323,7 +324,10 @@ func (s *Syncer) contributed(owner string, held map[*table]map[string]existing, 
 
 	// Remember where the owner's members are, or are about to be: rows found
 	// holding some, and the targets of this plan. A row is forgotten once a
-	// plan finds none of the owner's members in it.
+	// plan finds none of the owner's members in it; the owner stays known
+	// (with no rows) until a committed plan leaves it holding nothing: the
+	// index of contributions is as old as the cache's first plan, and would
+	// not show members contributed since.
 	keep := map[memberKey]bool{}
 	for k := range out {
 		keep[k] = true
@@ -334,9 +338,7 @@ func (s *Syncer) contributed(owner string, held map[*table]map[string]existing, 
 		}
 	}
 	s.memory.mu.Lock()
-	if len(keep) == 0 {
-		delete(s.memory.rows, owner)
-	} else {
+	if s.memory.cache == tc { // not a cache replaced (a reconnection) meanwhile
 		if s.memory.rows == nil {
 			s.memory.rows = map[string]map[memberKey]bool{}
 		}
@@ -359,13 +361,36 @@ func heldUUID(h map[string]existing, u string) (existing, bool) {
 // contribMemory is where contributing owners' members are: per owner, the
 // rows (table, shared column, UUID) that may hold some of its members.
 type contribMemory struct {
-	mu   sync.Mutex
-	rows map[string]map[memberKey]bool
+	mu sync.Mutex
+	// cache is the client's cache the memory describes: a reconnected
+	// client has a new one, filled from a database that may have come back
+	// different (rows gone, UUIDs new), so the memory starts again.
+	cache *cache.TableCache
+	rows  map[string]map[memberKey]bool
 	// byMember indexes every member of a shared column that refers to a
 	// row of another owner than the column's row, by the member's UUID:
 	// built once from the cache, for owners not planned since (the rows
 	// they contributed to before a restart).
 	byMember map[string][]memberKey
+}
+
+// describe starts the memory again when tc is not the cache it describes.
+// The caller holds mu.
+func (m *contribMemory) describe(tc *cache.TableCache) {
+	if m.cache != tc {
+		m.cache, m.rows, m.byMember = tc, nil, nil
+	}
+}
+
+// distrust drops what is remembered of an owner, and the index: its next
+// plan looks for its members in an index built afresh. For a plan the
+// database refused (a member left behind would make deleting its row a
+// referential integrity violation, for ever, if the memory missed it).
+func (m *contribMemory) distrust(owner string) {
+	m.mu.Lock()
+	delete(m.rows, owner)
+	m.byMember = nil
+	m.mu.Unlock()
 }
 
 // forget drops what is remembered of an owner that holds nothing.
@@ -375,11 +400,18 @@ func (m *contribMemory) forget(owner string) {
 	m.mu.Unlock()
 }
 
-// remembered is how many owners' contributions are remembered.
+// remembered is how many owners are remembered with rows that may hold
+// their members (owners known to hold none are not counted).
 func (m *contribMemory) remembered() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.rows)
+	n := 0
+	for _, rows := range m.rows {
+		if len(rows) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // indexContributions scans every shared column once for members that

@@ -15,6 +15,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
 
 var lbTables = []model.Model{&nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.ACL{}, &nbdb.PortGroup{}, &nbdb.LogicalSwitch{}}
@@ -328,5 +329,53 @@ func TestShareRows(t *testing.T) {
 	// Only p1's targets are remembered: an owner that went is forgotten.
 	if n := s.Remembered(); n != 1 {
 		t.Errorf("%d owners remembered, want 1 (pod:p1)", n)
+	}
+}
+
+// TestForgottenContributionHeals: a Syncer whose memory misses where an
+// owner's members are (here they were contributed by another Syncer after
+// this one had indexed the database; in a zone, a plan made from a cache
+// being rebuilt could lose them) fails once to delete the owner's rows, the
+// database refusing to leave a strong reference dangling, and the next plan
+// looks afresh and withdraws them. Nothing is half-written either time.
+func TestForgottenContributionHeals(t *testing.T) {
+	z := ovntest.StartZone(t, "heal")
+	_, s := connectLB(t, z)
+	s.NeverContributes("net:")
+	ctx := context.Background()
+	sync(t, s, "net:blue", network("blue", "ip4.src == 10.0.0.9"))
+	// The Syncer indexes contributions on its first plan of an owner it
+	// does not know.
+	sync(t, s, "svc:other", nil)
+
+	_, other := connectLB(t, z)
+	other.NeverContributes("net:")
+	rows, contribs := service("blue", "10.96.0.10:53", "tcp")
+	if p, err := other.Sync(ctx, "svc:a", rows, contribs...); err != nil || p.Added != 2 {
+		t.Fatalf("contribute through the other Syncer: %v %v", p, err)
+	}
+
+	// Once this Syncer's cache shows the rows.
+	if err := proc.WaitFor(10*time.Second, time.Millisecond, func() (bool, error) {
+		p, err := s.Plan("svc:a", nil)
+		return err == nil && p.Deleted == 2, err
+	}); err != nil {
+		t.Fatalf("svc:a's rows not seen: %v", err)
+	}
+	p, err := s.Sync(ctx, "svc:a", nil)
+	if err == nil {
+		t.Fatalf("deleting svc:a without its members found: %v, want a referential integrity violation", p)
+	}
+	if n := aclCount(t, z, "blue_iso"); n != 2 {
+		t.Fatalf("after the refused plan, port group ACLs %d, want 2 (nothing half-written)", n)
+	}
+	if p, err := s.Sync(ctx, "svc:a", nil); err != nil || p.Removed != 2 || p.Deleted != 2 {
+		t.Fatalf("planned again: %v %v, want its 2 members withdrawn and its 2 rows deleted", p, err)
+	}
+	if got := groupMembers(t, z, "blue_clusterLBGroup"); len(got) != 0 {
+		t.Fatalf("group members left: %v", got)
+	}
+	if n := aclCount(t, z, "blue_iso"); n != 1 {
+		t.Fatalf("port group ACLs %d, want only the network's", n)
 	}
 }

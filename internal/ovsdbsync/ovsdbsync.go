@@ -793,6 +793,12 @@ func (s *Syncer) Apply(ctx context.Context, p *Plan) (err error) {
 		return fmt.Errorf("ovsdbsync: %s: transact: %w", p, err)
 	}
 	if _, err := ovsdb.CheckOperationResults(res, p.Ops); err != nil {
+		var refs *ovsdb.ReferentialIntegrityViolation
+		if errors.As(err, &refs) {
+			// A row it deletes is still referred to: perhaps by a member
+			// it contributed that the memory lost; look afresh next time.
+			s.memory.distrust(p.Owner)
+		}
 		return fmt.Errorf("ovsdbsync: %s: %w", p, err)
 	}
 	s.transactions.Add(1)
