@@ -46,14 +46,15 @@ fuzz:
 		echo "$$out" | tail -2; \
 	done
 
-## chaos: the chaos test, long: CHAOS_OPS random operations with kills (default 10000), seed CHAOS_SEED (default: the time), at most CHAOS_FOR (e.g. 40m; default no bound); see docs/reliability.md
+## chaos: the chaos test, long: CHAOS_OPS random operations with kills (default 10000), seed CHAOS_SEED (default: the time), at most CHAOS_FOR (e.g. 40m; default no bound), nodes leaving and joining unless CHAOS_NODES=0; see docs/reliability.md
 CHAOS_OPS ?= 10000
 CHAOS_SEED ?= $(shell date +%s)
 CHAOS_BATCH ?= 50
 CHAOS_KILL ?= all
 CHAOS_FOR ?=
+CHAOS_NODES ?= 1
 chaos: deps
-	set -o pipefail; OVN_UDN_CHAOS_RECOVERY=1 OVN_UDN_CHAOS_FOR=$(CHAOS_FOR) OVN_UDN_CHAOS_KILL=$(CHAOS_KILL) OVN_UDN_CHAOS_OPS=$(CHAOS_OPS) OVN_UDN_CHAOS_SEED=$(CHAOS_SEED) OVN_UDN_CHAOS_BATCH=$(CHAOS_BATCH) \
+	set -o pipefail; OVN_UDN_CHAOS_RECOVERY=1 OVN_UDN_CHAOS_NODES=$(CHAOS_NODES) OVN_UDN_CHAOS_FOR=$(CHAOS_FOR) OVN_UDN_CHAOS_KILL=$(CHAOS_KILL) OVN_UDN_CHAOS_OPS=$(CHAOS_OPS) OVN_UDN_CHAOS_SEED=$(CHAOS_SEED) OVN_UDN_CHAOS_BATCH=$(CHAOS_BATCH) \
 		$(GO) test -count=1 -timeout 12h -run '^TestChaos$$' -v ./test/e2e/ | grep --line-buffered -vE '^(\{"level"|[0-9]{4}-[0-9]{2}-[0-9]{2}T)'
 
 ## unit: run the tests that need no real components (fast)

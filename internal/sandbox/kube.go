@@ -227,10 +227,18 @@ func (k *kube) applyAdmission() error {
 	return nil
 }
 
+// NodeObject is the Node a sandbox node registers, as a kubelet would at
+// its start: its name and the well-known labels, no annotations, no status
+// (the node agent reports it). Registering it again after it was deleted is
+// the node joining the cluster again.
+func NodeObject(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}}
+}
+
 // createNode registers a Node object, as a kubelet would.
 func (k *kube) createNode(name string) error {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}}
+	n := NodeObject(name)
 	if err := k.admin.Create(context.Background(), n); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating node %s: %w", name, err)
 	}

@@ -53,6 +53,8 @@ import (
 //	                      spent, the run checks and tears down as usual
 //	OVN_UDN_CHAOS_RECOVERY 1: after the operations, time one kill of each
 //	                      kind of process on each node (make chaos sets it)
+//	OVN_UDN_CHAOS_NODES   1: nodes leave the cluster and join it again
+//	                      (make chaos sets it; chaos_nodes_test.go)
 
 const (
 	chaosPrefix = "chaos-"
@@ -85,6 +87,7 @@ type chaosRun struct {
 	journal  []string
 	baseline map[string]float64 // cluster-manager's allocation gauges before the run
 	settles  []time.Duration
+	absent   string // the node that left the cluster ("" none; chaos_nodes_test.go)
 }
 
 func envInt(name string, def int64) int64 {
@@ -116,6 +119,10 @@ func TestChaos(t *testing.T) {
 				break
 			}
 		}
+	}
+	if r.joinNode() {
+		r.counts["node+"]++
+		r.settle()
 	}
 	t.Logf("chaos: %d operations in %s: %v", ops, time.Since(start).Round(time.Second), r.counts)
 	if envInt("OVN_UDN_CHAOS_RECOVERY", 0) == 1 {
@@ -179,6 +186,9 @@ func (r *chaosRun) step() {
 		{"policy", 1, r.togglePolicy},
 		{"shared", 1, r.toggleShared},
 		{"kill", 2, r.kill},
+	}
+	if chaosNodes() {
+		ops = append(ops, op{"node-", 1, r.leaveNode}, op{"node+", 1, r.joinNode})
 	}
 	total := 0
 	for _, o := range ops {
@@ -276,7 +286,8 @@ func (r *chaosRun) newPod() bool {
 	name := r.name("p")
 	node := ""
 	if r.rng.Intn(2) == 0 {
-		node = sandbox.NodeName(1 + r.rng.Intn(3))
+		nodes := r.present()
+		node = nodes[r.rng.Intn(len(nodes))]
 	}
 	var ann map[string]string
 	if tn.second != "" && r.created(tn, "net2") {
@@ -433,6 +444,8 @@ func (r *chaosRun) settle() {
 		}
 		return nil
 	})
+	r.waitFor("every node in the cluster Ready and annotated", r.nodesReady)
+	r.waitFor("nothing left of a node that left", r.nodeForgotten)
 	r.waitFor("every pod Ready", r.podsReady)
 	r.waitFor("the shared CUDN in exactly its namespaces", r.sharedNADs)
 	r.settles = append(r.settles, time.Since(start))
