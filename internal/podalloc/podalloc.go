@@ -99,10 +99,7 @@ func claimOwner(namespace, claim string) string { return "claim:" + namespace + 
 // SetupWithManager registers the pod and IPAMClaim controllers.
 func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	podChanges := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, n := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-		return o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase ||
-			o.Annotations[podnet.Annotation] != n.Annotations[podnet.Annotation] ||
-			o.Annotations[netconf.NetworksAnnotation] != n.Annotations[netconf.NetworksAnnotation]
+		return podChanged(e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod))
 	}}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("pod-allocation").
 		For(&corev1.Pod{}, builder.WithPredicates(podChanges)).
@@ -119,6 +116,22 @@ func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("ipamclaim-allocation").
 		For(&ipamclaims.IPAMClaim{}).
 		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(reconcilerFunc(r.reconcileClaim))))
+}
+
+// podChanged reports whether a pod's update can change its attachments:
+// its node, its phase, its annotation of attachments, its selection of
+// secondary networks, the primary network it asks for, or the one its zone
+// placed it on. The last is written alone when the zone places a pod of a
+// namespace that gained a second primary network while the pod waited for
+// its Layer2 attachment, which only cluster-manager writes; filtering it out
+// left such a pod waiting for good (chaos seed 2026 with nodes, operation
+// 2450).
+func podChanged(o, n *corev1.Pod) bool {
+	return o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase ||
+		o.Annotations[podnet.Annotation] != n.Annotations[podnet.Annotation] ||
+		o.Annotations[netconf.NetworksAnnotation] != n.Annotations[netconf.NetworksAnnotation] ||
+		o.Annotations[podnet.PlacementAnnotation] != n.Annotations[podnet.PlacementAnnotation] ||
+		o.Annotations[podnet.RequestedPrimaryAnnotation] != n.Annotations[podnet.RequestedPrimaryAnnotation]
 }
 
 // namespacePods returns the scheduled pods of a NAD's namespace.
