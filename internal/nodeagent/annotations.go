@@ -2,7 +2,9 @@ package nodeagent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,7 +22,10 @@ import (
 // that someone editing or deleting them, or the Node being deleted and
 // registered anew (a node leaving the cluster and joining it again), is
 // repaired without restarting the agent. The keys cluster-manager writes
-// (node ID, subnets) are not its business.
+// (node ID, subnets) are not its business, and neither are the gateway's
+// default-route overrides unless the agent was given them
+// (--default-route-ecmp / --default-route-bfd): an operator sets them on the
+// annotation (docs/annotations.md), and the agent keeps what it finds.
 type annotationKeeper struct {
 	client client.Client
 	opts   Options
@@ -49,7 +54,7 @@ func (k *annotationKeeper) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	wrote, err := kubeobj.PatchAnnotations(ctx, k.client, node, info.Annotations())
+	wrote, err := kubeobj.PatchAnnotations(ctx, k.client, node, keepOverrides(info.Annotations(), node.Annotations))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -79,4 +84,35 @@ func (k *annotationKeeper) published() (nodeinfo.Info, error) {
 	}
 	k.info = &info
 	return info, nil
+}
+
+// keepOverrides returns the annotations to publish with the default-route
+// overrides the Node's gateway annotation holds carried into want's where
+// want has none (the agent was not given them). An annotation that does not
+// parse carries nothing.
+func keepOverrides(want, current map[string]string) map[string]string {
+	w, c := want[nodeinfo.GatewayAnnotation], current[nodeinfo.GatewayAnnotation]
+	if w == "" || c == "" {
+		return want
+	}
+	var wg, cg nodeinfo.Gateway
+	if json.Unmarshal([]byte(w), &wg) != nil || json.Unmarshal([]byte(c), &cg) != nil {
+		return want
+	}
+	if (wg.DefaultRouteECMP != nil || cg.DefaultRouteECMP == nil) && (wg.DefaultRouteBFD != nil || cg.DefaultRouteBFD == nil) {
+		return want
+	}
+	if wg.DefaultRouteECMP == nil {
+		wg.DefaultRouteECMP = cg.DefaultRouteECMP
+	}
+	if wg.DefaultRouteBFD == nil {
+		wg.DefaultRouteBFD = cg.DefaultRouteBFD
+	}
+	b, err := json.Marshal(wg)
+	if err != nil {
+		return want
+	}
+	out := maps.Clone(want)
+	out[nodeinfo.GatewayAnnotation] = string(b)
+	return out
 }

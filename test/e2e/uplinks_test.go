@@ -277,7 +277,7 @@ func TestUplinks(t *testing.T) {
 
 	t.Run("ECMP off: the compatibility gateway only; BFD off: no sessions", func(t *testing.T) {
 		// The node's overrides, as an operator sets them on the annotation
-		// (the node agent publishes it once, at start).
+		// (the node agent keeps them: it was given none).
 		off := false
 		orig := s.setGatewayPolicy(t, &off, nil)
 		t.Cleanup(func() { s.restoreGateway(t, orig) })
