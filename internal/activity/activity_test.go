@@ -1,0 +1,176 @@
+package activity
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// view is a cluster for Of: networks' namespaces, connects, pods and
+// services by namespace.
+type view struct {
+	namespaces map[string][]string
+	connected  map[string][]string
+	pods       map[string][]corev1.Pod
+	services   map[string][]corev1.Service
+	fail       string // a namespace whose pods cannot be listed
+}
+
+func (v view) NetworkNamespaces(n string) ([]string, error) { return v.namespaces[n], nil }
+func (v view) Connected(n string) ([]string, error)         { return v.connected[n], nil }
+func (v view) NamespacePods(ns string) ([]corev1.Pod, error) {
+	if ns == v.fail {
+		return nil, errors.New("cache not synced")
+	}
+	return v.pods[ns], nil
+}
+func (v view) NamespaceServices(ns string) ([]corev1.Service, error) { return v.services[ns], nil }
+
+func pod(node string, mutate ...func(*corev1.Pod)) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	for _, m := range mutate {
+		m(&p)
+	}
+	return p
+}
+
+func service(t corev1.ServiceType, externalIPs ...string) corev1.Service {
+	return corev1.Service{Spec: corev1.ServiceSpec{Type: t, ExternalIPs: externalIPs}}
+}
+
+func TestOf(t *testing.T) {
+	finished := func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
+	failed := func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }
+	host := func(p *corev1.Pod) { p.Spec.HostNetwork = true }
+	pending := func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }
+	deleting := func(p *corev1.Pod) { now := metav1.Now(); p.DeletionTimestamp = &now }
+	for _, tc := range []struct {
+		name    string
+		view    view
+		network string
+		want    string // Nodes.String()
+		wantErr bool
+	}{
+		{name: "no namespace: nowhere", view: view{}, network: "blue", want: "no node"},
+		{name: "namespace without pods: nowhere", view: view{namespaces: map[string][]string{"blue": {"a"}}}, network: "blue", want: "no node"},
+		{name: "pods' nodes", network: "blue", want: "n1,n3", view: view{
+			namespaces: map[string][]string{"blue": {"a"}},
+			pods:       map[string][]corev1.Pod{"a": {pod("n1"), pod("n3"), pod("n1")}}}},
+		{name: "unscheduled, finished, failed and host-network pods do not count", network: "blue", want: "n4", view: view{
+			namespaces: map[string][]string{"blue": {"a"}},
+			pods:       map[string][]corev1.Pod{"a": {pod(""), pod("n1", finished), pod("n2", failed), pod("n3", host), pod("n4", pending)}}}},
+		{name: "a pod being deleted still counts", network: "blue", want: "n2", view: view{
+			namespaces: map[string][]string{"blue": {"a"}},
+			pods:       map[string][]corev1.Pod{"a": {pod("n2", deleting)}}}},
+		{name: "a CUDN: every namespace's pods", network: "shared", want: "n1,n2", view: view{
+			namespaces: map[string][]string{"shared": {"a", "b"}},
+			pods:       map[string][]corev1.Pod{"a": {pod("n1")}, "b": {pod("n2")}, "c": {pod("n3")}}}},
+		{name: "a node-port service: every node", network: "blue", want: "every node", view: view{
+			namespaces: map[string][]string{"blue": {"a"}},
+			pods:       map[string][]corev1.Pod{"a": {pod("n1")}},
+			services:   map[string][]corev1.Service{"a": {service(corev1.ServiceTypeClusterIP), service(corev1.ServiceTypeNodePort)}}}},
+		{name: "a load balancer service: every node", network: "blue", want: "every node", view: view{
+			namespaces: map[string][]string{"blue": {"a"}},
+			services:   map[string][]corev1.Service{"a": {service(corev1.ServiceTypeLoadBalancer)}}}},
+		{name: "external IPs: every node", network: "blue", want: "every node", view: view{
+			namespaces: map[string][]string{"blue": {"a"}},
+			services:   map[string][]corev1.Service{"a": {service(corev1.ServiceTypeClusterIP, "192.0.2.10")}}}},
+		{name: "cluster IP services only: pods' nodes", network: "blue", want: "n1", view: view{
+			namespaces: map[string][]string{"blue": {"a"}},
+			pods:       map[string][]corev1.Pod{"a": {pod("n1")}},
+			services:   map[string][]corev1.Service{"a": {service(corev1.ServiceTypeClusterIP), service("")}}}},
+		{name: "connected networks' pods count, not their node ports, and not transitively", network: "blue", want: "n1,n2", view: view{
+			namespaces: map[string][]string{"blue": {"a"}, "red": {"b"}, "green": {"c"}},
+			connected:  map[string][]string{"blue": {"red", "blue"}, "red": {"blue", "green"}},
+			pods:       map[string][]corev1.Pod{"a": {pod("n1")}, "b": {pod("n2")}, "c": {pod("n3")}},
+			services:   map[string][]corev1.Service{"b": {service(corev1.ServiceTypeNodePort)}}}},
+		{name: "a connected network's node ports make it everywhere, not its peer", network: "red", want: "every node", view: view{
+			namespaces: map[string][]string{"blue": {"a"}, "red": {"b"}},
+			connected:  map[string][]string{"red": {"blue"}},
+			services:   map[string][]corev1.Service{"b": {service(corev1.ServiceTypeNodePort)}}}},
+		{name: "a namespace that cannot be read is an error", network: "blue", wantErr: true, view: view{
+			namespaces: map[string][]string{"blue": {"a", "b"}}, fail: "b"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Of(tc.view, tc.network)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got.String()); diff != "" {
+				t.Errorf("Of (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNodes(t *testing.T) {
+	var zero Nodes
+	if !zero.All() || !zero.Has("anything") || zero.Names() != nil {
+		t.Errorf("the zero value must be every node: %v", zero)
+	}
+	none := On()
+	if none.All() || none.Has("n1") || none.String() != "no node" {
+		t.Errorf("On() must be no node: %v", none)
+	}
+	a, b := On("n2", "n1"), On("n3")
+	if diff := cmp.Diff([]string{"n1", "n2", "n3"}, a.Union(b).Names()); diff != "" {
+		t.Errorf("Union (-want +got):\n%s", diff)
+	}
+	if a.Union(b).Len() != 3 || !a.Union(Everywhere()).All() || !Everywhere().Union(a).All() {
+		t.Error("Union with every node must be every node")
+	}
+	if !a.Equal(On("n1", "n2")) || a.Equal(b) || a.Equal(Everywhere()) || !Everywhere().Equal(zero) {
+		t.Error("Equal")
+	}
+	if a.Union(b); a.Len() != 2 {
+		t.Error("Union must not change its receiver")
+	}
+}
+
+func TestGrace(t *testing.T) {
+	g := &Grace{Period: time.Minute}
+	t0 := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	type step struct {
+		at       time.Duration
+		cur      Nodes
+		want     string
+		wantNext time.Duration
+	}
+	for i, s := range []step{
+		{at: 0, cur: On("n1", "n2"), want: "n1,n2"},
+		{at: 10 * time.Second, cur: On("n1"), want: "n1,n2", wantNext: 50 * time.Second}, // n2's last pod left: kept
+		{at: 30 * time.Second, cur: On("n1", "n2"), want: "n1,n2"},                       // a pod came back: no teardown
+		{at: 40 * time.Second, cur: On("n1"), want: "n1,n2", wantNext: 50 * time.Second},
+		{at: 90 * time.Second, cur: On("n1"), want: "n1"}, // 60 s after n2 was last seen: gone
+		{at: 100 * time.Second, cur: On(), want: "n1", wantNext: 50 * time.Second},
+		{at: 120 * time.Second, cur: Everywhere(), want: "every node"},
+		{at: 130 * time.Second, cur: On("n3"), want: "n3"}, // every node is not remembered node by node
+	} {
+		got, next := g.Apply("blue", s.cur, t0.Add(s.at))
+		if got.String() != s.want || next != s.wantNext {
+			t.Errorf("step %d at %v: got %v (next %v), want %s (next %v)", i, s.at, got, next, s.want, s.wantNext)
+		}
+	}
+	// Networks are remembered apart, and a forgotten one starts afresh.
+	g.Apply("red", On("n9"), t0)
+	if got, _ := g.Apply("blue", On(), t0.Add(131*time.Second)); got.String() != "n3" {
+		t.Errorf("blue after red: %v", got)
+	}
+	g.Forget("red")
+	if got, _ := g.Apply("red", On(), t0.Add(time.Second)); got.String() != "no node" {
+		t.Errorf("red after Forget: %v", got)
+	}
+	// No period: nothing is kept.
+	z := &Grace{}
+	z.Apply("blue", On("n1"), t0)
+	if got, next := z.Apply("blue", On(), t0); got.String() != "no node" || next != 0 {
+		t.Errorf("zero period: %v %v", got, next)
+	}
+}
