@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
@@ -43,14 +44,23 @@ type Input struct {
 	SharedBFD map[netip.Addr]string
 	// Ports are the network's workload ports on every node (pods).
 	Ports []Port
+	// Active are the nodes the network is rendered for (internal/activity);
+	// the zero value is every node. A zone whose node is not in it renders
+	// nothing of the network, and no zone renders anything for a node not
+	// in it.
+	Active activity.Nodes
 }
 
 // Render returns the rows the zone needs for the input's network. Remote nodes
-// that are not ready are left out (Result.Skipped); a local node that is not
-// ready is an error wrapping ErrNotReady.
+// that are not ready are left out (Result.Skipped), and so are those where the
+// network is not active; a local node that is not ready is an error wrapping
+// ErrNotReady, and one where the network is not active renders nothing.
 func Render(in Input) (Result, error) {
 	n := in.Network
-	local, remotes, skipped, err := split(n, in.Nodes, in.Zone)
+	local, remotes, skipped, err := split(n, in.Nodes, in.Zone, in.Active)
+	if errors.Is(err, errInactive) {
+		return Result{}, nil
+	}
 	if err != nil {
 		return Result{}, err
 	}
@@ -88,13 +98,27 @@ func Render(in Input) (Result, error) {
 	return Result{Rows: rows, Skipped: skipped, WaitingForBFD: b.waitingForBFD}, nil
 }
 
-// split finds the zone's node and the remote nodes ready for n.
-func split(n Network, nodes []nodeinfo.Info, zone string) (local nodeinfo.Info, remotes []nodeinfo.Info, skipped []Problem, err error) {
-	found := false
+// errInactive: the network is not active on the zone's node (Input.Active).
+var errInactive = errors.New("the network is not active on the zone's node")
+
+// split finds the zone's node and the remote nodes ready for n among those
+// where it is active; errInactive when the zone's node is not one of them.
+func split(n Network, nodes []nodeinfo.Info, zone string, active activity.Nodes) (local nodeinfo.Info, remotes []nodeinfo.Info, skipped []Problem, err error) {
+	found, inactive := false, false
 	for _, node := range nodes {
+		if node.Zone == zone && !active.Has(node.Name) {
+			if found || inactive {
+				return local, nil, nil, fmt.Errorf("zone %s has two nodes (%s, %s); one node per zone is supported", zone, local.Name, node.Name)
+			}
+			local, inactive = node, true
+			continue
+		}
+		if !active.Has(node.Name) {
+			continue
+		}
 		problem := readiness(n, node)
 		if node.Zone == zone {
-			if found {
+			if found || inactive {
 				return local, nil, nil, fmt.Errorf("zone %s has two nodes (%s, %s); one node per zone is supported", zone, local.Name, node.Name)
 			}
 			if problem == "" && n.IsPrimary() && n.Topology != netconf.TopologyLocalnet && node.Gateway == nil {
@@ -111,6 +135,9 @@ func split(n Network, nodes []nodeinfo.Info, zone string) (local nodeinfo.Info, 
 			continue
 		}
 		remotes = append(remotes, node)
+	}
+	if inactive {
+		return local, nil, nil, errInactive
 	}
 	if !found {
 		return local, nil, nil, fmt.Errorf("no node of zone %s: %w", zone, ErrNotReady)

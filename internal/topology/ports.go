@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -30,9 +31,14 @@ type PortsResult struct {
 // read as by Render): a local port bound to the local chassis, on a Layer2
 // network's distributed switch a remote port for a workload on another ready
 // node, nothing for workloads elsewhere (reached by routing or the physical
-// network). A local node that is not ready is an error wrapping ErrNotReady.
+// network). A local node that is not ready is an error wrapping ErrNotReady;
+// one where the network is not active (in.Active) has no ports of it, and no
+// zone has a port for a workload on a node where it is not active.
 func RenderPorts(in Input) (PortsResult, error) {
-	local, remotes, _, err := split(in.Network, in.Nodes, in.Zone)
+	local, remotes, _, err := split(in.Network, in.Nodes, in.Zone, in.Active)
+	if errors.Is(err, errInactive) {
+		return PortsResult{}, nil
+	}
 	if err != nil {
 		return PortsResult{}, err
 	}
