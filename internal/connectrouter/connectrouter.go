@@ -22,6 +22,7 @@ import (
 
 	"github.com/ovn-org/libovsdb/model"
 
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/connect"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
@@ -46,6 +47,11 @@ const (
 type Member struct {
 	Network topology.Network
 	Slice   connect.Slice
+	// Active are the nodes the network is rendered on (internal/activity;
+	// the zero value is every node): its links, routes and policies are
+	// rendered for those nodes only, and in a zone where it is not active
+	// nothing of it is.
+	Active activity.Nodes
 }
 
 // Input is everything a zone's rendering of one connect depends on.
@@ -133,6 +139,9 @@ func Render(in Input) (Result, error) {
 		switch n.Topology {
 		case netconf.TopologyLayer3:
 			for _, node := range ready {
+				if !m.Active.Has(node.Name) {
+					continue
+				}
 				link, err := in.Layout.NodeLink(m.Slice, node.ID)
 				if err != nil {
 					b.problem("network %s, node %s: %v", n.Name, node.Name, err)
@@ -155,6 +164,9 @@ func Render(in Input) (Result, error) {
 				}
 			}
 		case netconf.TopologyLayer2:
+			if !m.Active.Has(loc.Name) {
+				continue // its transit router is not in this zone
+			}
 			link, err := in.Layout.Layer2Link(m.Slice)
 			if err != nil {
 				b.problem("network %s: %v", n.Name, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/connect"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
@@ -172,6 +173,30 @@ func TestRender(t *testing.T) {
 			"route 103.103.0.0/24 via 192.168.0.4",
 			"route 105.105.0.0/16 via 192.168.2.2",
 			"router connect-router-cc key=16715800 ports=2 routes=2",
+		}},
+		{"blue active only on worker2: its link there and the route to its slice, nothing of it here", []Member{
+			{Network: blue, Slice: blueM.Slice, Active: activity.On("worker2")}, yellowM}, nodes, []string{
+			"contribute yellow.net_transit_router.policies 1",
+			"contribute yellow.net_transit_router.ports 1",
+			"address-set of yellow.net [103.103.0.0/16]",
+			`policy 9001 inport == "trtos-yellow.net_ovn_layer2_switch" && ip4.dst == $[103.103.0.0/16] reroute [192.168.2.3]`,
+			"port cc-to-blue.net_worker2 [192.168.0.7/31] chassis=ch-2 key=3",
+			"port cc-to-yellow.net [192.168.2.3/31] peer=yellow.net-to-cc key=257",
+			"port yellow.net-to-cc [192.168.2.2/31] peer=cc-to-yellow.net",
+			"route 103.103.1.0/24 via 192.168.0.6",
+			"route 105.105.0.0/16 via 192.168.2.2",
+			"router connect-router-cc key=16715800 ports=2 routes=2",
+		}},
+		{"blue active only here, yellow nowhere: no link to worker2, nothing of yellow", []Member{
+			{Network: blue, Slice: blueM.Slice, Active: activity.On("worker")}, {Network: yellow, Slice: yellowM.Slice, Active: activity.On()}}, nodes, []string{
+			"contribute blue.net_ovn_cluster_router.policies 1",
+			"contribute blue.net_ovn_cluster_router.ports 1",
+			"address-set of blue.net [105.105.0.0/16]",
+			`policy 9001 inport == "rtos-blue.net_worker" && ip4.dst == $[105.105.0.0/16] reroute [192.168.0.5]`,
+			"port blue.net_worker-to-cc [192.168.0.4/31] peer=cc-to-blue.net_worker",
+			"port cc-to-blue.net_worker [192.168.0.5/31] peer=blue.net_worker-to-cc key=2",
+			"route 103.103.0.0/24 via 192.168.0.4",
+			"router connect-router-cc key=16715800 ports=1 routes=1",
 		}},
 		{"no local node: nothing", []Member{blueM, yellowM}, nodes[1:], nil},
 	} {

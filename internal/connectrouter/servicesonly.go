@@ -71,8 +71,8 @@ func (b *builder) servicesOnly(members []Member, loc nodeinfo.Info, serviceCIDRs
 	}
 	for _, m := range members {
 		n := m.Network
-		if n.Topology != netconf.TopologyLayer3 && n.Topology != netconf.TopologyLayer2 {
-			continue
+		if n.Topology != netconf.TopologyLayer3 && n.Topology != netconf.TopologyLayer2 || !m.Active.Has(loc.Name) {
+			continue // no pod switch of it here
 		}
 		sw := n.PodSwitch(loc.Name)
 		var acls []string
