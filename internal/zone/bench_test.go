@@ -47,24 +47,34 @@ import (
 // OVN_UDN_BENCH_SIZE=NxM[,NxM...] chooses the sizes; OVN_UDN_BENCH_FLOORS=0
 // skips the floors, OVN_UDN_BENCH_FLOORS=raw runs only the raw floors.
 func BenchmarkZoneConverge(b *testing.B) {
-	sizes := []struct{ networks, nodes int }{{500, 100}, {2000, 20}, {4000, 20}}
-	if v := os.Getenv("OVN_UDN_BENCH_SIZE"); v != "" { // e.g. 100x50 or 500x100,4000x100
-		sizes = nil
-		for _, one := range strings.Split(v, ",") {
-			var n, m int
-			if _, err := fmt.Sscanf(one, "%dx%d", &n, &m); err != nil {
-				b.Fatalf("OVN_UDN_BENCH_SIZE=%q: want NxM[,NxM...]", v)
-			}
-			sizes = append(sizes, struct{ networks, nodes int }{n, m})
-		}
-	}
-	for _, size := range sizes {
+	for _, size := range benchSizes(b, benchSize{500, 100}, benchSize{2000, 20}, benchSize{4000, 20}) {
 		b.Run(fmt.Sprintf("%dx%d", size.networks, size.nodes), func(b *testing.B) {
 			for b.Loop() {
 				benchConverge(b, size.networks, size.nodes)
 			}
 		})
 	}
+}
+
+// benchSize is a benchmark's networks × nodes.
+type benchSize struct{ networks, nodes int }
+
+// benchSizes returns the sizes OVN_UDN_BENCH_SIZE names (NxM[,NxM...], e.g.
+// 100x50 or 500x100,4000x100), or def.
+func benchSizes(b *testing.B, def ...benchSize) []benchSize {
+	v := os.Getenv("OVN_UDN_BENCH_SIZE")
+	if v == "" {
+		return def
+	}
+	var sizes []benchSize
+	for _, one := range strings.Split(v, ",") {
+		var n, m int
+		if _, err := fmt.Sscanf(one, "%dx%d", &n, &m); err != nil {
+			b.Fatalf("OVN_UDN_BENCH_SIZE=%q: want NxM[,NxM...]", v)
+		}
+		sizes = append(sizes, benchSize{n, m})
+	}
+	return sizes
 }
 
 func benchInputs(networks, nodes int) ([]topology.Network, []nodeinfo.Info) {

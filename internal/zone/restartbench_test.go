@@ -2,8 +2,6 @@ package zone_test
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,18 +20,10 @@ import (
 //	go test -run XXX -bench BenchmarkZoneRestart -benchtime 1x ./internal/zone/
 //	OVN_UDN_BENCH_SIZE=1000x20,1000x100 (the default)
 func BenchmarkZoneRestart(b *testing.B) {
-	sizes := "1000x20,1000x100"
-	if v := os.Getenv("OVN_UDN_BENCH_SIZE"); v != "" {
-		sizes = v
-	}
-	for _, size := range strings.Split(sizes, ",") {
-		var n, m int
-		if _, err := fmt.Sscanf(size, "%dx%d", &n, &m); err != nil {
-			b.Fatalf("OVN_UDN_BENCH_SIZE=%q: want NxM[,NxM...]", size)
-		}
-		b.Run(size, func(b *testing.B) {
+	for _, size := range benchSizes(b, benchSize{1000, 20}, benchSize{1000, 100}) {
+		b.Run(fmt.Sprintf("%dx%d", size.networks, size.nodes), func(b *testing.B) {
 			for b.Loop() {
-				benchRestart(b, n, m)
+				benchRestart(b, size.networks, size.nodes)
 			}
 		})
 	}
