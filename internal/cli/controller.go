@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
@@ -46,6 +47,8 @@ Services, NetworkPolicies and ClusterNetworkConnects.`,
 	fs.IntVar(&opts.Workers, "workers", 4, "networks reconciled at once")
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
 	fs.BoolVar(&connects, "enable-network-connect", true, "render ClusterNetworkConnects (connect routers) in the zone")
+	fs.BoolVar(&opts.RenderEverywhere, "render-everywhere", false, "render every network on this node; by default a primary user-defined network is rendered only on the nodes where it is used (docs/topology.md)")
+	fs.DurationVar(&opts.InactiveGracePeriod, "inactive-grace-period", activity.DefaultGracePeriod, "how long a network stays on a node after its last pod there is gone")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "0", "/metrics listen address, e.g. 127.0.0.1:9412 (0 disables; see docs/metrics.md)")
 	opts.Cluster.AddFlags(fs)
 	gw := config.DefaultGateway()

@@ -74,6 +74,7 @@ reason, and the rest is still rendered; the exit status is then 1.`,
 	fs.StringSliceVar(&opts.Nodes, "nodes", nil, "node names to add to the input's Nodes (those pods run on are added anyway)")
 	fs.StringVarP(&output, "output", "o", "yaml", "output format: "+strings.Join(render.Formats, ", "))
 	fs.BoolVarP(&verbose, "verbose", "v", false, "print the controllers' logs on stderr")
+	fs.BoolVar(&opts.RenderEverywhere, "render-everywhere", false, "render every network in every zone, as zone controllers with --render-everywhere do; by default a primary user-defined network is rendered only in the zones of nodes its pods (or a node-port service) use")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }

@@ -35,6 +35,8 @@ type Cluster struct {
 	Nodes   []string
 	Zones   map[string]*ovntest.Zone
 	zoneCfg *rest.Config
+	// zoneOpts edits the zone controllers' options (StartWith).
+	zoneOpts func(*zone.Options)
 
 	mu          sync.Mutex
 	controllers map[string]*zoneController
@@ -48,10 +50,20 @@ type zoneController struct {
 
 // Start brings up a cluster-manager and one zone with its controller per node
 // name. Everything is stopped, and the nodes deleted, when the test ends.
+// The zone controllers render every network on every node (most tests
+// look for a network's rows in zones without its pods); StartWith sets
+// their options.
 func Start(t testing.TB, env *kubetest.Env, cfg config.Cluster, nodes ...string) *Cluster {
 	t.Helper()
+	return StartWith(t, env, cfg, func(o *zone.Options) { o.RenderEverywhere = true }, nodes...)
+}
+
+// StartWith is Start with the zone controllers' options edited by zoneOpts
+// (after Zone, NB, SB and Cluster are set).
+func StartWith(t testing.TB, env *kubetest.Env, cfg config.Cluster, zoneOpts func(*zone.Options), nodes ...string) *Cluster {
+	t.Helper()
 	c := &Cluster{t: t, Env: env, Config: cfg, Admin: cmtest.Admin(t, env), Nodes: nodes,
-		Zones: map[string]*ovntest.Zone{}, controllers: map[string]*zoneController{}}
+		Zones: map[string]*ovntest.Zone{}, controllers: map[string]*zoneController{}, zoneOpts: zoneOpts}
 	c.zoneCfg = cmtest.RoleIdentity(t, env, "zone-controller.yaml", "ovn-udn-zone-controller")
 	t.Cleanup(c.deleteNodes) // runs last: after every controller stopped
 	c.stopCM = cmtest.Start(t, env, cfg)
@@ -87,7 +99,11 @@ func (c *Cluster) StartZoneController(node string) *zone.Reconciler {
 	c.StopZoneController(node)
 	ctx, cancel := context.WithCancel(context.Background())
 	z := c.Zones[node]
-	r, mgr, err := zone.Build(ctx, c.zoneCfg, zone.Options{Zone: node, NB: z.NB, SB: z.SB, Cluster: c.Config})
+	opts := zone.Options{Zone: node, NB: z.NB, SB: z.SB, Cluster: c.Config}
+	if c.zoneOpts != nil {
+		c.zoneOpts(&opts)
+	}
+	r, mgr, err := zone.Build(ctx, c.zoneCfg, opts)
 	if err != nil {
 		cancel()
 		c.t.Fatal(err)

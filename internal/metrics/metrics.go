@@ -162,3 +162,30 @@ func (p *podPorts) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(p.desc, prometheus.GaugeValue, float64(n), network)
 	}
 }
+
+// networksRendered reports how many networks a zone renders on its node
+// and how many it leaves out because the node does not use them.
+type networksRendered struct {
+	desc  *prometheus.Desc
+	count func() (rendered, notUsed int)
+}
+
+// NetworksRendered is the gauge ovn_udn_zone_networks{zone, rendered}: the
+// networks a zone controller has planned, by whether it renders them on
+// its node ("true") or leaves them out because the node does not use them
+// ("false", docs/topology.md "Where a network is rendered"), counted at
+// scrape time.
+func NetworksRendered(zone string, count func() (rendered, notUsed int)) prometheus.Collector {
+	return &networksRendered{desc: prometheus.NewDesc("ovn_udn_zone_networks", "Networks a zone controller has planned, by whether it renders them on its node.",
+		[]string{"rendered"}, prometheus.Labels{"zone": zone}), count: count}
+}
+
+// Describe implements prometheus.Collector.
+func (n *networksRendered) Describe(ch chan<- *prometheus.Desc) { ch <- n.desc }
+
+// Collect implements prometheus.Collector.
+func (n *networksRendered) Collect(ch chan<- prometheus.Metric) {
+	yes, no := n.count()
+	ch <- prometheus.MustNewConstMetric(n.desc, prometheus.GaugeValue, float64(yes), "true")
+	ch <- prometheus.MustNewConstMetric(n.desc, prometheus.GaugeValue, float64(no), "false")
+}

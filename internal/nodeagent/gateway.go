@@ -18,11 +18,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/gateway"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
@@ -101,9 +105,22 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		Watches(&corev1.Service{}, one).
+		// A network's first pod on the node brings its gateway router,
+		// whose patch port the flows wait for (usedHere).
+		Watches(&corev1.Pod{}, one, builder.WithPredicates(usesNodeChanged)).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, one).
 		Watches(&corev1.Namespace{}, one).
 		Complete(r)
+}
+
+// usesNodeChanged passes pod events that change whether the pod uses its
+// node (activity.UsesNode).
+var usesNodeChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Pod)
+		n, ok2 := e.ObjectNew.(*corev1.Pod)
+		return !ok1 || !ok2 || activity.UsesNode(o) != activity.UsesNode(n)
+	},
 }
 
 // Reconcile computes the bridge's flows and writes them when they differ
@@ -273,7 +290,14 @@ func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, map[strin
 	for _, n := range nets {
 		patch, ok := ports.byLocalnet[n.UplinkLocalnetPort(r.Opts.Node, r.Uplink, u.PhysicalNetwork)]
 		if !ok {
-			missing = append(missing, n.Name)
+			// Waited for only where the network is used: elsewhere its
+			// zone does not render it (internal/activity), and its patch
+			// port, if it comes, is taken at the next resync.
+			if used, err := r.usedHere(ctx, n); err != nil {
+				return in, nil, nil, err
+			} else if used {
+				missing = append(missing, n.Name)
+			}
 			continue
 		}
 		in.Networks = append(in.Networks, gateway.Network{Name: n.Name, ID: n.ID, Patch: patch})
@@ -313,6 +337,55 @@ func (r *GatewayReconciler) networks(ctx context.Context) ([]topology.Network, e
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// usedHere reports whether network n is used on the agent's node
+// (activity.Of, from the agent's cache: its own node's pods).
+func (r *GatewayReconciler) usedHere(ctx context.Context, n topology.Network) (bool, error) {
+	if n.IsDefault() || !n.IsPrimary() {
+		return true, nil
+	}
+	set, err := activity.Of(agentView{ctx: ctx, c: r.Client}, n.Name)
+	if err != nil {
+		return false, err
+	}
+	return set.Has(r.Opts.Node), nil
+}
+
+// agentView answers activity.Of from the node agent's cache. It knows no
+// connects: a network used on the node only by a connected network's pods
+// is not waited for (its flows come at the next resync).
+type agentView struct {
+	ctx context.Context
+	c   client.Reader
+}
+
+func (v agentView) NetworkNamespaces(network string) ([]string, error) {
+	nads := &nadv1.NetworkAttachmentDefinitionList{}
+	if err := v.c.List(v.ctx, nads); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range nads.Items {
+		if name, ok := netconf.NetworkName(nads.Items[i].Spec.Config); ok && name == network {
+			out = append(out, nads.Items[i].Namespace)
+		}
+	}
+	return out, nil
+}
+
+func (v agentView) Connected(string) ([]string, error) { return nil, nil }
+
+func (v agentView) NamespacePods(namespace string) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	err := v.c.List(v.ctx, &list, client.InNamespace(namespace))
+	return list.Items, err
+}
+
+func (v agentView) NamespaceServices(namespace string) ([]corev1.Service, error) {
+	var list corev1.ServiceList
+	err := v.c.List(v.ctx, &list, client.InNamespace(namespace))
+	return list.Items, err
 }
 
 // services returns every service with its network (its namespace's primary

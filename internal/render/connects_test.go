@@ -63,7 +63,7 @@ apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: green}
 spec: {clusterIP: 10.96.0.50, clusterIPs: [10.96.0.50], ports: [{port: 80}]}
-`), render.Options{Nodes: []string{"node1", "node2"}, Zones: []string{"node1"}})
+`), render.Options{Nodes: []string{"node1", "node2"}, Zones: []string{"node1"}, RenderEverywhere: true})
 	if res.Invalid() {
 		t.Fatalf("problems: %v", res.Problems)
 	}

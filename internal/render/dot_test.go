@@ -61,7 +61,7 @@ func TestDotSVGWithoutGraphviz(t *testing.T) {
 }
 
 // TestDotDocsPictures: docs/images holds what the commands docs/topology.md
-// names print (ovn-udn render -f examples/<file> --zone <zone> -o dot);
+// names print (ovn-udn render -f examples/<file> --zone <zone> --render-everywhere -o dot);
 // -update rewrites them.
 func TestDotDocsPictures(t *testing.T) {
 	for _, tc := range []struct{ example, zone, picture string }{
@@ -69,7 +69,7 @@ func TestDotDocsPictures(t *testing.T) {
 		{"tenant-layer2.yaml", "node1", "layer2.dot"},
 		{"secondary-localnet.yaml", "node2", "localnet.dot"},
 	} {
-		res := run(t, read(t, filepath.Join(examples, tc.example)), render.Options{Zones: []string{tc.zone}})
+		res := run(t, read(t, filepath.Join(examples, tc.example)), render.Options{Zones: []string{tc.zone}, RenderEverywhere: true})
 		// The commands write where docs/topology.md says.
 		goldenFile(t, filepath.Join("..", "..", "docs", "images", tc.picture), output(t, res, "dot"))
 	}

@@ -90,6 +90,10 @@ func writeNBCtl(w io.Writer, res *Result) error {
 				fmt.Fprintf(&b, "(not rendered: %s)\n", n.NotRendered)
 				continue
 			}
+			if len(n.Models) == 0 {
+				b.WriteString("(no rows: the zone's node does not use the network)\n")
+				continue
+			}
 			b.WriteString(topology.Describe(withServices(n, z.Services)))
 		}
 		for _, s := range z.Services {

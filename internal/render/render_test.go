@@ -94,7 +94,8 @@ func TestExamplesGolden(t *testing.T) {
 }
 
 // TestEachExampleRenders: every example renders alone, without problems, and
-// every network in it gets NetworkCreated True.
+// every network in it gets NetworkCreated True and rows in every zone (with
+// --render-everywhere).
 func TestEachExampleRenders(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(examples, "*.yaml"))
 	if err != nil || len(files) < 4 {
@@ -102,7 +103,7 @@ func TestEachExampleRenders(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			res := run(t, read(t, f), render.Options{})
+			res := run(t, read(t, f), render.Options{RenderEverywhere: true})
 			if res.Invalid() {
 				t.Fatalf("problems: %v", res.Problems)
 			}

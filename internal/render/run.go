@@ -47,13 +47,20 @@ type Options struct {
 	Log logr.Logger
 	// MaxRounds bounds the passes over every object (default 50).
 	MaxRounds int
+	// RenderEverywhere renders every network in every zone, as zone
+	// controllers started with --render-everywhere do; by default a
+	// primary user-defined network is rendered only on the nodes its
+	// input's pods (or a service served on every node) use.
+	RenderEverywhere bool
 }
 
 // engine is one render: the in-memory API and the controllers over it.
 type engine struct {
-	c      client.Client
-	events *recorder
-	warn   func(Problem)
+	// everywhere: every network in every zone (Options.RenderEverywhere).
+	everywhere bool
+	c          client.Client
+	events     *recorder
+	warn       func(Problem)
 
 	udns     reconcile.Reconciler
 	cudns    reconcile.Reconciler
@@ -116,7 +123,7 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 	for _, i := range zone.Indexes() {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
 	}
-	e := &engine{c: newCachedClient(b.Build()), events: &recorder{}, warn: warn, zones: map[string]*zone.Reconciler{}, zoneOf: map[string]string{},
+	e := &engine{c: newCachedClient(b.Build()), events: &recorder{}, warn: warn, zones: map[string]*zone.Reconciler{}, zoneOf: map[string]string{}, everywhere: opts.RenderEverywhere,
 		seen: map[string]map[types.NamespacedName]bool{}, observed: map[types.NamespacedName]*nadv1.NetworkAttachmentDefinition{}}
 	e.build(opts.Cluster, logger)
 
@@ -267,7 +274,7 @@ func (e *engine) reconcileNode(ctx context.Context, req reconcile.Request) error
 	}
 	e.zoneOf[node.Name] = z
 	if e.zones[z] == nil {
-		e.zones[z] = &zone.Reconciler{Zone: z, Cluster: e.nodes.Config, Client: e.c, Recorder: e.events}
+		e.zones[z] = &zone.Reconciler{Zone: z, Cluster: e.nodes.Config, Client: e.c, Recorder: e.events, RenderEverywhere: e.everywhere}
 	}
 	return nil
 }

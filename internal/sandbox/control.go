@@ -45,7 +45,8 @@ func Up(opts Options, out io.Writer) error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(opts.Binary, "sandbox", "supervise", "--dir", l.Dir, "--nodes", fmt.Sprint(opts.Nodes),
-		"--uplinks", fmt.Sprint(opts.Uplinks), "--uplink-bridges", fmt.Sprint(opts.UplinkBridges), "--bfd-interval", opts.BFDInterval.String())
+		"--uplinks", fmt.Sprint(opts.Uplinks), "--uplink-bridges", fmt.Sprint(opts.UplinkBridges), "--bfd-interval", opts.BFDInterval.String(),
+		"--inactive-grace-period", opts.InactiveGracePeriod.String())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: the supervisor outlives this command and the terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -46,6 +46,9 @@ type Options struct {
 	// the routers and the gateway routers (0: FRR's 300 ms on the routers,
 	// OVN's 1 s on the gateway routers).
 	BFDInterval time.Duration
+	// InactiveGracePeriod is the zone controllers' --inactive-grace-period
+	// (0: their default).
+	InactiveGracePeriod time.Duration
 }
 
 func (o *Options) defaults() error {
@@ -322,6 +325,9 @@ func (s *supervisor) startNode(i int) error {
 		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("controller")), "--zone=" + name, "--nb=" + z.NB, "--sb=" + z.SB}
 	if ms := int(s.opts.BFDInterval / time.Millisecond); ms > 0 {
 		zone = append(zone, fmt.Sprintf("--bfd-min-tx=%d", ms), fmt.Sprintf("--bfd-min-rx=%d", ms))
+	}
+	if s.opts.InactiveGracePeriod > 0 {
+		zone = append(zone, "--inactive-grace-period="+s.opts.InactiveGracePeriod.String())
 	}
 	s.addComponent(&component{name: "zone-controller/" + name, metrics: s.metricsAddr(), args: zone})
 	var uplinkIPs []string

@@ -115,7 +115,11 @@ func (r *Reconciler) DesiredConnect(ctx context.Context, name string) (connectro
 			problems = append(problems, fmt.Sprintf("network %s is %s, the allocation says %s", name, n.Topology, k.Topology))
 			continue
 		}
-		members = append(members, connectrouter.Member{Network: n, Slice: alloc.Subnets[k]})
+		active, err := r.activeNodes(ctx, n)
+		if err != nil {
+			return connectrouter.Result{}, cnc, err
+		}
+		members = append(members, connectrouter.Member{Network: n, Slice: alloc.Subnets[k], Active: active})
 	}
 	nodes, _, err := r.nodes.nodes(ctx, r.Client)
 	if err != nil {

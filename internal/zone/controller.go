@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
@@ -129,10 +130,14 @@ type Reconciler struct {
 	Gateway *config.Gateway
 	// DisableNetworkConnect leaves ClusterNetworkConnects alone.
 	DisableNetworkConnect bool
-	Client                client.Client // Kubernetes, cached
-	NB, SB                libovsdb.Client
-	nbWriter              libovsdb.Client
-	Syncer                *ovsdbsync.Syncer
+	// RenderEverywhere renders every network on every node; by default a
+	// primary user-defined network is rendered only on the nodes where it
+	// is used (activity.go).
+	RenderEverywhere bool
+	Client           client.Client // Kubernetes, cached
+	NB, SB           libovsdb.Client
+	nbWriter         libovsdb.Client
+	Syncer           *ovsdbsync.Syncer
 	// gate orders writes that create or delete datapaths (nil: no
 	// ordering, as in tests without northd).
 	gate     *northdgate.Gate
@@ -156,9 +161,14 @@ type Reconciler struct {
 	waiters          portWaiters
 	links            linkSet
 	policies         policyCache
-	mu               sync.Mutex
-	noted            map[string]string // what was last reported per (network, node), to emit Events once
-	sbTxns           int64
+	// grace keeps a node in a network's set for a while after its last
+	// pod left (unless RenderEverywhere); active is the set each network was
+	// last rendered with.
+	grace  activity.Grace
+	active activeSets
+	mu     sync.Mutex
+	noted  map[string]string // what was last reported per (network, node), to emit Events once
+	sbTxns int64
 	// running serialises reconciles of one key: controller-runtime never
 	// runs a key twice at once, but a direct call (a test's resync) may
 	// meet the controller's own worker on the same key.
@@ -260,7 +270,8 @@ func (r *Reconciler) reconcileChassis(ctx context.Context) error {
 // reconcileNetwork renders one network into the zone.
 func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("network", name, "zone", r.Zone)
-	rows, waitingForBFD, err := r.desired(ctx, name, false)
+	defer r.active.begin(name)()
+	d, err := r.desired(ctx, name, false)
 	var held *NotRendered
 	if errors.As(err, &held) {
 		// A malformed or not yet allocated network is never rendered half: its
@@ -271,15 +282,33 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.gate.Sync(ctx, r.Syncer, NetworkKey(name), rows)
+	p, err := r.gate.Sync(ctx, r.Syncer, NetworkKey(name), d.rows)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
 	}
 	if !p.Empty() {
-		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
+		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "active", d.active.String())
 	}
-	if p.Inserted > 0 {
-		r.observeNetworkReady(ctx, name)
+	prev, known := r.active.get(name)
+	moved := known && !prev.Equal(d.active)
+	if d.exists {
+		r.active.put(name, d.active)
+	} else {
+		r.active.forget(name)
+		r.grace.Forget(name)
+	}
+	if moved {
+		logger.Info("network's nodes changed", "before", prev.String(), "now", d.active.String())
+		// A connect renders the network's links to each node it is
+		// active on, here too when it is not active here.
+		r.replanConnects(ctx)
+	}
+	if p.Inserted > 0 || moved && p.Deleted > 0 {
+		// Rows others contribute to came, or the nodes it is rendered
+		// for changed: they follow.
+		if p.Inserted > 0 {
+			r.observeNetworkReady(ctx, name)
+		}
 		r.replanNamespaces(ctx, name)
 		r.wakeWaiters(ctx)
 		r.replanConnects(ctx)
@@ -292,10 +321,15 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		// default routes refer to them (topology/uplinks.go).
 		r.replanNetworks(ctx)
 	}
-	if waitingForBFD {
-		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	var res ctrl.Result
+	if d.waitingForBFD {
+		res.RequeueAfter = 2 * time.Second
 	}
-	return ctrl.Result{}, nil
+	if d.graceLeft > 0 && (res.RequeueAfter == 0 || d.graceLeft < res.RequeueAfter) {
+		// A node kept by the grace period leaves then.
+		res.RequeueAfter = d.graceLeft + 10*time.Millisecond
+	}
+	return res, nil
 }
 
 // bfdOn reports whether the zone's node watches its next hops with BFD
@@ -393,77 +427,97 @@ func (e *NotRendered) Error() string { return "network not rendered: " + e.Reaso
 
 // Desired returns the Northbound rows the network named name should have in
 // the zone, from the Kubernetes objects the reconciler's client reads: none
-// when the network is gone or the zone has no node, a *NotRendered error when
-// the rows must stay as they are. The rows carry stable IDs in their UUID
-// fields (see ovsdbsync). `ovn-udn render` calls it too.
+// when the network is gone, the zone has no node or the network is not
+// active on it, a *NotRendered error when the rows must stay as they are.
+// The rows carry stable IDs in their UUID fields (see ovsdbsync).
+// `ovn-udn render` calls it too.
 //
 // Desired includes the ports of the network's pods, which the zone writes
 // apart (each pod's own rows, podports.go): it is the zone's Northbound as
 // a whole.
 func (r *Reconciler) Desired(ctx context.Context, name string) ([]model.Model, error) {
-	rows, _, err := r.desired(ctx, name, true)
-	return rows, err
+	d, err := r.desired(ctx, name, true)
+	return d.rows, err
 }
 
 // DesiredNetwork is Desired without the pods' ports: the rows the network's
 // owner (NetworkKey) writes.
 func (r *Reconciler) DesiredNetwork(ctx context.Context, name string) ([]model.Model, error) {
-	rows, _, err := r.desired(ctx, name, false)
-	return rows, err
+	d, err := r.desired(ctx, name, false)
+	return d.rows, err
 }
 
-// desired is the network's rows (with its pods' ports when withPorts), and
-// whether some default route goes without the BFD session it should refer
-// to (not made yet by the default network).
-func (r *Reconciler) desired(ctx context.Context, name string, withPorts bool) ([]model.Model, bool, error) {
+// desiredNetwork is a network's rendering in the zone.
+type desiredNetwork struct {
+	rows   []model.Model
+	exists bool
+	// active are the nodes it is rendered for, graceLeft how long until
+	// one kept by the grace period leaves (0: none).
+	active    activity.Nodes
+	graceLeft time.Duration
+	// waitingForBFD: some default route goes without the BFD session it
+	// should refer to (not made yet by the default network).
+	waitingForBFD bool
+}
+
+// desired is the network's rows (with its pods' ports when withPorts).
+func (r *Reconciler) desired(ctx context.Context, name string, withPorts bool) (desiredNetwork, error) {
 	n, exists, err := r.network(ctx, name)
 	if err != nil {
-		return nil, false, &NotRendered{Reason: err.Error()}
+		return desiredNetwork{}, &NotRendered{Reason: err.Error()}
 	}
 	if !exists {
-		return nil, false, nil
+		return desiredNetwork{}, nil
 	}
 	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
 	if err != nil {
-		return nil, false, err
+		return desiredNetwork{}, err
 	}
+	active, graceLeft, err := r.computeActive(ctx, n)
+	if err != nil {
+		return desiredNetwork{}, err
+	}
+	out := desiredNetwork{exists: true, active: active, graceLeft: graceLeft}
 	left := map[string]bool{}
 	for node, why := range bad {
-		r.note(ctx, name, node, why.Error())
-		left[node] = true
+		if active.Has(node) {
+			r.note(ctx, name, node, why.Error())
+			left[node] = true
+		}
 	}
 	keys, err := r.networkKeys(ctx, name)
 	if err != nil {
-		return nil, false, err
+		return desiredNetwork{}, err
 	}
 	var ports []topology.Port
 	var shared map[netip.Addr]string
 	if local, ok, err := r.localNode(ctx); err != nil {
-		return nil, false, err
-	} else if ok {
+		return desiredNetwork{}, err
+	} else if ok && active.Has(local.Name) {
 		if withPorts {
 			if ports, err = r.ports(ctx, n, keys, local.Name); err != nil {
-				return nil, false, err
+				return desiredNetwork{}, err
 			}
 		}
 		if shared, err = r.sharedBFD(ctx, local); err != nil {
-			return nil, false, err
+			return desiredNetwork{}, err
 		}
 	}
 	res, err := topology.Render(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster, Gateway: r.Gateway,
-		SharedBFD: shared, Ports: ports})
+		SharedBFD: shared, Ports: ports, Active: active})
 	switch {
 	case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(nodes, bad):
-		return nil, false, nil // the zone has no node any more: nothing to render
+		return out, nil // the zone has no node any more: nothing to render
 	case err != nil:
-		return nil, false, &NotRendered{Reason: err.Error()}
+		return desiredNetwork{}, &NotRendered{Reason: err.Error()}
 	}
 	for _, p := range res.Skipped {
 		r.note(ctx, name, p.Node, p.Reason)
 		left[p.Node] = true
 	}
 	r.resolved(ctx, name, left)
-	return res.Rows, len(res.WaitingForBFD) > 0, nil
+	out.rows, out.waitingForBFD = res.Rows, len(res.WaitingForBFD) > 0
+	return out, nil
 }
 
 // hasLocalNode reports whether a node of the zone exists (parsed or not).

@@ -20,6 +20,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
 // linkKeyPrefix starts the reconcile key (and OVSDB owner) of the link
@@ -225,6 +226,17 @@ func (r *Reconciler) DesiredLink(ctx context.Context, key string) (primarylinks.
 	}
 	if !okA || !okB {
 		return primarylinks.Result{}, nil
+	}
+	for _, n := range []topology.Network{a, b} {
+		// Both networks' routers must be here (a namespace's networks are
+		// used on the same nodes, so both are or neither is).
+		active, err := r.activeNodes(ctx, n)
+		if err != nil {
+			return primarylinks.Result{}, err
+		}
+		if !active.Has(local.Name) {
+			return primarylinks.Result{}, nil
+		}
 	}
 	return primarylinks.Render(primarylinks.Input{A: a, B: b, Local: local, Subnets: r.Cluster.PrimaryLinkSubnets})
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
@@ -108,7 +109,17 @@ func (r *Reconciler) desiredPodPorts(ctx context.Context, pod *corev1.Pod) ([]mo
 		if !exists {
 			continue
 		}
-		res, err := topology.RenderPorts(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster, Ports: []topology.Port{port}})
+		active, err := r.activeNodes(ctx, n)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		if !active.All() {
+			// Its node uses the network (it runs there), whether or not
+			// the network's last plan knew it yet: a Layer2 remote port
+			// only needs the network here.
+			active = active.Union(activity.On(pod.Spec.NodeName))
+		}
+		res, err := topology.RenderPorts(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster, Ports: []topology.Port{port}, Active: active})
 		switch {
 		case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(nodes, bad):
 			continue // the zone has no node: nothing is rendered here

@@ -76,6 +76,12 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 	if err != nil || !ok {
 		return services.Output{}, err // no network, no node: nothing to serve
 	}
+	// Only the networks rendered here, and nothing without the home
+	// network (its load balancer group): no pod here uses the service.
+	home0 := sc.home().network.Name
+	if sc, err = r.renderedHere(ctx, sc); err != nil || len(sc.nets) == 0 || sc.home().network.Name != home0 {
+		return services.Output{}, err
+	}
 	// The load balancers live on the namespace's home network; with several
 	// primary networks they also go on the others' switches, and every
 	// network's mirrored slices give backends (each pod's address on the
@@ -91,6 +97,9 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 	}
 	peers, err := r.servicePeers(ctx, home)
 	if err != nil {
+		return services.Output{}, err
+	}
+	if peers, err = r.peersHere(ctx, peers, sc.local.Name); err != nil {
 		return services.Output{}, err
 	}
 	for _, n := range sc.nets[1:] {

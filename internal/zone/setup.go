@@ -70,6 +70,14 @@ type Options struct {
 	// DisableNetworkConnect leaves ClusterNetworkConnects alone (and does
 	// not watch them: their CRD may be absent).
 	DisableNetworkConnect bool
+	// RenderEverywhere renders every network on every node; by default a
+	// primary user-defined network is rendered only on the nodes where it
+	// is used (internal/activity, docs/topology.md "Where a network is
+	// rendered").
+	RenderEverywhere bool
+	// InactiveGracePeriod keeps a network on a node this long after its
+	// last pod there is gone (0: it leaves at once).
+	InactiveGracePeriod time.Duration
 }
 
 // Scheme returns the scheme a zone controller needs.
@@ -146,9 +154,11 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "nb", nb.Connected))
 	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "sb", sb.Connected))
 	metrics.MustRegisterOnce(metrics.PodPorts(opts.Zone, r.podPortsByNetwork))
+	metrics.MustRegisterOnce(metrics.NetworksRendered(opts.Zone, r.renderedCount))
 	r.Zone, r.Cluster, r.Client, r.NB, r.nbWriter, r.SB, r.Syncer = opts.Zone, opts.Cluster, mgr.GetClient(), nb, nbWriter, sb, s
 	r.Gateway = opts.Gateway
 	r.DisableNetworkConnect = opts.DisableNetworkConnect
+	r.RenderEverywhere, r.grace.Period = opts.RenderEverywhere, opts.InactiveGracePeriod
 	r.gate = &northdgate.Gate{NB: nbWriter}
 	r.Recorder = mgr.GetEventRecorderFor("ovn-udn-zone-" + opts.Zone)
 	return nil
@@ -255,6 +265,10 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if pod, ok := e.Object.(*corev1.Pod); ok {
 				r.sawPod(ctx, pod, false)
+				// Its node may start using its networks (activity.go).
+				for _, k := range r.activityKeys(ctx, nil, pod) {
+					q.Add(request(k))
+				}
 			}
 			enqueue(ctx, q, true, e.Object)
 		},
@@ -264,12 +278,21 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 			if ok2 {
 				r.sawPod(ctx, n, false)
 			}
+			if ok1 && ok2 {
+				for _, k := range r.activityKeys(ctx, o, n) {
+					q.Add(request(k))
+				}
+			}
 			enqueue(ctx, q, !ok1 || !ok2 || attachmentChanged(o, n), e.ObjectOld, e.ObjectNew)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(ctx, q, true, e.Object)
 			if pod, ok := e.Object.(*corev1.Pod); ok {
 				r.sawPod(ctx, pod, true)
+				// It may have been its node's last pod of its networks.
+				for _, k := range r.activityKeys(ctx, pod, nil) {
+					q.Add(request(k))
+				}
 				// It freed an address on one of its namespace's primary
 				// networks: pods waiting for room may be placed now.
 				for _, k := range r.unplacedPods(ctx, pod) {
@@ -278,6 +301,40 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 			}
 		},
 	}
+}
+
+// beforeAfter is an event handler calling enqueue with the object before
+// and after each event (nil before a create, after a delete).
+func beforeAfter(enqueue func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], before, after client.Object)) handler.EventHandler {
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, nil, e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, e.Object, nil)
+		},
+	}
+}
+
+// serviceEvents requeues a Service, and its namespace's networks when it
+// starts or stops being served on every node (serviceActivityKeys).
+func (r *Reconciler) serviceEvents() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur client.Object) {
+		o, _ := old.(*corev1.Service)
+		c, _ := cur.(*corev1.Service)
+		for _, x := range []*corev1.Service{o, c} {
+			if x != nil {
+				q.Add(request(ServiceKey(x.Namespace, x.Name)))
+			}
+		}
+		for _, k := range r.serviceActivityKeys(ctx, o, c) {
+			q.Add(request(k))
+		}
+	}
+	return beforeAfter(enqueue)
 }
 
 // connectEvents requeues a ClusterNetworkConnect, the services of its
@@ -295,6 +352,10 @@ func (r *Reconciler) connectEvents() handler.EventHandler {
 		for _, k := range r.connectServiceKeys(ctx, o, c) {
 			q.Add(request(k))
 		}
+		// Its networks are used where their peers' pods run (activity.go).
+		for _, k := range r.connectActivityKeys(ctx, o, c) {
+			q.Add(request(k))
+		}
 		if podView(o) != podView(c) {
 			// NetworkPolicy peers of the connected networks now select
 			// (or no longer select) each other's pods.
@@ -303,17 +364,7 @@ func (r *Reconciler) connectEvents() handler.EventHandler {
 			}
 		}
 	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, nil, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, e.Object, nil)
-		},
-	}
+	return beforeAfter(enqueue)
 }
 
 // policyEvents requeues what a NetworkPolicy concerns, before and after the
@@ -461,9 +512,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			return out
 		}), builder.WithPredicates(nodeChanges)).
 		Watches(&corev1.Pod{}, r.podEvents(), builder.WithPredicates(podChanges)).
-		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{request(ServiceKey(o.GetNamespace(), o.GetName()))}
-		})).
+		Watches(&corev1.Service{}, r.serviceEvents()).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			if k, ok := sliceService(o.(*discoveryv1.EndpointSlice)); ok {
 				return []reconcile.Request{request(k)}

@@ -80,7 +80,9 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "sandbox down: %v\n", err)
 		}
 	}()
-	opts := sandbox.Options{Dir: dir, Nodes: 3, Binary: binary, Attached: !keep}
+	// A short grace period: render (which has none) and the cluster agree
+	// a few seconds after a node's last pod of a network is gone.
+	opts := sandbox.Options{Dir: dir, Nodes: 3, Binary: binary, Attached: !keep, InactiveGracePeriod: 2 * time.Second}
 	if err := sandbox.Up(opts, &log); err != nil {
 		fmt.Fprintf(os.Stderr, "%s%v\n", log.String(), err)
 		return 1

@@ -1,0 +1,375 @@
+package zone
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/activity"
+	"github.com/ovn-udn/ovn-udn/internal/connect"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+)
+
+// Where a network is rendered (internal/activity, docs/topology.md "Where a
+// network is rendered"). Unless RenderEverywhere, a network's plan asks
+// activity.Of for the nodes it is active on, keeps a node a grace period
+// after its last pod left, renders for those nodes only (nothing at all
+// when the zone's own node is not one of them) and remembers the set it
+// rendered. What contributes to the network's rows (its pods' ports,
+// services, connects, links between primary networks) follows that
+// remembered set, so they never wait for rows the network left out on
+// purpose, and a pod's plan costs no listing of its network's pods. A
+// change of the set replans them.
+
+// activeSets remembers the node set each network was last rendered with,
+// and which networks a plan is being made of (their set may be about to
+// change: an event meanwhile must replan them).
+type activeSets struct {
+	mu       sync.Mutex
+	set      map[string]activity.Nodes
+	planning map[string]int
+}
+
+// lookup returns the network's set, whether it is known, and whether a
+// plan of the network is under way.
+func (a *activeSets) lookup(network string) (s activity.Nodes, known, planning bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s, known = a.set[network]
+	return s, known, a.planning[network] > 0
+}
+
+func (a *activeSets) get(network string) (activity.Nodes, bool) {
+	s, ok, _ := a.lookup(network)
+	return s, ok
+}
+
+// begin marks a plan of the network under way until the returned end is
+// called (after put).
+func (a *activeSets) begin(network string) (end func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.planning == nil {
+		a.planning = map[string]int{}
+	}
+	a.planning[network]++
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.planning[network]--; a.planning[network] <= 0 {
+			delete(a.planning, network)
+		}
+	}
+}
+
+// put records the network's set.
+func (a *activeSets) put(network string, s activity.Nodes) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.set == nil {
+		a.set = map[string]activity.Nodes{}
+	}
+	a.set[network] = s
+}
+
+func (a *activeSets) forget(network string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.set, network)
+}
+
+// dynamic reports whether n is rendered only where it is used.
+func (r *Reconciler) dynamic(n topology.Network) bool {
+	return !r.RenderEverywhere && !n.IsDefault() && n.IsPrimary()
+}
+
+// computeActive returns the nodes n is active on now (activity.Of, with
+// the grace period), and how long until a node the grace period keeps
+// leaves (0: none). Only a network's plan calls it.
+func (r *Reconciler) computeActive(ctx context.Context, n topology.Network) (activity.Nodes, time.Duration, error) {
+	if !r.dynamic(n) {
+		return activity.Everywhere(), 0, nil
+	}
+	cur, err := activity.Of(zoneView{ctx: ctx, r: r}, n.Name)
+	if err != nil {
+		return activity.Nodes{}, 0, err
+	}
+	set, next := r.grace.Apply(n.Name, cur, time.Now())
+	return set, next, nil
+}
+
+// activeNodes returns the nodes n is rendered on: the set of its last plan,
+// or, before its first plan in this process, the set it would have now.
+func (r *Reconciler) activeNodes(ctx context.Context, n topology.Network) (activity.Nodes, error) {
+	if !r.dynamic(n) {
+		return activity.Everywhere(), nil
+	}
+	if s, ok := r.active.get(n.Name); ok {
+		return s, nil
+	}
+	return activity.Of(zoneView{ctx: ctx, r: r}, n.Name)
+}
+
+// zoneView answers activity.Of from the controller's caches.
+type zoneView struct {
+	ctx context.Context
+	r   *Reconciler
+}
+
+func (v zoneView) NetworkNamespaces(network string) ([]string, error) {
+	return v.r.networkNamespaces(v.ctx, network)
+}
+
+// Connected returns the networks a connect joins the network to, for pods
+// or for services.
+func (v zoneView) Connected(network string) ([]string, error) {
+	n, exists, err := v.r.network(v.ctx, network)
+	if err != nil || !exists {
+		return nil, err
+	}
+	var out []string
+	for _, t := range []v1.ConnectivityType{v1.PodNetwork, v1.ClusterIPServiceNetwork} {
+		peers, err := v.r.connectedNetworks(v.ctx, n, t)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range peers {
+			out = append(out, p.Name)
+		}
+	}
+	return out, nil
+}
+
+func (v zoneView) NamespacePods(namespace string) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	err := v.r.Client.List(v.ctx, &list, client.InNamespace(namespace))
+	return list.Items, err
+}
+
+func (v zoneView) NamespaceServices(namespace string) ([]corev1.Service, error) {
+	var list corev1.ServiceList
+	err := v.r.Client.List(v.ctx, &list, client.InNamespace(namespace))
+	return list.Items, err
+}
+
+// activityKeys returns the networks a pod's event may add its node to or
+// remove it from (before is the pod as it was, nil on a create; after as it
+// is, nil on a delete): the networks of its namespace and those connected
+// to them, each only when the node is the zone's own or the network is
+// rendered here, and only when the pod's use of the node changes what the
+// network was rendered with (a pod stopping on a node of the set may have
+// been the last there: the plan decides, with the grace period).
+func (r *Reconciler) activityKeys(ctx context.Context, before, after *corev1.Pod) []string {
+	if r.RenderEverywhere {
+		return nil
+	}
+	type use struct {
+		node string
+		on   bool
+	}
+	var changes []use
+	uses := func(p *corev1.Pod) (string, bool) {
+		if p == nil || !activity.UsesNode(p) {
+			return "", false
+		}
+		return p.Spec.NodeName, true
+	}
+	bn, bOn := uses(before)
+	an, aOn := uses(after)
+	switch {
+	case bOn && aOn && bn == an:
+		return nil // no change of use
+	default:
+		if bOn {
+			changes = append(changes, use{bn, false})
+		}
+		if aOn {
+			changes = append(changes, use{an, true})
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	pod := after
+	if pod == nil {
+		pod = before
+	}
+	local, ok, err := r.localNode(ctx)
+	if err != nil || !ok {
+		return nil
+	}
+	networks := r.namespaceNetworks(ctx, pod.Namespace)
+	var out []string
+	for _, name := range networks {
+		set, known, planning := r.active.lookup(name)
+		if !known || planning {
+			// A plan under way may have read the pods before this
+			// change: the network is planned again after it.
+			out = append(out, NetworkKey(name))
+			continue
+		}
+		if set.All() {
+			continue // pods do not change it
+		}
+		for _, c := range changes {
+			if c.node != local.Name && !set.Has(local.Name) {
+				continue // not rendered here, and not about this zone's node
+			}
+			if set.Has(c.node) != c.on {
+				out = append(out, NetworkKey(name))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// namespaceNetworks returns the user-defined networks of a namespace's NADs
+// and the networks connected to them (whose activity its pods decide too).
+func (r *Reconciler) namespaceNetworks(ctx context.Context, namespace string) []string {
+	nads, err := podnet.NamespaceNADs(ctx, r.Client, namespace)
+	if err != nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	for _, nad := range nads {
+		name, ok := netconf.NetworkName(nad.Spec.Config)
+		if !ok {
+			continue
+		}
+		add(name)
+		peers, err := zoneView{ctx: ctx, r: r}.Connected(name)
+		if err != nil {
+			continue
+		}
+		for _, p := range peers {
+			add(p)
+		}
+	}
+	return out
+}
+
+// serviceActivityKeys returns the networks of a service's namespace when
+// the service starts or stops needing every node (activity.NeedsEveryNode).
+func (r *Reconciler) serviceActivityKeys(ctx context.Context, before, after *corev1.Service) []string {
+	if r.RenderEverywhere {
+		return nil
+	}
+	needs := func(s *corev1.Service) bool { return s != nil && activity.NeedsEveryNode(s) }
+	if needs(before) == needs(after) {
+		return nil
+	}
+	s := after
+	if s == nil {
+		s = before
+	}
+	nads, err := podnet.NamespaceNADs(ctx, r.Client, s.Namespace)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, nad := range nads {
+		if name, ok := netconf.NetworkName(nad.Spec.Config); ok {
+			out = append(out, NetworkKey(name))
+		}
+	}
+	return out
+}
+
+// renderedHere keeps the networks of a namespace's scope that are rendered
+// on the zone's node.
+func (r *Reconciler) renderedHere(ctx context.Context, sc nsScope) (nsScope, error) {
+	out := sc
+	out.nets = nil
+	for _, n := range sc.nets {
+		active, err := r.activeNodes(ctx, n.network)
+		if err != nil {
+			return nsScope{}, err
+		}
+		if active.Has(sc.local.Name) {
+			out.nets = append(out.nets, n)
+		}
+	}
+	return out, nil
+}
+
+// peersHere keeps the networks rendered on node (their switches are here).
+func (r *Reconciler) peersHere(ctx context.Context, nets []topology.Network, node string) ([]topology.Network, error) {
+	var out []topology.Network
+	for _, n := range nets {
+		active, err := r.activeNodes(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		if active.Has(node) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// connectActivityKeys returns the networks of a connect, before and after a
+// change, when what it joins changes (each is then used where its peers'
+// pods run).
+func (r *Reconciler) connectActivityKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []string {
+	if r.RenderEverywhere || podView(old)+"|"+serviceView(old) == podView(cur)+"|"+serviceView(cur) {
+		return nil
+	}
+	ids := map[int]bool{}
+	for _, c := range []*v1.ClusterNetworkConnect{old, cur} {
+		if c == nil {
+			continue
+		}
+		if a, ok := connect.Active(c); ok {
+			for _, k := range a.Subnets.Keys() {
+				ids[k.ID] = true
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	byID, err := r.networksByID(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for id := range ids {
+		if name, ok := byID[id]; ok {
+			out = append(out, NetworkKey(name))
+		}
+	}
+	return out
+}
+
+// renderedCount counts the networks planned since start by whether they
+// are rendered on the zone's node (ovn_udn_zone_networks).
+func (r *Reconciler) renderedCount() (rendered, notUsed int) {
+	local, ok, err := r.localNode(context.Background())
+	if err != nil || !ok {
+		return 0, 0
+	}
+	r.active.mu.Lock()
+	defer r.active.mu.Unlock()
+	for _, s := range r.active.set {
+		if s.Has(local.Name) {
+			rendered++
+		} else {
+			notUsed++
+		}
+	}
+	return rendered, notUsed
+}
