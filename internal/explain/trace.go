@@ -163,6 +163,13 @@ func (e *Explainer) rows(ctx context.Context, z *zoneReader, hops []ovntrace.Hop
 				continue
 			}
 			r, err := z.rowOn(ctx, hint, h.Datapath)
+			if err == nil && r == nil && s.Name == "lr_in_policy" {
+				// One logical flow stands for the same policy of several
+				// routers, and its hint names the row of one of them,
+				// which may be gone (its network left the zone): this
+				// router's own row.
+				r, err = z.policyOn(ctx, h.Datapath, s.Priority, s.Match)
+			}
 			if err != nil {
 				return nil, err
 			}

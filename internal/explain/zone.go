@@ -246,6 +246,25 @@ func (z *zoneReader) rowOn(ctx context.Context, prefix, datapath string) (*Row, 
 	return r, nil
 }
 
+// policyOn returns the policy of router datapath with the priority and
+// match, or nil.
+func (z *zoneReader) policyOn(ctx context.Context, datapath string, priority int, match string) (*Row, error) {
+	var routers []nbdb.LogicalRouter
+	if err := z.nb.WhereCache(func(lr *nbdb.LogicalRouter) bool { return lr.Name == datapath }).List(ctx, &routers); err != nil || len(routers) == 0 {
+		return nil, err
+	}
+	for _, uuid := range routers[0].Policies {
+		o, err := z.row(ctx, uuid)
+		if err != nil {
+			return nil, err
+		}
+		if o != nil && o.Table == "Logical_Router_Policy" && o.Priority == priority && o.Match == match {
+			return o, nil
+		}
+	}
+	return nil, nil
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
