@@ -345,47 +345,15 @@ func (r *GatewayReconciler) usedHere(ctx context.Context, n topology.Network) (b
 	if n.IsDefault() || !n.IsPrimary() {
 		return true, nil
 	}
-	set, err := activity.Of(agentView{ctx: ctx, c: r.Client}, n.Name)
+	// The agent's cache holds its own node's pods only, which is what
+	// the answer for its node needs; it knows no connects (a network used
+	// here only by a connected network's pods gets its flows at the next
+	// resync).
+	set, err := activity.Of(activity.ClientView{Ctx: ctx, Reader: r.Client}, n.Name)
 	if err != nil {
 		return false, err
 	}
 	return set.Has(r.Opts.Node), nil
-}
-
-// agentView answers activity.Of from the node agent's cache. It knows no
-// connects: a network used on the node only by a connected network's pods
-// is not waited for (its flows come at the next resync).
-type agentView struct {
-	ctx context.Context
-	c   client.Reader
-}
-
-func (v agentView) NetworkNamespaces(network string) ([]string, error) {
-	nads := &nadv1.NetworkAttachmentDefinitionList{}
-	if err := v.c.List(v.ctx, nads); err != nil {
-		return nil, err
-	}
-	var out []string
-	for i := range nads.Items {
-		if name, ok := netconf.NetworkName(nads.Items[i].Spec.Config); ok && name == network {
-			out = append(out, nads.Items[i].Namespace)
-		}
-	}
-	return out, nil
-}
-
-func (v agentView) Connected(string) ([]string, error) { return nil, nil }
-
-func (v agentView) NamespacePods(namespace string) ([]corev1.Pod, error) {
-	var list corev1.PodList
-	err := v.c.List(v.ctx, &list, client.InNamespace(namespace))
-	return list.Items, err
-}
-
-func (v agentView) NamespaceServices(namespace string) ([]corev1.Service, error) {
-	var list corev1.ServiceList
-	err := v.c.List(v.ctx, &list, client.InNamespace(namespace))
-	return list.Items, err
 }
 
 // services returns every service with its network (its namespace's primary
