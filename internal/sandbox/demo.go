@@ -37,6 +37,9 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 	if opts.Checks == nil {
 		opts.Checks = DemoChecks
 	}
+	if opts.InactiveGracePeriod == 0 {
+		opts.InactiveGracePeriod = DemoGracePeriod // its section shows a network leaving a node
+	}
 	start := time.Now()
 	if err := Up(opts.Options, out); err != nil {
 		return err
@@ -140,6 +143,9 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 	}
 	if slices.Contains(pods, MultiPrimaryNamespace+"/a") {
 		merr = errors.Join(merr, MultiPrimaryDemo(ctx, opts.Dir, opts.Binary, c, out))
+	}
+	if slices.Contains(pods, WhereUsedPeer) {
+		merr = errors.Join(merr, WhereUsedDemo(ctx, opts.Dir, opts.Binary, c, opts.InactiveGracePeriod, out))
 	}
 	merr = errors.Join(merr, PrintExplainDemo(ctx, opts.Dir, c, pods, out))
 	nsChecks, err := NorthSouthChecks(ctx, opts.Dir, opts.Binary, c, opts.Nodes)

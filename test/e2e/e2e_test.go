@@ -32,6 +32,11 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
+
+// e2eGracePeriod is the sandbox's zone controllers' grace period before a
+// network leaves a node that no longer uses it.
+const e2eGracePeriod = 2 * time.Second
+
 var (
 	binary string // the ovn-udn binary under test
 	dir    string // the sandbox's state directory
@@ -82,7 +87,7 @@ func run(m *testing.M) int {
 	}()
 	// A short grace period: render (which has none) and the cluster agree
 	// a few seconds after a node's last pod of a network is gone.
-	opts := sandbox.Options{Dir: dir, Nodes: 3, Binary: binary, Attached: !keep, InactiveGracePeriod: 2 * time.Second}
+	opts := sandbox.Options{Dir: dir, Nodes: 3, Binary: binary, Attached: !keep, InactiveGracePeriod: e2eGracePeriod}
 	if err := sandbox.Up(opts, &log); err != nil {
 		fmt.Fprintf(os.Stderr, "%s%v\n", log.String(), err)
 		return 1

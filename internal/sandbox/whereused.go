@@ -1,0 +1,212 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ovn-udn/ovn-udn/internal/activity"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
+)
+
+// The demo's "where networks are rendered" section: zone controllers render
+// a primary user-defined network only on the nodes that use it
+// (docs/topology.md "Where a network is rendered").
+const (
+	// WhereUsedNamespace and WhereUsedNode are where the section's extra
+	// pod goes: a namespace of examples/shared-cudn.yaml, whose network has
+	// no pod on that node.
+	WhereUsedNamespace = "shared-b"
+	WhereUsedNode      = "node2"
+	// WhereUsedPeer is the pod that reaches the extra pod across nodes.
+	WhereUsedPeer = "shared-a/a"
+	// DemoGracePeriod is the demo's zone controllers' grace period, short
+	// so that the section shows a network leaving a node.
+	DemoGracePeriod = 5 * time.Second
+)
+
+// WhereUsedDemo prints, for each primary user-defined network, the nodes
+// whose zone holds its rows next to the nodes internal/activity says use
+// it; then brings a pod of a network to a node that does not use it and
+// checks that the node's zone renders the network and that the pod is
+// reached from another node; then deletes it and times the node's zone
+// letting the network go after the grace period. It fails when a check
+// is not as expected.
+func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, grace time.Duration, out io.Writer) error {
+	st, err := ReadState(NewLayoutMust(dir))
+	if err != nil {
+		return err
+	}
+	var nodes []string
+	for _, n := range st.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	nets, err := primaryNetworks(ctx, c)
+	if err != nil {
+		return err
+	}
+	var checks []AppCheck
+	for _, n := range nets {
+		want, err := activity.Of(activity.ClientView{Ctx: ctx, Reader: c}, n)
+		if err != nil {
+			return err
+		}
+		got, err := renderedOn(dir, n)
+		checks = append(checks, AppCheck{Name: "rendered where used", From: "zones' Northbound", Target: n, Want: nodeList(want, nodes), Got: got, Err: err})
+	}
+	fmt.Fprintf(out, "\nWhere networks are rendered (a primary UDN only on the nodes that use it: its pods, a connected network's, or a node-port service anywhere; docs/topology.md):\n\n")
+	merr := PrintAppChecks(out, checks)
+
+	// The first pod of a network on a node, then the last one leaving.
+	network, err := namespaceNetwork(ctx, c, WhereUsedNamespace)
+	if err != nil || network == "" {
+		return errors.Join(merr, err)
+	}
+	if on, err := renderedOn(dir, network); err != nil || slices.Contains(strings.Split(on, ","), WhereUsedNode) {
+		return errors.Join(merr, err, fmt.Errorf("network %s is already rendered on %s (%s): the section needs a node that does not use it", network, WhereUsedNode, on))
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: WhereUsedNamespace, Name: "late"},
+		Spec: corev1.PodSpec{NodeName: WhereUsedNode, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	ref := pod.Namespace + "/" + pod.Name
+	start := time.Now()
+	if err := c.Create(ctx, pod); err != nil {
+		return errors.Join(merr, err)
+	}
+	defer func() { _ = c.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) }()
+	if err := WaitPodsReady(ctx, dir, c, []string{ref}, 2*time.Minute); err != nil {
+		return errors.Join(merr, err)
+	}
+	ready := time.Since(start)
+	stop, err := Servers(ctx, dir, binary, c, []string{ref})
+	if err != nil {
+		return errors.Join(merr, err)
+	}
+	results, err := Matrix(ctx, dir, binary, c, []Check{{Name: "first pod of the network on " + WhereUsedNode, From: WhereUsedPeer, To: []string{ref}, On: OnPrimary, Family: 4, Reachable: true}})
+	stop()
+	if err != nil {
+		return errors.Join(merr, err)
+	}
+	fmt.Fprintf(out, "\n%s gets its first pod of %s (Ready %s after creation, the network's rows in its zone with it):\n\n", WhereUsedNode, network, ready.Round(100*time.Millisecond))
+	merr = errors.Join(merr, PrintMatrix(out, results))
+
+	on, err := renderedOn(dir, network)
+	var after []AppCheck
+	after = append(after, AppCheck{Name: "first pod on a node", From: "zones' Northbound", Target: network,
+		Want: "rendered on " + WhereUsedNode, Got: onNode(on, err), Err: err})
+	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		return errors.Join(merr, err)
+	}
+	gone := time.Now()
+	err = proc.WaitFor(grace+time.Minute, 200*time.Millisecond, func() (bool, error) {
+		on, err := renderedOn(dir, network)
+		return err == nil && !slices.Contains(strings.Split(on, ","), WhereUsedNode), err
+	})
+	took := time.Since(gone)
+	want := fmt.Sprintf("gone from %s after the grace period", WhereUsedNode)
+	got := want
+	switch {
+	case err != nil:
+		got = "still rendered on " + WhereUsedNode
+	case took < grace:
+		got = fmt.Sprintf("gone from %s before the grace period", WhereUsedNode)
+	}
+	after = append(after, AppCheck{Name: fmt.Sprintf("last pod leaves the node (grace %s, gone after %s)", grace, took.Round(100*time.Millisecond)),
+		From: "zones' Northbound", Target: network, Want: want, Got: got, Err: err})
+	fmt.Fprintln(out)
+	return errors.Join(merr, PrintAppChecks(out, after))
+}
+
+// primaryNetworks returns the names of the primary user-defined networks
+// the NADs define, sorted.
+func primaryNetworks(ctx context.Context, c client.Client) ([]string, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := c.List(ctx, &nads); err != nil {
+		return nil, err
+	}
+	var out []string
+	for i := range nads.Items {
+		conf, err := netconf.Parse(&nads.Items[i])
+		if err != nil || conf == nil || !conf.IsPrimary() {
+			continue
+		}
+		out = append(out, conf.Name)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// namespaceNetwork returns the name of the primary network of a namespace's
+// NADs ("" without one).
+func namespaceNetwork(ctx context.Context, c client.Client, ns string) (string, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := c.List(ctx, &nads, client.InNamespace(ns)); err != nil {
+		return "", err
+	}
+	for i := range nads.Items {
+		if conf, err := netconf.Parse(&nads.Items[i]); err == nil && conf != nil && conf.IsPrimary() {
+			return conf.Name, nil
+		}
+	}
+	return "", nil
+}
+
+// renderedOn returns the nodes whose zone holds a switch or router of the
+// network (owned by its zone controller's network key), comma-separated.
+func renderedOn(dir, network string) (string, error) {
+	st, err := ReadState(NewLayoutMust(dir))
+	if err != nil {
+		return "", err
+	}
+	var on []string
+	for _, n := range st.Nodes {
+		held := false
+		for _, table := range []string{"Logical_Switch", "Logical_Router"} {
+			out, err := deps.OVNCommand("ovn-nbctl", "--db="+n.NB, "--bare", "--columns=name", "find", table,
+				`external_ids:"k8s.ovn.org/owner"="net:`+network+`"`).CombinedOutput()
+			if err != nil {
+				return "", fmt.Errorf("zone %s: %v: %s", n.Name, err, out)
+			}
+			held = held || len(strings.TrimSpace(string(out))) > 0
+		}
+		if held {
+			on = append(on, n.Name)
+		}
+	}
+	if len(on) == 0 {
+		return "none", nil
+	}
+	return strings.Join(on, ","), nil
+}
+
+// nodeList says a set of nodes as renderedOn does, among nodes.
+func nodeList(s activity.Nodes, nodes []string) string {
+	var on []string
+	for _, n := range nodes {
+		if s.Has(n) {
+			on = append(on, n)
+		}
+	}
+	if len(on) == 0 {
+		return "none"
+	}
+	return strings.Join(on, ",")
+}
+
+// onNode says whether a renderedOn answer holds WhereUsedNode.
+func onNode(on string, err error) string {
+	if err == nil && slices.Contains(strings.Split(on, ","), WhereUsedNode) {
+		return "rendered on " + WhereUsedNode
+	}
+	return "rendered on " + on
+}
