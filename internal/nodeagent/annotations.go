@@ -23,9 +23,9 @@ import (
 // registered anew (a node leaving the cluster and joining it again), is
 // repaired without restarting the agent. The keys cluster-manager writes
 // (node ID, subnets) are not its business, and neither are the gateway's
-// default-route overrides unless the agent was given them
-// (--default-route-ecmp / --default-route-bfd): an operator sets them on the
-// annotation (docs/annotations.md), and the agent keeps what it finds.
+// default-route overrides once the annotation has them: an operator sets
+// them there (docs/annotations.md); the agent's --default-route-ecmp /
+// --default-route-bfd only give them where the annotation has none.
 type annotationKeeper struct {
 	client client.Client
 	opts   Options
@@ -87,9 +87,10 @@ func (k *annotationKeeper) published() (nodeinfo.Info, error) {
 }
 
 // keepOverrides returns the annotations to publish with the default-route
-// overrides the Node's gateway annotation holds carried into want's where
-// want has none (the agent was not given them). An annotation that does not
-// parse carries nothing.
+// overrides the Node's gateway annotation holds put into want's: an
+// operator changes them on the annotation (docs/annotations.md), and the
+// agent's own flags only give them when the annotation has none. An
+// annotation that does not parse carries nothing.
 func keepOverrides(want, current map[string]string) map[string]string {
 	w, c := want[nodeinfo.GatewayAnnotation], current[nodeinfo.GatewayAnnotation]
 	if w == "" || c == "" {
@@ -99,13 +100,13 @@ func keepOverrides(want, current map[string]string) map[string]string {
 	if json.Unmarshal([]byte(w), &wg) != nil || json.Unmarshal([]byte(c), &cg) != nil {
 		return want
 	}
-	if (wg.DefaultRouteECMP != nil || cg.DefaultRouteECMP == nil) && (wg.DefaultRouteBFD != nil || cg.DefaultRouteBFD == nil) {
+	if cg.DefaultRouteECMP == nil && cg.DefaultRouteBFD == nil {
 		return want
 	}
-	if wg.DefaultRouteECMP == nil {
+	if cg.DefaultRouteECMP != nil {
 		wg.DefaultRouteECMP = cg.DefaultRouteECMP
 	}
-	if wg.DefaultRouteBFD == nil {
+	if cg.DefaultRouteBFD != nil {
 		wg.DefaultRouteBFD = cg.DefaultRouteBFD
 	}
 	b, err := json.Marshal(wg)

@@ -10,8 +10,9 @@ import (
 )
 
 // TestKeepOverrides: the default-route overrides an operator set on the
-// Node's gateway annotation survive the agent's rewrite unless the agent
-// was given its own; everything else is the agent's.
+// Node's gateway annotation survive the agent's rewrite, even when the agent
+// was given its own (those only fill in what the annotation lacks);
+// everything else is the agent's.
 func TestKeepOverrides(t *testing.T) {
 	on, off := true, false
 	gw := func(mac string, ecmp, bfd *bool) string {
@@ -29,8 +30,10 @@ func TestKeepOverrides(t *testing.T) {
 		{"no override anywhere", map[string]string{key: gw("m1", nil, nil)}, map[string]string{key: gw("m0", nil, nil)}, map[string]string{key: gw("m1", nil, nil)}},
 		{"the operator's overrides kept", map[string]string{key: gw("m1", nil, nil), "x": "y"}, map[string]string{key: gw("m0", &off, &off)},
 			map[string]string{key: gw("m1", &off, &off), "x": "y"}},
-		{"one given to the agent, the other the operator's", map[string]string{key: gw("m1", &on, nil)}, map[string]string{key: gw("m1", &off, &off)},
-			map[string]string{key: gw("m1", &on, &off)}},
+		{"the operator's over the agent's flags", map[string]string{key: gw("m1", &on, &on)}, map[string]string{key: gw("m1", &off, &off)},
+			map[string]string{key: gw("m1", &off, &off)}},
+		{"the agent's flag where the operator set none", map[string]string{key: gw("m1", nil, &on)}, map[string]string{key: gw("m1", &off, nil)},
+			map[string]string{key: gw("m1", &off, &on)}},
 		{"no annotation on the Node", map[string]string{key: gw("m1", nil, nil)}, map[string]string{}, map[string]string{key: gw("m1", nil, nil)}},
 		{"a Node annotation that does not parse", map[string]string{key: gw("m1", nil, nil)}, map[string]string{key: "{"}, map[string]string{key: gw("m1", nil, nil)}},
 	} {
