@@ -145,11 +145,12 @@ func TestGrace(t *testing.T) {
 	}
 	for i, s := range []step{
 		{at: 0, cur: On("n1", "n2"), want: "n1,n2"},
-		{at: 10 * time.Second, cur: On("n1"), want: "n1,n2", wantNext: 50 * time.Second}, // n2's last pod left: kept
-		{at: 30 * time.Second, cur: On("n1", "n2"), want: "n1,n2"},                       // a pod came back: no teardown
-		{at: 40 * time.Second, cur: On("n1"), want: "n1,n2", wantNext: 50 * time.Second},
-		{at: 90 * time.Second, cur: On("n1"), want: "n1"}, // 60 s after n2 was last seen: gone
-		{at: 100 * time.Second, cur: On(), want: "n1", wantNext: 50 * time.Second},
+		{at: 10 * time.Second, cur: On("n1"), want: "n1,n2", wantNext: time.Minute}, // n2's last pod left: kept a minute from now
+		{at: 30 * time.Second, cur: On("n1", "n2"), want: "n1,n2"},                  // a pod came back: no teardown
+		{at: 40 * time.Second, cur: On("n1"), want: "n1,n2", wantNext: time.Minute}, // it left again: a new period
+		{at: 90 * time.Second, cur: On("n1"), want: "n1,n2", wantNext: 10 * time.Second},
+		{at: 100 * time.Second, cur: On("n1"), want: "n1"}, // a minute after it left: gone
+		{at: 110 * time.Second, cur: On(), want: "n1", wantNext: time.Minute},
 		{at: 120 * time.Second, cur: Everywhere(), want: "every node"},
 		{at: 130 * time.Second, cur: On("n3"), want: "n3"}, // every node is not remembered node by node
 	} {
@@ -157,6 +158,12 @@ func TestGrace(t *testing.T) {
 		if got.String() != s.want || next != s.wantNext {
 			t.Errorf("step %d at %v: got %v (next %v), want %s (next %v)", i, s.at, got, next, s.want, s.wantNext)
 		}
+	}
+	// A node seen long ago and not since (no Apply meanwhile) still gets
+	// its whole period from the Apply that finds it gone.
+	g.Apply("green", On("n1", "n2"), t0)
+	if got, next := g.Apply("green", On("n1"), t0.Add(time.Hour)); got.String() != "n1,n2" || next != time.Minute {
+		t.Errorf("a node that left an hour after it was last seen: %v (next %v), want kept a minute", got, next)
 	}
 	// Networks are remembered apart, and a forgotten one starts afresh.
 	g.Apply("red", On("n9"), t0)

@@ -11,48 +11,56 @@ import (
 // again.
 const DefaultGracePeriod = 120 * time.Second
 
-// Grace keeps a node in a network's set for Period after the network was
-// last seen active there. It remembers in memory only: after a restart a
-// node without pods leaves at once. Safe for concurrent use.
+// Grace keeps a node in a network's set for Period after it stopped being
+// in the set Apply is given (the network's last pod there is gone). It
+// remembers in memory only: after a restart a node without pods leaves at
+// once. Safe for concurrent use.
 type Grace struct {
 	Period time.Duration
 
-	mu   sync.Mutex
-	seen map[string]map[string]time.Time // network → node → last seen active
+	mu sync.Mutex
+	// since is, by network and node, when the node was first seen out of
+	// the network's set (zero while it is in it).
+	since map[string]map[string]time.Time
 }
 
-// Apply returns cur plus the nodes seen active on the network less than
+// Apply returns cur plus the nodes that left the network's set less than
 // Period before now, and how long until the first of those leaves (0 when
-// none is kept). It records cur's nodes as seen at now.
+// none is kept). A node leaves the set when an Apply does not have it
+// after one that had it: that Apply starts its period.
 func (g *Grace) Apply(network string, cur Nodes, now time.Time) (Nodes, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if cur.All() {
 		// Every node: nothing to remember; if the network is later
 		// restricted, nodes without pods leave at once.
-		delete(g.seen, network)
+		delete(g.since, network)
 		return cur, 0
 	}
-	if g.seen == nil {
-		g.seen = map[string]map[string]time.Time{}
+	if g.since == nil {
+		g.since = map[string]map[string]time.Time{}
 	}
-	seen := g.seen[network]
-	if seen == nil {
-		seen = map[string]time.Time{}
-		g.seen[network] = seen
+	since := g.since[network]
+	if since == nil {
+		since = map[string]time.Time{}
+		g.since[network] = since
 	}
 	for n := range cur.only {
-		seen[n] = now
+		since[n] = time.Time{}
 	}
 	out := On(cur.Names()...)
 	var next time.Duration
-	for n, t := range seen {
+	for n, t := range since {
 		if cur.only[n] {
 			continue
 		}
+		if t.IsZero() {
+			t = now
+			since[n] = now
+		}
 		left := t.Add(g.Period).Sub(now)
 		if left <= 0 {
-			delete(seen, n)
+			delete(since, n)
 			continue
 		}
 		out.only[n] = true
@@ -60,8 +68,8 @@ func (g *Grace) Apply(network string, cur Nodes, now time.Time) (Nodes, time.Dur
 			next = left
 		}
 	}
-	if len(seen) == 0 {
-		delete(g.seen, network)
+	if len(since) == 0 {
+		delete(g.since, network)
 	}
 	return out, next
 }
@@ -70,5 +78,5 @@ func (g *Grace) Apply(network string, cur Nodes, now time.Time) (Nodes, time.Dur
 func (g *Grace) Forget(network string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.seen, network)
+	delete(g.since, network)
 }
