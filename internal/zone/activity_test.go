@@ -2,6 +2,7 @@ package zone_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -182,6 +183,17 @@ func TestRenderWhereUsed(t *testing.T) {
 	for _, node := range c.Nodes {
 		resyncWritesNothing(t, c.Controller(node))
 	}
+
+	// node-b is deleted (its pods are still in the API): the other zones
+	// drop what they had for it, as for any node that is gone.
+	if err := c.Admin.Delete(ctx, c.Node("node-b")); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, time.Minute, func() error {
+		return errors.Join(absent(za, "Logical_Switch_Port", "tstor-"+net1+"_node-b", port(k2, b2)),
+			absent(za, "Logical_Router_Port", "trtor-GR_"+net2+"_node-b"))
+	})
+	c.WaitNB("node-a", "Logical_Switch_Port:"+port(k1, a1), "Logical_Switch_Port:"+port(k2, a2), "Logical_Switch:"+net1+"_node-a")
 }
 
 func contains(list []string, s string) bool {

@@ -32,7 +32,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
-
 // e2eGracePeriod is the sandbox's zone controllers' grace period before a
 // network leaves a node that no longer uses it.
 const e2eGracePeriod = 2 * time.Second
