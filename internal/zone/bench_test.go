@@ -92,7 +92,7 @@ func benchInputs(networks, nodes int) ([]topology.Network, []nodeinfo.Info) {
 	var infos []nodeinfo.Info
 	for j := 0; j < nodes; j++ {
 		name := fmt.Sprintf("node%d", j)
-		subnets := nodeinfo.Subnets{"default": {netip.MustParsePrefix(fmt.Sprintf("10.244.%d.0/24", j))}}
+		subnets := nodeinfo.Subnets{"default": {netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.0/24", 244+j/256, j%256))}}
 		for _, n := range nets {
 			subnets[n.Name] = []netip.Prefix{netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.0/24", 128+j/256, j%256))}
 		}
