@@ -63,7 +63,7 @@ spec: {topology: Localnet, role: Primary, subnets: [10.2.0.0/24]}
 		var out, errOut bytes.Buffer
 		root.SetOut(&out)
 		root.SetErr(&errOut)
-		root.SetArgs([]string{"render", "-f", f, "--nodes", "n1", "-o", format})
+		root.SetArgs([]string{"render", "-f", f, "--nodes", "n1", "--render-everywhere", "-o", format}) // no pod uses the network
 		err := root.Execute()
 		if code, printed := ExitCode(err); err == nil || code != 1 || printed {
 			t.Errorf("-o %s: err %v, want exit status 1", format, err)
