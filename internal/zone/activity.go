@@ -182,16 +182,14 @@ func (r *Reconciler) activityKeys(ctx context.Context, before, after *corev1.Pod
 	}
 	bn, bOn := uses(before)
 	an, aOn := uses(after)
-	switch {
-	case bOn && aOn && bn == an:
-		return nil // no change of use
-	default:
-		if bOn {
-			changes = append(changes, use{bn, false})
-		}
-		if aOn {
-			changes = append(changes, use{an, true})
-		}
+	if bOn && aOn && bn == an {
+		return nil // it goes on using the same node
+	}
+	if bOn {
+		changes = append(changes, use{bn, false})
+	}
+	if aOn {
+		changes = append(changes, use{an, true})
 	}
 	if len(changes) == 0 {
 		return nil
