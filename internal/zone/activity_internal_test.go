@@ -1,0 +1,81 @@
+package zone
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/ovn-udn/ovn-udn/internal/activity"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+)
+
+// TestActivityKeys: which pod events queue their namespace's network in
+// zone node-a, given the set the network was last rendered with: those
+// that change it, here or where it is rendered here, and any while a plan
+// of it is under way.
+func TestActivityKeys(t *testing.T) {
+	nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "net"},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","name":"ns1.net","type":"ovn-k8s-cni-overlay","topology":"layer3","role":"primary","subnets":"10.128.0.0/16/24","netAttachDefName":"ns1/net"}`}}
+	annotations := nodeinfo.Example("node-a", 0).Annotations()
+	annotations[nodeinfo.NodeIDAnnotation] = "2"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Annotations: annotations}}
+	b := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(nad, node)
+	for _, i := range Indexes() {
+		b = b.WithIndex(i.Object, i.Field, i.Extract)
+	}
+	c := b.Build()
+	pod := func(node string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "p"}, Spec: corev1.PodSpec{NodeName: node},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+		for _, m := range mutate {
+			m(p)
+		}
+		return p
+	}
+	done := func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
+	host := func(p *corev1.Pod) { p.Spec.HostNetwork = true }
+	queued := []string{"net:ns1.net"}
+	for _, tc := range []struct {
+		name          string
+		set           *activity.Nodes // nil: not planned yet
+		planning      bool
+		everywhere    bool
+		before, after *corev1.Pod
+		want          []string
+	}{
+		{name: "not planned yet: queued", after: pod("node-b"), want: queued},
+		{name: "a plan under way: queued whatever the set", set: setOf(activity.On("node-a", "node-b")), planning: true, after: pod("node-b"), want: queued},
+		{name: "first pod on this node", set: setOf(activity.On("node-b")), after: pod("node-a"), want: queued},
+		{name: "another pod on a node of the set", set: setOf(activity.On("node-a")), after: pod("node-a")},
+		{name: "first pod on another node, rendered here", set: setOf(activity.On("node-a")), after: pod("node-b"), want: queued},
+		{name: "first pod on another node, not rendered here", set: setOf(activity.On("node-b")), after: pod("node-c")},
+		{name: "a pod of the set's node goes (maybe the last)", set: setOf(activity.On("node-a", "node-b")), before: pod("node-b"), want: queued},
+		{name: "a pod of this node finishes", set: setOf(activity.On("node-a")), before: pod("node-a"), after: pod("node-a", done), want: queued},
+		{name: "a pod goes from a node not in the set", set: setOf(activity.On("node-a")), before: pod("node-c")},
+		{name: "scheduled onto a node of the set", set: setOf(activity.On("node-a")), before: pod(""), after: pod("node-a")},
+		{name: "nothing changes about its node", set: setOf(activity.On("node-a")), before: pod("node-b"), after: pod("node-b")},
+		{name: "a host-network pod never counts", set: setOf(activity.On("node-a")), after: pod("node-b", host)},
+		{name: "every node (node ports): pods change nothing", set: setOf(activity.Everywhere()), before: pod("node-b")},
+		{name: "rendering everywhere: never", everywhere: true, after: pod("node-b")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{Zone: "node-a", Client: c, RenderEverywhere: tc.everywhere}
+			if tc.set != nil {
+				r.active.put("ns1.net", *tc.set)
+			}
+			if tc.planning {
+				defer r.active.begin("ns1.net")()
+			}
+			if d := cmp.Diff(tc.want, r.activityKeys(context.Background(), tc.before, tc.after)); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func setOf(s activity.Nodes) *activity.Nodes { return &s }
