@@ -600,6 +600,13 @@ func (r *chaosRun) allocations() error {
 		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
+		if _, ok := nodeSlices[p.Spec.NodeName]; !ok && p.Spec.NodeName != "" {
+			// Bound to a node that left the cluster (a drain racing its
+			// creation, or its deletion waiting for the node's agent):
+			// not live, and garbage-collected by the controller-manager;
+			// its addresses belong to no slice any more.
+			continue
+		}
 		nets, err := podnet.Parse(p.Annotations)
 		if err != nil {
 			return fmt.Errorf("pod %s/%s: %w", p.Namespace, p.Name, err)
