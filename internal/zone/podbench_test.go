@@ -24,6 +24,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 
 // BenchmarkPodAdd measures, with 1000 pods already in a zone on a Layer3 UDN,
@@ -32,6 +33,10 @@ import (
 // added one at a time. Run with
 //
 //	go test -run XXX -bench BenchmarkPodAdd -benchtime 1x ./internal/zone/
+//
+// OVN_UDN_BENCH_PODS sets the pods already there; OVN_UDN_BENCH_WHERE_USED=1
+// renders the network only where used (the zone controller's default; the
+// harness renders everywhere).
 func BenchmarkPodAdd(b *testing.B) {
 	for b.Loop() {
 		benchPodAdd(b, benchExisting(), 200)
@@ -47,7 +52,10 @@ func benchPodAdd(b *testing.B, existing, added int) {
 	}
 	cfg := config.Default()
 	cfg.ClusterSubnets = []netconf.Subnet{{CIDR: netip.MustParsePrefix("10.240.0.0/12"), HostPrefix: host}}
-	c := clustertest.Start(b, env, cfg, "node-a")
+	// OVN_UDN_BENCH_WHERE_USED=1: the zone renders the network only where
+	// used (the controller's default; its first pod brings it).
+	whereUsed := os.Getenv("OVN_UDN_BENCH_WHERE_USED") == "1"
+	c := clustertest.StartWith(b, env, cfg, func(o *zone.Options) { o.RenderEverywhere = !whereUsed }, "node-a")
 	ctx := context.Background()
 	ns := "bench-" + fmt.Sprint(time.Now().UnixNano()%100000)
 	if err := c.Admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1ObjectMeta("", ns)}); err != nil {
@@ -64,7 +72,9 @@ func benchPodAdd(b *testing.B, existing, added int) {
 		b.Fatal(err)
 	}
 	key := podnet.Key(ns, "net")
-	c.WaitNB("node-a", "Logical_Router:GR_"+ns+".net_node-a")
+	if !whereUsed {
+		c.WaitNB("node-a", "Logical_Router:GR_"+ns+".net_node-a")
+	}
 	// Arrivals are timed by events, not polling (a poll every millisecond
 	// of the API server and of a 10,000-port cache took a core of its own):
 	// a watch of the namespace's pods, and the bench's own Northbound
