@@ -575,7 +575,7 @@ func (r *chaosRun) allocations() error {
 	if err := admin.List(r.ctx, &nodes); err != nil {
 		return err
 	}
-	nodeIDs, nodeSlices := map[int]string{}, map[string]nodeinfo.Subnets{}
+	nodeIDs, nodeSlices, nodeBorn := map[int]string{}, map[string]nodeinfo.Subnets{}, map[string]metav1.Time{}
 	for _, n := range nodes.Items {
 		id, ok, err := nodeinfo.NodeID(n.Annotations)
 		if err != nil || !ok {
@@ -590,6 +590,7 @@ func (r *chaosRun) allocations() error {
 			return fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		nodeSlices[n.Name] = s
+		nodeBorn[n.Name] = n.CreationTimestamp
 	}
 	var pods corev1.PodList
 	if err := admin.List(r.ctx, &pods); err != nil {
@@ -600,11 +601,13 @@ func (r *chaosRun) allocations() error {
 		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if _, ok := nodeSlices[p.Spec.NodeName]; !ok && p.Spec.NodeName != "" {
-			// Bound to a node that left the cluster (a drain racing its
-			// creation, or its deletion waiting for the node's agent):
-			// not live, and garbage-collected by the controller-manager;
-			// its addresses belong to no slice any more.
+		if born, ok := nodeBorn[p.Spec.NodeName]; p.Spec.NodeName != "" && (!ok || !p.CreationTimestamp.After(born.Time)) {
+			// Bound to a node that left the cluster, or to the Node of
+			// the same name registered again since the pod was made (a
+			// drain racing its creation, or its deletion waiting for the
+			// node's agent): it ran on the node's previous registration,
+			// whose slices its addresses came from; the controller-manager
+			// collects it.
 			continue
 		}
 		nets, err := podnet.Parse(p.Annotations)
