@@ -17,6 +17,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
 
@@ -69,8 +70,8 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 	merr := PrintAppChecks(out, checks)
 
 	// The first pod of a network on a node, then the last one leaving.
-	network, err := namespaceNetwork(ctx, c, WhereUsedNamespace)
-	if err != nil || network == "" {
+	network, err := NamespaceNetwork(ctx, c, WhereUsedNamespace)
+	if err != nil || network == "" || network == nodeinfo.DefaultNetwork {
 		return errors.Join(merr, err)
 	}
 	if on, err := renderedOn(dir, network); err != nil || slices.Contains(strings.Split(on, ","), WhereUsedNode) {
@@ -144,21 +145,6 @@ func primaryNetworks(ctx context.Context, c client.Client) ([]string, error) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), nil
-}
-
-// namespaceNetwork returns the name of the primary network of a namespace's
-// NADs ("" without one).
-func namespaceNetwork(ctx context.Context, c client.Client, ns string) (string, error) {
-	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := c.List(ctx, &nads, client.InNamespace(ns)); err != nil {
-		return "", err
-	}
-	for i := range nads.Items {
-		if conf, err := netconf.Parse(&nads.Items[i]); err == nil && conf != nil && conf.IsPrimary() {
-			return conf.Name, nil
-		}
-	}
-	return "", nil
 }
 
 // renderedOn returns the nodes whose zone holds a switch or router of the
