@@ -293,15 +293,24 @@ func (r *Reconciler) renderedHere(ctx context.Context, sc nsScope) (nsScope, err
 	out := sc
 	out.nets = nil
 	for _, n := range sc.nets {
-		active, err := r.activeNodes(ctx, n.network)
+		here, err := r.usedOn(ctx, n.network, sc.local.Name)
 		if err != nil {
 			return nsScope{}, err
 		}
-		if active.Has(sc.local.Name) {
+		if here {
 			out.nets = append(out.nets, n)
 		}
 	}
 	return out, nil
+}
+
+// usedOn reports whether n is rendered on node (activeNodes).
+func (r *Reconciler) usedOn(ctx context.Context, n topology.Network, node string) (bool, error) {
+	active, err := r.activeNodes(ctx, n)
+	if err != nil {
+		return false, err
+	}
+	return active.Has(node), nil
 }
 
 // peersHere keeps the networks rendered on node (their switches are here).

@@ -158,9 +158,12 @@ type Reconciler struct {
 	// podNetworkEvents carries networks whose pods' ports must be planned
 	// again (podsOfNetwork).
 	podNetworkEvents chan event.GenericEvent
-	waiters          portWaiters
-	links            linkSet
-	policies         policyCache
+	// policyNetworkEvents carries networks whose namespaces' NetworkPolicy
+	// keys must be planned again (networkPolicyKeys).
+	policyNetworkEvents chan event.GenericEvent
+	waiters             portWaiters
+	links               linkSet
+	policies            policyCache
 	// grace keeps a node in a network's set for a while after its last
 	// pod left (unless RenderEverywhere); active is the set each network was
 	// last rendered with.
@@ -296,6 +299,12 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	} else {
 		r.active.forget(name)
 		r.grace.Forget(name)
+	}
+	if d.exists && (!known || moved) {
+		// Its NetworkPolicy rows are where it is used (policies.go): they
+		// follow when the zone's node comes to use it or stops (after
+		// put: their plans read the set).
+		r.replanPoliciesIfUsedHereChanged(ctx, name, prev, known, d.active)
 	}
 	if moved {
 		logger.Info("network's nodes changed", "before", prev.String(), "now", d.active.String())

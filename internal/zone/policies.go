@@ -21,6 +21,7 @@ import (
 
 	libovsdbclient "github.com/ovn-org/libovsdb/client"
 
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
@@ -174,6 +175,15 @@ func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) 
 	var rows []model.Model
 	var waiting []string
 	for i, net := range sc.nets {
+		// Not on a network the zone's node does not use (no pod of it
+		// here to protect); i stays the network's place among the
+		// namespace's, which names the rows.
+		if here, err := r.usedOn(ctx, net.network, sc.local.Name); err != nil || !here {
+			if err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		pods, wait, err := r.policyPods(ctx, namespace, sc.local, net.primary.Key, func(p netpol.Pod) bool { return sel.Matches(labels.Set(p.Labels)) })
 		if err != nil {
 			return nil, nil, err
@@ -226,6 +236,12 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 	var rows []model.Model
 	var waiting []string
 	for i, net := range sc.nets {
+		if here, err := r.usedOn(ctx, net.network, sc.local.Name); err != nil || !here {
+			if err != nil {
+				return nil, nil, err
+			}
+			continue // as desiredPolicy
+		}
 		// The groups that exist stay while the namespace has the network:
 		// a policy replaced by another (delete, create) must not delete and
 		// recreate a port group of the same name, which OVN may not follow.
@@ -363,6 +379,27 @@ func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) (
 	}
 	if !exists {
 		return nil, nil
+	}
+	// Only where the policies that use it are rendered: on the zone's
+	// node, with the network used there.
+	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	local, ok := nodeinfo.Info{}, false
+	for _, node := range nodes {
+		if node.Zone == r.Zone {
+			local, ok = node, true
+		}
+	}
+	if !ok {
+		if r.hasLocalNode(nodes, bad) {
+			return nil, &NotRendered{Reason: "the zone's node is not ready"} // as scope
+		}
+		return nil, nil
+	}
+	if here, err := r.usedOn(ctx, n, local.Name); err != nil || !here {
+		return nil, err
 	}
 	namespaces, pods, err := r.peerPods(ctx, network, p)
 	if err != nil {
@@ -514,6 +551,40 @@ func (r *Reconciler) namespacePolicyKeys(ctx context.Context, namespace string) 
 	var out []string
 	for i := range list.Items {
 		out = append(out, r.policyKeysOf(ctx, &list.Items[i])...)
+	}
+	return out
+}
+
+// replanPoliciesIfUsedHereChanged asks for the NetworkPolicy keys of a
+// dynamic network's namespaces to be planned again when whether the zone's
+// node uses it changed from prev (known: the network's last plan in this
+// process) to cur, or is first known: policies render on it only where it
+// is used.
+func (r *Reconciler) replanPoliciesIfUsedHereChanged(ctx context.Context, network string, prev activity.Nodes, known bool, cur activity.Nodes) {
+	if r.RenderEverywhere || network == nodeinfo.DefaultNetwork {
+		return
+	}
+	local, ok, err := r.localNode(ctx)
+	if err != nil || !ok || known && prev.Has(local.Name) == cur.Has(local.Name) {
+		return
+	}
+	select {
+	case r.policyNetworkEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(network)}}:
+	default: // full, or no controller (render): the resync plans them
+	}
+}
+
+// networkPolicyKeys returns the NetworkPolicy keys of a network's
+// namespaces: their policies, default denies and peers.
+func (r *Reconciler) networkPolicyKeys(ctx context.Context, network string) []string {
+	namespaces, err := r.networkNamespaces(ctx, network)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, ns := range namespaces {
+		out = append(out, DenyKey(ns))
+		out = append(out, r.namespacePolicyKeys(ctx, ns)...)
 	}
 	return out
 }

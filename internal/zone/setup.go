@@ -541,6 +541,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			}
 			return out
 		}))).
+		WatchesRawSource(source.Channel(r.policyNetworkEvents, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+			var out []reconcile.Request
+			for _, k := range r.networkPolicyKeys(ctx, o.GetName()) {
+				out = append(out, request(k))
+			}
+			return out
+		}))).
 		WatchesRawSource(source.Channel(r.podNetworkEvents, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 			var out []reconcile.Request
 			for _, k := range r.podsOfNetwork(ctx, o.GetName()) {
@@ -640,7 +647,7 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 	}
 	resync := make(chan event.GenericEvent, 1)
 	r := &Reconciler{resync: resync, namespaceEvents: make(chan event.GenericEvent, 256), keyEvents: make(chan event.GenericEvent, 1024),
-		podNetworkEvents: make(chan event.GenericEvent, 256)}
+		podNetworkEvents: make(chan event.GenericEvent, 256), policyNetworkEvents: make(chan event.GenericEvent, 256)}
 	nb, nbWriter, sb, err := Connect(ctx, opts, r.requestResync)
 	if err != nil {
 		return nil, nil, err
