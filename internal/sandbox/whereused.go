@@ -11,6 +11,8 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,6 +59,23 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 	if err != nil {
 		return err
 	}
+	// A NetworkPolicy on the network the section moves (ingress from
+	// WhereUsedPeer's namespace only): its rows follow the network.
+	network, err := NamespaceNetwork(ctx, c, WhereUsedNamespace)
+	if err != nil {
+		return err
+	}
+	pol := whereUsedPolicy()
+	if err := c.Create(ctx, pol); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	defer func() { _ = c.Delete(context.Background(), pol) }()
+	if want, err := activity.Of(activity.ClientView{Ctx: ctx, Reader: c}, network); err == nil {
+		_ = proc.WaitFor(30*time.Second, 200*time.Millisecond, func() (bool, error) {
+			on, err := policiesOn(dir, network)
+			return on == nodeList(want, nodes), err
+		}) // the check below says what it found
+	}
 	var checks []AppCheck
 	for _, n := range nets {
 		want, err := activity.Of(activity.ClientView{Ctx: ctx, Reader: c}, n)
@@ -65,14 +84,18 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 		}
 		got, err := renderedOn(dir, n)
 		checks = append(checks, AppCheck{Name: "rendered where used", From: "zones' Northbound", Target: n, Want: nodeList(want, nodes), Got: got, Err: err})
+		// Its NetworkPolicies' rows follow it (docs/networkpolicy.md).
+		if has, err := hasPolicies(ctx, c, n); err != nil || has {
+			got, err2 := policiesOn(dir, n)
+			checks = append(checks, AppCheck{Name: "its policies where used", From: "zones' Northbound", Target: n, Want: nodeList(want, nodes), Got: got, Err: errors.Join(err, err2)})
+		}
 	}
 	fmt.Fprintf(out, "\nWhere networks are rendered (a primary UDN only on the nodes that use it: its pods, a connected network's, or a node-port service anywhere; docs/topology.md):\n\n")
 	merr := PrintAppChecks(out, checks)
 
 	// The first pod of a network on a node, then the last one leaving.
-	network, err := NamespaceNetwork(ctx, c, WhereUsedNamespace)
-	if err != nil || network == "" || network == nodeinfo.DefaultNetwork {
-		return errors.Join(merr, err)
+	if network == "" || network == nodeinfo.DefaultNetwork {
+		return merr
 	}
 	if on, err := renderedOn(dir, network); err != nil || slices.Contains(strings.Split(on, ","), WhereUsedNode) {
 		return errors.Join(merr, err, fmt.Errorf("network %s is already rendered on %s (%s): the section needs a node that does not use it", network, WhereUsedNode, on))
@@ -105,6 +128,14 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 	var after []AppCheck
 	after = append(after, AppCheck{Name: "first pod on a node", From: "zones' Northbound", Target: network,
 		Want: "rendered on " + WhereUsedNode, Got: onNode(on, err), Err: err})
+	var pon string
+	err = proc.WaitFor(10*time.Second, 100*time.Millisecond, func() (bool, error) { // planned after the network
+		var err error
+		pon, err = policiesOn(dir, network)
+		return err == nil && slices.Contains(strings.Split(pon, ","), WhereUsedNode), err
+	})
+	after = append(after, AppCheck{Name: "its policies with it", From: "zones' Northbound", Target: pol.Namespace + "/" + pol.Name,
+		Want: "rendered on " + WhereUsedNode, Got: onNode(pon, err), Err: err})
 	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		return errors.Join(merr, err)
 	}
@@ -124,6 +155,17 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 	}
 	after = append(after, AppCheck{Name: fmt.Sprintf("last pod leaves the node (grace %s, gone after %s)", grace, took.Round(100*time.Millisecond)),
 		From: "zones' Northbound", Target: network, Want: want, Got: got, Err: err})
+	err = proc.WaitFor(10*time.Second, 100*time.Millisecond, func() (bool, error) {
+		var err error
+		pon, err = policiesOn(dir, network)
+		return err == nil && !slices.Contains(strings.Split(pon, ","), WhereUsedNode), err
+	})
+	pgot := want
+	if err != nil {
+		pgot = "still rendered on " + WhereUsedNode
+	}
+	after = append(after, AppCheck{Name: "its policies with it", From: "zones' Northbound", Target: pol.Namespace + "/" + pol.Name,
+		Want: want, Got: pgot, Err: err})
 	fmt.Fprintln(out)
 	return errors.Join(merr, PrintAppChecks(out, after))
 }
@@ -164,6 +206,67 @@ func renderedOn(dir, network string) (string, error) {
 				return "", fmt.Errorf("zone %s: %v: %s", n.Name, err, out)
 			}
 			held = held || len(strings.TrimSpace(string(out))) > 0
+		}
+		if held {
+			on = append(on, n.Name)
+		}
+	}
+	if len(on) == 0 {
+		return "none", nil
+	}
+	return strings.Join(on, ","), nil
+}
+
+// whereUsedPolicy is the section's NetworkPolicy: WhereUsedNamespace's pods
+// take ingress from WhereUsedPeer's namespace only.
+func whereUsedPolicy() *networkingv1.NetworkPolicy {
+	peerNS, _, _ := strings.Cut(WhereUsedPeer, "/")
+	return &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: WhereUsedNamespace, Name: "from-" + peerNS},
+		Spec: networkingv1.NetworkPolicySpec{
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": peerNS}},
+			}}}},
+		}}
+}
+
+// hasPolicies reports whether a namespace of the network has a
+// NetworkPolicy.
+func hasPolicies(ctx context.Context, c client.Client, network string) (bool, error) {
+	namespaces, err := activity.ClientView{Ctx: ctx, Reader: c}.NetworkNamespaces(network)
+	if err != nil {
+		return false, err
+	}
+	for _, ns := range namespaces {
+		var list networkingv1.NetworkPolicyList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		if len(list.Items) > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// policiesOn returns the nodes whose zone holds a port group or address set
+// of the network's NetworkPolicies (external_ids k8s.ovn.org/network and
+// k8s.ovn.org/kind NetworkPolicy...), comma-separated, as renderedOn.
+func policiesOn(dir, network string) (string, error) {
+	st, err := ReadState(NewLayoutMust(dir))
+	if err != nil {
+		return "", err
+	}
+	var on []string
+	for _, n := range st.Nodes {
+		held := false
+		for _, table := range []string{"Port_Group", "Address_Set"} {
+			out, err := deps.OVNCommand("ovn-nbctl", "--db="+n.NB, "--bare", "--columns=external_ids", "find", table,
+				`external_ids:"k8s.ovn.org/network"="`+network+`"`).CombinedOutput()
+			if err != nil {
+				return "", fmt.Errorf("zone %s: %v: %s", n.Name, err, out)
+			}
+			held = held || strings.Contains(string(out), "k8s.ovn.org/kind=NetworkPolicy")
 		}
 		if held {
 			on = append(on, n.Name)
