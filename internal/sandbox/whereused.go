@@ -192,22 +192,29 @@ func primaryNetworks(ctx context.Context, c client.Client) ([]string, error) {
 // renderedOn returns the nodes whose zone holds a switch or router of the
 // network (owned by its zone controller's network key), comma-separated.
 func renderedOn(dir, network string) (string, error) {
+	return zonesWith(dir, []string{"Logical_Switch", "Logical_Router"}, `external_ids:"k8s.ovn.org/owner"="net:`+network+`"`,
+		func(out string) bool { return strings.TrimSpace(out) != "" })
+}
+
+// zonesWith returns the nodes whose zone has, in one of the tables, rows
+// matching the ovn-nbctl find condition whose external_ids held accepts,
+// comma-separated ("none" when no zone has).
+func zonesWith(dir string, tables []string, condition string, held func(externalIDs string) bool) (string, error) {
 	st, err := ReadState(NewLayoutMust(dir))
 	if err != nil {
 		return "", err
 	}
 	var on []string
 	for _, n := range st.Nodes {
-		held := false
-		for _, table := range []string{"Logical_Switch", "Logical_Router"} {
-			out, err := deps.OVNCommand("ovn-nbctl", "--db="+n.NB, "--bare", "--columns=name", "find", table,
-				`external_ids:"k8s.ovn.org/owner"="net:`+network+`"`).CombinedOutput()
+		has := false
+		for _, table := range tables {
+			out, err := deps.OVNCommand("ovn-nbctl", "--db="+n.NB, "--bare", "--columns=external_ids", "find", table, condition).CombinedOutput()
 			if err != nil {
 				return "", fmt.Errorf("zone %s: %v: %s", n.Name, err, out)
 			}
-			held = held || len(strings.TrimSpace(string(out))) > 0
+			has = has || held(string(out))
 		}
-		if held {
+		if has {
 			on = append(on, n.Name)
 		}
 	}
@@ -253,29 +260,8 @@ func hasPolicies(ctx context.Context, c client.Client, network string) (bool, er
 // of the network's NetworkPolicies (external_ids k8s.ovn.org/network and
 // k8s.ovn.org/kind NetworkPolicy...), comma-separated, as renderedOn.
 func policiesOn(dir, network string) (string, error) {
-	st, err := ReadState(NewLayoutMust(dir))
-	if err != nil {
-		return "", err
-	}
-	var on []string
-	for _, n := range st.Nodes {
-		held := false
-		for _, table := range []string{"Port_Group", "Address_Set"} {
-			out, err := deps.OVNCommand("ovn-nbctl", "--db="+n.NB, "--bare", "--columns=external_ids", "find", table,
-				`external_ids:"k8s.ovn.org/network"="`+network+`"`).CombinedOutput()
-			if err != nil {
-				return "", fmt.Errorf("zone %s: %v: %s", n.Name, err, out)
-			}
-			held = held || strings.Contains(string(out), "k8s.ovn.org/kind=NetworkPolicy")
-		}
-		if held {
-			on = append(on, n.Name)
-		}
-	}
-	if len(on) == 0 {
-		return "none", nil
-	}
-	return strings.Join(on, ","), nil
+	return zonesWith(dir, []string{"Port_Group", "Address_Set"}, `external_ids:"k8s.ovn.org/network"="`+network+`"`,
+		func(out string) bool { return strings.Contains(out, "k8s.ovn.org/kind=NetworkPolicy") })
 }
 
 // nodeList says a set of nodes as renderedOn does, among nodes.
