@@ -89,6 +89,53 @@ func MustRegisterOnce(c prometheus.Collector) {
 	}
 }
 
+// RegisterLatest registers a collector of a component that may be built
+// again in the same process (a zone controller restarted by a test or an
+// embedding program): one registered before with the same descriptors is
+// replaced, so the metric reads the newest component, never a stopped one.
+// The returned function unregisters c unless a newer one replaced it (the
+// component's Close calls it).
+func RegisterLatest(c prometheus.Collector) (unregister func()) {
+	key := descKey(c)
+	latest.mu.Lock()
+	defer latest.mu.Unlock()
+	var already prometheus.AlreadyRegisteredError
+	err := ctrlmetrics.Registry.Register(c)
+	if errors.As(err, &already) {
+		ctrlmetrics.Registry.Unregister(already.ExistingCollector)
+		err = ctrlmetrics.Registry.Register(c)
+	}
+	if err != nil {
+		panic(err)
+	}
+	latest.by[key] = c
+	return func() {
+		latest.mu.Lock()
+		defer latest.mu.Unlock()
+		if latest.by[key] == c {
+			ctrlmetrics.Registry.Unregister(c) // by descriptors: only while c is the one registered
+			delete(latest.by, key)
+		}
+	}
+}
+
+// latest is the collector RegisterLatest last registered, by descriptors.
+var latest = struct {
+	mu sync.Mutex
+	by map[string]prometheus.Collector
+}{by: map[string]prometheus.Collector{}}
+
+// descKey names a collector's descriptors.
+func descKey(c prometheus.Collector) string {
+	ch := make(chan *prometheus.Desc)
+	go func() { c.Describe(ch); close(ch) }()
+	var b strings.Builder
+	for d := range ch {
+		b.WriteString(d.String())
+	}
+	return b.String()
+}
+
 // OwnerKind is the kind of an ovsdbsync owner key: its prefix before ":".
 func OwnerKind(owner string) string {
 	kind, _, _ := strings.Cut(owner, ":")

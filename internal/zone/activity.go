@@ -364,15 +364,17 @@ func (r *Reconciler) connectActivityKeys(ctx context.Context, old, cur *v1.Clust
 
 // renderedCount counts the networks planned since start by whether they
 // are rendered on the zone's node (ovn_udn_zone_networks).
+// It reads no API object (a scrape must not wait for the caches): the
+// zone's node is the one the plans last found.
 func (r *Reconciler) renderedCount() (rendered, notUsed int) {
-	local, ok, err := r.localNode(context.Background())
-	if err != nil || !ok {
+	local := r.localName.Load()
+	if local == nil {
 		return 0, 0
 	}
 	r.active.mu.Lock()
 	defer r.active.mu.Unlock()
 	for _, s := range r.active.set {
-		if s.Has(local.Name) {
+		if s.Has(*local) {
 			rendered++
 		} else {
 			notUsed++

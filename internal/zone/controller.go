@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -161,9 +162,14 @@ type Reconciler struct {
 	// policyNetworkEvents carries networks whose namespaces' NetworkPolicy
 	// keys must be planned again (networkPolicyKeys).
 	policyNetworkEvents chan event.GenericEvent
-	waiters             portWaiters
-	links               linkSet
-	policies            policyCache
+	// unregister removes the reconciler's metric collectors (Close).
+	unregister []func()
+	// localName is the zone's node as localNode last found it (metrics
+	// read it at scrape time without reading the API).
+	localName atomic.Pointer[string]
+	waiters   portWaiters
+	links     linkSet
+	policies  policyCache
 	// grace keeps a node in a network's set for a while after its last
 	// pod left (unless RenderEverywhere); active is the set each network was
 	// last rendered with.

@@ -93,6 +93,10 @@ func (r *Reconciler) localNode(ctx context.Context) (nodeinfo.Info, bool, error)
 	}
 	for _, n := range nodes {
 		if n.Zone == r.Zone {
+			if p := r.localName.Load(); p == nil || *p != n.Name {
+				name := n.Name
+				r.localName.Store(&name)
+			}
 			return n, true, nil
 		}
 	}
