@@ -4,6 +4,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
 
 // keyLocks lets one reconcile of a key run at a time, others in parallel,
@@ -28,5 +34,24 @@ func TestKeyLocks(t *testing.T) {
 	wg.Wait()
 	if len(k.m) != 0 {
 		t.Fatalf("%d keys kept after every reconcile ended", len(k.m))
+	}
+}
+
+// TestNodeInitialListRequeuesNothing: a Node of the informer's initial list
+// passes no event (every key comes from its own object at start; each Node
+// requeueing every key made a restart plan every key once per node), a Node
+// created later passes, and so does a change of what zones render from.
+func TestNodeInitialListRequeuesNothing(t *testing.T) {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: map[string]string{nodeinfo.ChassisIDAnnotation: "a"}}}
+	if nodeChanges.Create(event.CreateEvent{Object: n, IsInInitialList: true}) {
+		t.Error("a Node of the initial list passes")
+	}
+	if !nodeChanges.Create(event.CreateEvent{Object: n}) {
+		t.Error("a Node created after the start does not pass")
+	}
+	m := n.DeepCopy()
+	m.Annotations[nodeinfo.ChassisIDAnnotation] = "b"
+	if !nodeChanges.Update(event.UpdateEvent{ObjectOld: n, ObjectNew: m}) {
+		t.Error("a Node's new chassis does not pass")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	libovsdb "github.com/ovn-org/libovsdb/client"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -151,10 +152,10 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	}
 	s.WithWriter(nbWriter)
 	s.Observe(metrics.ObserveSync(opts.Zone))
-	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "nb", nb.Connected))
-	metrics.MustRegisterOnce(metrics.Connected(opts.Zone, "sb", sb.Connected))
-	metrics.MustRegisterOnce(metrics.PodPorts(opts.Zone, r.podPortsByNetwork))
-	metrics.MustRegisterOnce(metrics.NetworksRendered(opts.Zone, r.renderedCount))
+	for _, c := range []prometheus.Collector{metrics.Connected(opts.Zone, "nb", nb.Connected), metrics.Connected(opts.Zone, "sb", sb.Connected),
+		metrics.PodPorts(opts.Zone, r.podPortsByNetwork), metrics.NetworksRendered(opts.Zone, r.renderedCount)} {
+		r.unregister = append(r.unregister, metrics.RegisterLatest(c))
+	}
 	r.Zone, r.Cluster, r.Client, r.NB, r.nbWriter, r.SB, r.Syncer = opts.Zone, opts.Cluster, mgr.GetClient(), nb, nbWriter, sb, s
 	r.Gateway = opts.Gateway
 	r.DisableNetworkConnect = opts.DisableNetworkConnect
@@ -410,6 +411,12 @@ func (r *Reconciler) networkOfKey(ctx context.Context, key string) (string, bool
 
 // nodeChanges passes Node events that can change a zone's rendering.
 var nodeChanges = predicate.Funcs{
+	// A Node of the informer's initial list requeues nothing: at start
+	// every key comes from its own object's initial event (a network's
+	// NAD, a pod, a service...) or from the database's owners, and each
+	// Node requeueing every key again, one after the other, made a
+	// restart plan every key once per node (20 times at 1000 × 20).
+	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		for _, k := range []string{nodeinfo.NodeIDAnnotation, nodeinfo.NodeSubnetsAnnotation, nodeinfo.ChassisIDAnnotation,
 			nodeinfo.ZoneAnnotation, nodeinfo.PrimaryIfAddrAnnotation, nodeinfo.EncapIPAnnotation, nodeinfo.GatewayAnnotation} {
@@ -595,6 +602,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 
 // Close closes the reconciler's database connections.
 func (r *Reconciler) Close() {
+	for _, u := range r.unregister {
+		u()
+	}
+	r.unregister = nil
 	for _, c := range []libovsdb.Client{r.NB, r.nbWriter, r.SB} {
 		if c != nil {
 			c.Close()

@@ -1,0 +1,191 @@
+package zone_test
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/clustertest"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/zone"
+)
+
+// BenchmarkZoneControllerRestart measures the whole zone controller (issue
+// 19, part 5), where BenchmarkZoneRestart measures its Northbound side
+// alone: a real API server with N Layer3 UDNs (created through the API,
+// allocated by a real cluster-manager) and M nodes, one zone (node-a's,
+// rendering every network); the controller started on an empty Northbound
+// until it has reconciled every key with its queue empty (converge), then
+// stopped and started again (restart: manager, API caches, database
+// connections and cache, a plan of every key), which must write nothing.
+// northd is paused for the restart, as in BenchmarkZoneRestart.
+//
+//	go test -run XXX -bench BenchmarkZoneControllerRestart -benchtime 1x -timeout 30m ./internal/zone/
+//	OVN_UDN_BENCH_SIZE=1000x20 (the default)
+func BenchmarkZoneControllerRestart(b *testing.B) {
+	for _, size := range benchSizes(b, benchSize{1000, 20}) {
+		b.Run(fmt.Sprintf("%dx%d", size.networks, size.nodes), func(b *testing.B) {
+			for b.Loop() {
+				benchControllerRestart(b, size.networks, size.nodes)
+			}
+		})
+	}
+}
+
+func benchControllerRestart(b *testing.B, networks, nodes int) {
+	ctx := context.Background()
+	c := clustertest.Start(b, env, config.Default(), "node-a")
+	c.StopZoneController("node-a")
+
+	// The other nodes: Node objects with what their agents would publish.
+	for i := 1; i < nodes; i++ {
+		name := fmt.Sprintf("bench-node-%d", i)
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: clustertest.NodeInfo(name, i).Annotations()}}
+		if err := c.Admin.Create(ctx, n); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Admin.Delete(context.Background(), n) })
+	}
+	// The networks, through the API (tenants may reuse a subnet).
+	start := time.Now()
+	var udns []*v1.UserDefinedNetwork
+	for range networks {
+		ns := cmtest.Namespace(b, c.Admin, "ctrlrestart", map[string]string{v1.PrimaryNetworkLabel: ""})
+		u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
+			Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.128.0.0/16/24"}}}
+		if err := c.Admin.Create(ctx, u); err != nil {
+			b.Fatal(err)
+		}
+		udns = append(udns, u)
+	}
+	b.Cleanup(func() {
+		for _, u := range udns {
+			_ = c.Admin.Delete(context.Background(), u)
+		}
+	})
+	// Every network allocated and every node given its slice of each.
+	cmtest.Eventually(b, 10*time.Minute, func() error {
+		var list corev1.NodeList
+		if err := c.Admin.List(ctx, &list); err != nil {
+			return err
+		}
+		for _, n := range list.Items {
+			subnets, err := nodeinfo.ParseSubnets(n.Annotations[nodeinfo.NodeSubnetsAnnotation])
+			if err != nil {
+				return err
+			}
+			if len(subnets) < networks+1 {
+				return fmt.Errorf("node %s has %d slices, want %d", n.Name, len(subnets), networks+1)
+			}
+		}
+		return nil
+	})
+	b.ReportMetric(time.Since(start).Seconds(), "s-allocated")
+
+	// Converge from an empty Northbound.
+	start = time.Now()
+	r := c.StartZoneController("node-a")
+	keys := settled(b, r, "zone-node-a")
+	b.ReportMetric(time.Since(start).Seconds(), "s/converge")
+	b.ReportMetric(float64(keys), "keys")
+	b.ReportMetric(float64(r.Syncer.Transactions()), "txns-converge")
+	c.StopZoneController("node-a")
+
+	// The restart, northd paused (an idle northd in a steady state).
+	northd := c.Zones["node-a"].Processes()["northd"].PID()
+	if err := syscall.Kill(northd, syscall.SIGSTOP); err != nil {
+		b.Fatal(err)
+	}
+	defer syscall.Kill(northd, syscall.SIGCONT) //nolint:errcheck
+	start = time.Now()
+	r = c.StartZoneController("node-a")
+	settled(b, r, "zone-node-a")
+	b.ReportMetric(time.Since(start).Seconds(), "s/restart")
+	if t := r.Syncer.Transactions(); t != 0 {
+		b.Fatalf("the restarted zone controller wrote %d transactions, want none", t)
+	}
+	b.ReportMetric(rssMiB("self", "VmHWM"), "MiB-process-peak")
+}
+
+// settled waits until the zone controller named controller has reconciled
+// at least every key of r once since the call and its queue has stayed
+// empty for half a second, and returns the number of keys.
+func settled(b *testing.B, r *zone.Reconciler, controller string) int {
+	b.Helper()
+	base := reconcileTotal(b, controller)
+	var keys []string
+	cmtest.Eventually(b, time.Minute, func() error {
+		var err error
+		keys, err = r.Keys(context.Background())
+		return err
+	})
+	var quiet time.Time
+	last := -1.0
+	err := proc.WaitFor(20*time.Minute, 20*time.Millisecond, func() (bool, error) {
+		done := reconcileTotal(b, controller) - base
+		depth := metricValue(b, "workqueue_depth", "name", controller)
+		if done < float64(len(keys)) || depth > 0 || done != last {
+			last, quiet = done, time.Now()
+			return false, fmt.Errorf("%v of %d keys reconciled, %v queued", done, len(keys), depth)
+		}
+		return time.Since(quiet) >= 500*time.Millisecond, nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(keys)
+}
+
+// reconcileTotal is controller-runtime's count of the controller's
+// reconciles, whatever their result.
+func reconcileTotal(b *testing.B, controller string) float64 {
+	return metricValue(b, "controller_runtime_reconcile_total", "controller", controller)
+}
+
+// metricValue sums the counters or gauges of family name whose label is
+// value in controller-runtime's registry.
+func metricValue(b *testing.B, name, label, value string) float64 {
+	b.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if !hasLabel(m, label, value) {
+				continue
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func hasLabel(m *dto.Metric, name, value string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
