@@ -192,17 +192,7 @@ func TestPolicyRowsLeaveWithTheNetwork(t *testing.T) {
 		t.Fatal(err)
 	}
 	z := c.Zones["node-a"]
-	owned := func() []string {
-		var out []string
-		for _, table := range []string{"Port_Group", "Address_Set", "ACL"} {
-			for _, line := range strings.Split(z.MustNBCtl("--bare", "--columns=external_ids", "find", table), "\n") {
-				if strings.Contains(line, "k8s.ovn.org/kind=NetworkPolicy") {
-					out = append(out, table)
-				}
-			}
-		}
-		return out
-	}
+	owned := func() []string { return policyRows(z) }
 	cmtest.Eventually(t, time.Minute, func() error {
 		// Port group, its ACL, the default deny's port group and 4 ACLs
 		// (drop, ARP/ND, node, hairpin), the peer's address set.
