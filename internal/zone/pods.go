@@ -85,6 +85,24 @@ func (m *podIPAM) release(podKey string) {
 	}
 }
 
+// usableLocalNode is localNode, with a *NotRendered error while the zone's
+// node exists but is not usable yet (its annotations incomplete): rows that
+// need it stay as they are rather than go.
+func (r *Reconciler) usableLocalNode(ctx context.Context) (nodeinfo.Info, bool, error) {
+	local, ok, err := r.localNode(ctx)
+	if err != nil || ok {
+		return local, ok, err
+	}
+	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
+	if err != nil {
+		return nodeinfo.Info{}, false, err
+	}
+	if r.hasLocalNode(nodes, bad) {
+		return nodeinfo.Info{}, false, &NotRendered{Reason: "the zone's node is not ready"}
+	}
+	return nodeinfo.Info{}, false, nil
+}
+
 // localNode returns the zone's node.
 func (r *Reconciler) localNode(ctx context.Context) (nodeinfo.Info, bool, error) {
 	nodes, _, err := r.nodes.nodes(ctx, r.Client)

@@ -382,21 +382,9 @@ func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) (
 	}
 	// Only where the policies that use it are rendered: on the zone's
 	// node, with the network used there.
-	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
-	if err != nil {
+	local, ok, err := r.usableLocalNode(ctx)
+	if err != nil || !ok {
 		return nil, err
-	}
-	local, ok := nodeinfo.Info{}, false
-	for _, node := range nodes {
-		if node.Zone == r.Zone {
-			local, ok = node, true
-		}
-	}
-	if !ok {
-		if r.hasLocalNode(nodes, bad) {
-			return nil, &NotRendered{Reason: "the zone's node is not ready"} // as scope
-		}
-		return nil, nil
 	}
 	if here, err := r.usedOn(ctx, n, local.Name); err != nil || !here {
 		return nil, err

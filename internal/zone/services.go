@@ -165,20 +165,12 @@ func (r *Reconciler) scope(ctx context.Context, namespace string) (nsScope, bool
 	if len(sc.nets) == 0 {
 		return nsScope{}, false, nil
 	}
-	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
-	if err != nil {
+	local, ok, err := r.usableLocalNode(ctx)
+	if err != nil || !ok {
 		return nsScope{}, false, err
 	}
-	for _, node := range nodes {
-		if node.Zone == r.Zone {
-			sc.local = node
-			return sc, true, nil
-		}
-	}
-	if r.hasLocalNode(nodes, bad) {
-		return nsScope{}, false, &NotRendered{Reason: "the zone's node is not ready"}
-	}
-	return nsScope{}, false, nil
+	sc.local = local
+	return sc, true, nil
 }
 
 // namespacePrimaries returns a namespace's primary networks (podnet's rule,
