@@ -178,10 +178,11 @@ func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) 
 		// Not on a network the zone's node does not use (no pod of it
 		// here to protect); i stays the network's place among the
 		// namespace's, which names the rows.
-		if here, err := r.usedOn(ctx, net.network, sc.local.Name); err != nil || !here {
-			if err != nil {
-				return nil, nil, err
-			}
+		here, err := r.usedOn(ctx, net.network, sc.local.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !here {
 			continue
 		}
 		pods, wait, err := r.policyPods(ctx, namespace, sc.local, net.primary.Key, func(p netpol.Pod) bool { return sel.Matches(labels.Set(p.Labels)) })
@@ -236,10 +237,11 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 	var rows []model.Model
 	var waiting []string
 	for i, net := range sc.nets {
-		if here, err := r.usedOn(ctx, net.network, sc.local.Name); err != nil || !here {
-			if err != nil {
-				return nil, nil, err
-			}
+		here, err := r.usedOn(ctx, net.network, sc.local.Name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !here {
 			continue // as desiredPolicy
 		}
 		// The groups that exist stay while the namespace has the network:
