@@ -174,6 +174,20 @@ func TestPolicyLifecycle(t *testing.T) {
 // pod goes, the policy's port group goes (the namespace's default deny stays,
 // empty, and the peer's address set); when the UDN is deleted under
 // the policy (the namespace stays labelled, the policy stays), that goes too.
+// createFromDB creates the NetworkPolicy "from-db" in ns: pods app=web
+// admit ingress from pods app=db of the namespace only.
+func createFromDB(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	pol := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-db"},
+		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
+			}}}}
+	if err := c.Create(context.Background(), pol); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPolicyRowsLeaveWithTheNetwork(t *testing.T) {
 	c := clustertest.Start(t, env, config.Default(), "node-a")
 	ctx := context.Background()
@@ -183,14 +197,7 @@ func TestPolicyRowsLeaveWithTheNetwork(t *testing.T) {
 	web.Labels = map[string]string{"app": "web"}
 	createPod(t, c.Admin, web)
 	waitAnnotated(t, c.Admin, web, podnet.DefaultKey, podnet.Key(ns, "net"))
-	pol := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-db"},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
-			}}}}
-	if err := c.Admin.Create(ctx, pol); err != nil {
-		t.Fatal(err)
-	}
+	createFromDB(t, c.Admin, ns)
 	z := c.Zones["node-a"]
 	owned := func() []string { return policyRows(z) }
 	cmtest.Eventually(t, time.Minute, func() error {

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -64,14 +62,7 @@ func TestPoliciesWhereUsed(t *testing.T) {
 		return createPod(t, c.Admin, p)
 	}
 	webA, dbA, otherA := labelled("web-a", "node-a", "web"), labelled("db-a", "node-a", "db"), labelled("other-a", "node-a", "")
-	pol := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "from-db"},
-		Spec: networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}},
-			}}}}
-	if err := c.Admin.Create(ctx, pol); err != nil {
-		t.Fatal(err)
-	}
+	createFromDB(t, c.Admin, ns)
 	nDB := waitAnnotated(t, c.Admin, dbA, podnet.DefaultKey, key)
 	nOther := waitAnnotated(t, c.Admin, otherA, podnet.DefaultKey, key)
 	waitAnnotated(t, c.Admin, webA, podnet.DefaultKey, key)
