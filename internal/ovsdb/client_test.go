@@ -2,6 +2,7 @@ package ovsdb_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,12 +20,18 @@ import (
 // database for empty. The cache is watched in a tight loop across several
 // restarts of the server, and the client reconnects after each.
 func TestCacheHiddenWhileReconnecting(t *testing.T) {
+	for _, own := range []bool{false, true} {
+		t.Run(fmt.Sprintf("own monitor %v", own), func(t *testing.T) { testCacheHiddenWhileReconnecting(t, own) })
+	}
+}
+
+func testCacheHiddenWhileReconnecting(t *testing.T, own bool) {
 	z := ovntest.StartZone(t, "reconnect")
 	z.MustNBCtl("ls-add", "sw")
 	var reconnects atomic.Int64
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, Reconnect: true,
+	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, Reconnect: true, OwnMonitor: own,
 		OnReconnect: func() { reconnects.Add(1) }})
 	if err != nil {
 		t.Fatal(err)

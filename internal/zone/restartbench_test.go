@@ -2,6 +2,8 @@ package zone_test
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"testing"
@@ -57,7 +59,9 @@ func benchRestart(b *testing.B, networks, nodes int) {
 	// network against it.
 	start := time.Now()
 	selfCPU0 := cpuSeconds("self")
+	stopProfile := profile(b, "OVN_UDN_BENCH_CONNECT_PROFILE")
 	s2, _, _ := benchSyncer(b, z)
+	stopProfile()
 	connected := time.Since(start)
 	b.ReportMetric(cpuSeconds("self")-selfCPU0, "s-cpu-controller-connect")
 	b.ReportMetric(cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))-serverCPU0, "s-cpu-ovsdb-server-connect")
@@ -82,4 +86,24 @@ func benchRestart(b *testing.B, networks, nodes int) {
 	b.ReportMetric(resync.Seconds(), "s/resync")
 	b.ReportMetric(float64(s2.Transactions()), "txns-after-restart")
 	b.ReportMetric(rssMiB("self", "VmHWM"), "MiB-controller-peak")
+}
+
+// profile starts a CPU profile into the file named by the environment
+// variable env, if set, and returns what stops it.
+func profile(b *testing.B, env string) func() {
+	name := os.Getenv(env)
+	if name == "" {
+		return func() {}
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

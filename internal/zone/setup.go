@@ -96,9 +96,10 @@ func Connect(ctx context.Context, opts Options, onReconnect func()) (nb, nbWrite
 		}
 	}
 	nbOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: counted("nb"),
-		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables}
+		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables, OwnMonitor: true}
 	writerOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, NoMonitor: true}
-	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: counted("sb"), Tables: sbTables}
+	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: counted("sb"), Tables: sbTables,
+		OwnMonitor: true}
 	clients, err := connectAll(ctx, opts.Zone, 200*time.Millisecond,
 		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectNB(ctx, nbOpts) },
 		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectNB(ctx, writerOpts) },

@@ -1,0 +1,107 @@
+package ovsdb_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-udn/ovn-udn/internal/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
+)
+
+// TestOwnMonitorCachesLikeLibovsdb: on one real Northbound, a client with
+// the own monitor and one monitored by libovsdb hold the same rows after
+// every step: a filled database at connection, then inserts, set and map
+// mutations (the update2 diffs), updates and deletes made by ovn-nbctl.
+func TestOwnMonitorCachesLikeLibovsdb(t *testing.T) {
+	z := ovntest.StartZone(t, "ownmonitor")
+	z.MustNBCtl("ls-add", "sw0", "--", "set", "logical_switch", "sw0", "other_config:subnet=10.0.0.0/24", "external_ids:owner=a")
+	for i := range 5 {
+		z.MustNBCtl("lsp-add", "sw0", fmt.Sprintf("p%d", i), "--", "lsp-set-addresses", fmt.Sprintf("p%d", i),
+			fmt.Sprintf("0a:58:0a:00:00:%02x 10.0.0.%d", i+2, i+2))
+	}
+	z.MustNBCtl("lr-add", "r0", "--", "lrp-add", "r0", "r0-sw0", "0a:58:0a:00:00:01", "10.0.0.1/24", "fd00::1/64")
+	z.MustNBCtl("acl-add", "sw0", "to-lport", "1001", `ip4.src == 10.0.0.2 && tcp.dst == 80`, "allow-related")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	connect := func(own bool) client.Client {
+		c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, OwnMonitor: own})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	own, lib := connect(true), connect(false)
+	same := func(step string) {
+		t.Helper()
+		var last string
+		err := proc.WaitFor(10*time.Second, 10*time.Millisecond, func() (bool, error) {
+			last = cmp.Diff(rows(t, lib.Cache()), rows(t, own.Cache()))
+			return last == "", nil
+		})
+		if err != nil {
+			t.Fatalf("%s: the caches differ (-libovsdb +own):\n%s", step, last)
+		}
+	}
+	same("connected")
+	if n := own.Cache().Table("Logical_Switch_Port").Len(); n != 5 {
+		t.Fatalf("the own monitor's cache has %d switch ports, want 5", n)
+	}
+	for _, step := range [][]string{
+		{"lsp-add", "sw0", "p9", "--", "lsp-set-addresses", "p9", "router"},
+		{"set", "logical_switch", "sw0", "other_config:exclude_ips=10.0.0.3", "external_ids:owner=b"},
+		{"remove", "logical_switch", "sw0", "other_config", "subnet"},
+		{"lsp-set-addresses", "p1", "0a:58:0a:00:00:99 10.0.0.99", "dynamic"},
+		{"lsp-set-port-security", "p2", "0a:58:0a:00:00:04 10.0.0.4"},
+		{"lsp-set-options", "p3", "requested-chassis=node-a", "iface-id-ver=1"},
+		{"lsp-set-enabled", "p4", "disabled"},
+		{"lsp-del", "p0"},
+		{"lrp-set-gateway-chassis", "r0-sw0", "chassis-1", "10"},
+		{"lr-route-add", "r0", "0.0.0.0/0", "10.0.0.254"},
+		{"acl-del", "sw0"},
+		{"lsp-del", "p9", "--", "lsp-del", "p1"},
+		{"ls-add", "sw1", "--", "lsp-add", "sw1", "q0", "--", "lsp-set-type", "q0", "localnet"},
+	} {
+		z.MustNBCtl(step...)
+		same(fmt.Sprint(step))
+	}
+}
+
+// rows lists every row of every table of a cache, by table and UUID.
+func rows(t *testing.T, tc *cache.TableCache) map[string]map[string]model.Model {
+	t.Helper()
+	if tc == nil {
+		return nil
+	}
+	out := map[string]map[string]model.Model{}
+	var names []string
+	for name := range tc.DatabaseModel().Types() {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		rc := tc.Table(name)
+		if rc == nil || rc.Len() == 0 {
+			continue
+		}
+		out[name] = map[string]model.Model{}
+		for uuid, m := range rc.Rows() {
+			if reflect.ValueOf(m).IsNil() {
+				t.Fatalf("%s %s: nil row", name, uuid)
+			}
+			out[name][uuid] = m
+		}
+	}
+	return out
+}
