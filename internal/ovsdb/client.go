@@ -225,7 +225,10 @@ func (s *supervised) supervise() {
 				return
 			default:
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			// Long enough for a large database's initial monitor reply
+			// (a million rows take tens of seconds to arrive and fill
+			// the cache); an unreachable server fails at once anyway.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			err := s.connectAndMonitor(ctx)
 			cancel()
 			if err == nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 
@@ -169,5 +170,27 @@ func TestRejectsBadInput(t *testing.T) {
 		if _, err := s.Plan("o", rows); err == nil {
 			t.Errorf("%s: planned without error", name)
 		}
+	}
+}
+
+// TestOwnersFromIndex: Owners reads the owner index (so libovsdb must still
+// name it OwnerIndex) and finds owners by prefix across tables.
+func TestOwnersFromIndex(t *testing.T) {
+	z := ovntest.StartZone(t, "owners")
+	c, s := connect(t, z)
+	sync(t, s, "net:a", topo("10.0.0.254", "p1"))
+	sync(t, s, "net:b", []model.Model{&nbdb.LogicalRouter{UUID: "lr:b", Name: "b"}})
+	sync(t, s, "svc:x", []model.Model{&nbdb.LogicalSwitch{UUID: "ls:x", Name: "x"}})
+	for _, table := range []string{nbdb.LogicalSwitchTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchPortTable} {
+		if _, err := c.Cache().Table(table).Index(ovsdbsync.OwnerIndex); err != nil {
+			t.Fatalf("%s: no owner index: %v", table, err)
+		}
+	}
+	owners, err := s.Owners("net:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(map[string]bool{"net:a": true, "net:b": true}, owners); d != "" {
+		t.Errorf("owners of net: (-want +got):\n%s", d)
 	}
 }
