@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
@@ -47,7 +48,9 @@ func TestOwnMonitorCachesLikeLibovsdb(t *testing.T) {
 		t.Helper()
 		var last string
 		err := proc.WaitFor(10*time.Second, 10*time.Millisecond, func() (bool, error) {
-			last = cmp.Diff(rows(t, lib.Cache()), rows(t, own.Cache()))
+			// Sets are unordered: libovsdb's own order of a set after a
+			// diff varies from run to run.
+			last = cmp.Diff(rows(t, lib.Cache()), rows(t, own.Cache()), cmpopts.SortSlices(func(a, b string) bool { return a < b }))
 			return last == "", nil
 		})
 		if err != nil {

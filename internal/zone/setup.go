@@ -97,7 +97,7 @@ func Connect(ctx context.Context, opts Options, onReconnect func()) (nb, nbWrite
 	}
 	nbOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: counted("nb"),
 		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables, OwnMonitor: true}
-	writerOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, NoMonitor: true}
+	writerOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, NoMonitor: true, OwnTransact: true}
 	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: counted("sb"), Tables: sbTables,
 		OwnMonitor: true}
 	clients, err := connectAll(ctx, opts.Zone, 200*time.Millisecond,
