@@ -117,6 +117,43 @@ type table struct {
 	// sharedIf restricts a shared column (by field index) to the rows it
 	// accepts (ShareRows); absent: every row.
 	sharedIf map[int]func(model.Model) bool
+	// inserted are the columns an insert writes (every column of the
+	// schema the model has, but _uuid), with their schemas.
+	inserted []insertedColumn
+}
+
+// insertedColumn is a column an insert writes: field index, name, schema.
+type insertedColumn struct {
+	index  int
+	name   string
+	schema *ovsdb.ColumnSchema
+}
+
+// insert is the insert operation of a desired row, as libovsdb's Create
+// makes it (columns at their default value left out; a named or real
+// UUID from the _uuid field), without looking columns up by name.
+func (t *table) insert(m model.Model) (ovsdb.Operation, error) {
+	v := reflect.ValueOf(m).Elem()
+	row := make(ovsdb.Row, len(t.inserted))
+	for _, c := range t.inserted {
+		native := v.Field(c.index).Interface()
+		if ovsdb.IsDefaultValue(c.schema, native) {
+			continue
+		}
+		ovs, err := ovsdb.NativeToOvs(c.schema, native)
+		if err != nil {
+			return ovsdb.Operation{}, fmt.Errorf("table %s, column %s: %w", t.name, c.name, err)
+		}
+		row[c.name] = ovs
+	}
+	op := ovsdb.Operation{Op: ovsdb.OperationInsert, Table: t.name, Row: row}
+	switch uuid := v.Field(t.uuid).String(); {
+	case ovsdb.IsNamedUUID(uuid):
+		op.UUIDName = uuid
+	case ovsdb.IsValidUUID(uuid):
+		op.UUID = uuid
+	}
+	return op, nil
 }
 
 // sharedIn reports whether column col of row (a model pointer) takes
@@ -212,6 +249,9 @@ func New(c client.Client, tables ...model.Model) (*Syncer, error) {
 		}
 		for i := 0; i < t.typ.NumField(); i++ {
 			col := t.typ.Field(i).Tag.Get("ovsdb")
+			if cs, ok := ts.Columns[col]; ok && col != "_uuid" {
+				t.inserted = append(t.inserted, insertedColumn{index: i, name: col, schema: cs})
+			}
 			if adoptBy[col] {
 				t.indexCols = append(t.indexCols, i)
 			}
@@ -467,11 +507,11 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 		}
 		m := rows[i].Interface().(model.Model)
 		if match[i] == nil {
-			ops, err := s.client.Create(m)
+			op, err := tabs[i].insert(m)
 			if err != nil {
 				return nil, fmt.Errorf("ovsdbsync: insert %s: %w", ids[i], err)
 			}
-			inserts = append(inserts, ops...)
+			inserts = append(inserts, op)
 			p.Inserted++
 			continue
 		}

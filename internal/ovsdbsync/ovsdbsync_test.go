@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
+	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
@@ -192,5 +193,39 @@ func TestOwnersFromIndex(t *testing.T) {
 	}
 	if d := cmp.Diff(map[string]bool{"net:a": true, "net:b": true}, owners); d != "" {
 		t.Errorf("owners of net: (-want +got):\n%s", d)
+	}
+}
+
+// TestInsertLikeLibovsdb: the insert the Syncer writes for a desired row is
+// the one libovsdb's Create makes of it, for rows of every managed table
+// with every kind of column set and unset.
+func TestInsertLikeLibovsdb(t *testing.T) {
+	z := ovntest.StartNB(t, "insert")
+	c, s := connect(t, z)
+	tag, enabled, policy, peer, bfd := 7, false, "src-ip", "rtos-peer", "6b1d2c3a-0000-4000-8000-0000000000bf"
+	rows := append(topo("10.0.0.254", "p1", "p2"),
+		&nbdb.LogicalSwitchPort{UUID: "lsp:rich", Name: "rich", Type: "localnet", Tag: &tag, Enabled: &enabled,
+			Addresses: []string{"unknown"}, PortSecurity: []string{"0a:58:0a:00:00:09 10.0.0.9"},
+			Options: map[string]string{"network_name": "physnet", "requested-chassis": "node-a"},
+			ExternalIDs: map[string]string{"owner": "x", "id": "y"}, Dhcpv4Options: &bfd},
+		&nbdb.LogicalRouterPort{UUID: "6b1d2c3a-0000-4000-8000-0000000000aa", Name: "rtos-rich", MAC: "0a:58:0a:00:00:01",
+			Networks: []string{"10.0.0.1/24", "fd00::1/64"}, Peer: &peer, GatewayChassis: []string{"gw:1", "6b1d2c3a-0000-4000-8000-0000000000ab"},
+			Ipv6RaConfigs: map[string]string{"address_mode": "slaac"}},
+		&nbdb.LogicalRouterStaticRoute{UUID: "route:rich", IPPrefix: "10.1.0.0/16", Nexthop: "10.0.0.2", Policy: &policy, BFD: &bfd,
+			Options: map[string]string{"ecmp_symmetric_reply": "true"}},
+		&nbdb.LogicalRouter{UUID: "lr:empty"},
+	)
+	for _, m := range rows {
+		want, err := c.Create(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Insert(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(want, []libovsdb.Operation{got}); d != "" {
+			t.Errorf("%T %v (-libovsdb +Syncer):\n%s", m, m, d)
+		}
 	}
 }
