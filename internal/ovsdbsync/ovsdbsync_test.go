@@ -206,7 +206,7 @@ func TestInsertLikeLibovsdb(t *testing.T) {
 	rows := append(topo("10.0.0.254", "p1", "p2"),
 		&nbdb.LogicalSwitchPort{UUID: "lsp:rich", Name: "rich", Type: "localnet", Tag: &tag, Enabled: &enabled,
 			Addresses: []string{"unknown"}, PortSecurity: []string{"0a:58:0a:00:00:09 10.0.0.9"},
-			Options: map[string]string{"network_name": "physnet", "requested-chassis": "node-a"},
+			Options:     map[string]string{"network_name": "physnet", "requested-chassis": "node-a"},
 			ExternalIDs: map[string]string{"owner": "x", "id": "y"}, Dhcpv4Options: &bfd},
 		&nbdb.LogicalRouterPort{UUID: "6b1d2c3a-0000-4000-8000-0000000000aa", Name: "rtos-rich", MAC: "0a:58:0a:00:00:01",
 			Networks: []string{"10.0.0.1/24", "fd00::1/64"}, Peer: &peer, GatewayChassis: []string{"gw:1", "6b1d2c3a-0000-4000-8000-0000000000ab"},
