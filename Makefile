@@ -14,7 +14,8 @@ TESTFLAGS ?=
 FUZZ_TARGETS := netconf:FuzzParseConfig:40000x netconf:FuzzParseSubnet:30000x \
 	netconf:FuzzParseNetworkSelections:40000x podnet:FuzzParse:15000x \
 	nodeinfo:FuzzParse:200000x render:FuzzRender:2500x \
-	ovsdb/wire:FuzzDecodeTableUpdates2:250000x ovsdb/wire:FuzzAppendString:200000x
+	ovsdb/wire:FuzzDecodeTableUpdates2:250000x ovsdb/wire:FuzzAppendString:200000x \
+	ovsdb/wire:FuzzDecodeResults:250000x
 FUZZTIME ?=
 
 .PHONY: all build deps demo test unit vet fuzz chaos generate clean

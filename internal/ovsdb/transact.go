@@ -123,7 +123,7 @@ func (t *transactor) read(conn net.Conn) {
 			var r transactReply
 			if msg.Error != nil {
 				r.err = fmt.Errorf("transact: %v", msg.Error)
-			} else if r.err = json.Unmarshal(msg.Result, &r.results); r.err != nil {
+			} else if r.results, r.err = wire.DecodeResults(msg.Result); r.err != nil {
 				r.err = fmt.Errorf("transact reply: %w", r.err)
 			}
 			t.mu.Lock()
