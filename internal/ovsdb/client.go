@@ -26,6 +26,9 @@ type ClientOptions struct {
 	// Logger receives libovsdb's logs; the zero value discards them (libovsdb
 	// is very chatty at its default verbosity).
 	Logger logr.Logger
+	// Log receives ovn-udn's own messages about the connection (why an own
+	// monitor stopped); the zero value discards them.
+	Log logr.Logger
 	// Tables limits the monitor to these tables (all tables when empty). A
 	// controller monitors only what it reads, which keeps its cache small.
 	Tables []model.Model
@@ -243,6 +246,9 @@ func (s *supervised) supervise() {
 			}
 		}
 		s.reconnecting.Store(true)
+		if m := s.mon.Load(); m != nil && m.stopped() && s.opts.Log.GetSink() != nil {
+			s.opts.Log.Info("database monitor stopped, reconnecting", "endpoint", s.opts.Endpoint, "reason", m.err.Error())
+		}
 		s.dropMonitor()
 		delay := 100 * time.Millisecond
 		for {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/ovsdb"
@@ -28,6 +29,10 @@ type transactor struct {
 	buf     []byte
 	closed  bool
 }
+
+// writeTimeout bounds writing a request when the caller's context has no
+// deadline.
+const writeTimeout = time.Minute
 
 type transactReply struct {
 	results []ovsdb.OperationResult
@@ -86,6 +91,12 @@ func (t *transactor) send(ctx context.Context, ops []ovsdb.Operation, reply chan
 		t.buf = b // keep a modest buffer for the next request
 	}
 	t.pending[id] = reply
+	// A server that stops reading must not hold every sender for ever.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(writeTimeout)
+	}
+	_ = t.conn.SetWriteDeadline(deadline)
 	if _, err := t.conn.Write(b); err != nil {
 		delete(t.pending, id)
 		t.dropLocked(t.conn)

@@ -95,10 +95,11 @@ func Connect(ctx context.Context, opts Options, onReconnect func()) (nb, nbWrite
 			onReconnect()
 		}
 	}
-	nbOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: counted("nb"),
+	log := ctrl.LoggerFrom(ctx).WithValues("zone", opts.Zone)
+	nbOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Log: log.WithValues("database", "nb"), Reconnect: true, OnReconnect: counted("nb"),
 		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables, OwnMonitor: true}
 	writerOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, NoMonitor: true, OwnTransact: true}
-	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Reconnect: true, OnReconnect: counted("sb"), Tables: sbTables,
+	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Log: log.WithValues("database", "sb"), Reconnect: true, OnReconnect: counted("sb"), Tables: sbTables,
 		OwnMonitor: true}
 	clients, err := connectAll(ctx, opts.Zone, 200*time.Millisecond,
 		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectNB(ctx, nbOpts) },
