@@ -152,7 +152,11 @@ func TestGrace(t *testing.T) {
 		{at: 100 * time.Second, cur: On("n1"), want: "n1"}, // a minute after it left: gone
 		{at: 110 * time.Second, cur: On(), want: "n1", wantNext: time.Minute},
 		{at: 120 * time.Second, cur: Everywhere(), want: "every node"},
-		{at: 130 * time.Second, cur: On("n3"), want: "n3"}, // every node is not remembered node by node
+		{at: 130 * time.Second, cur: On("n3"), want: "every node", wantNext: time.Minute}, // no longer everywhere: every node kept a minute
+		{at: 150 * time.Second, cur: Everywhere(), want: "every node"},                    // everywhere again: no teardown
+		{at: 160 * time.Second, cur: On("n3"), want: "every node", wantNext: time.Minute}, // a new period
+		{at: 200 * time.Second, cur: On("n3"), want: "every node", wantNext: 20 * time.Second},
+		{at: 220 * time.Second, cur: On("n3"), want: "n3"}, // a minute later: only where used (every node is not remembered node by node)
 	} {
 		got, next := g.Apply("blue", s.cur, t0.Add(s.at))
 		if got.String() != s.want || next != s.wantNext {
@@ -167,7 +171,7 @@ func TestGrace(t *testing.T) {
 	}
 	// Networks are remembered apart, and a forgotten one starts afresh.
 	g.Apply("red", On("n9"), t0)
-	if got, _ := g.Apply("blue", On(), t0.Add(131*time.Second)); got.String() != "n3" {
+	if got, _ := g.Apply("blue", On(), t0.Add(221*time.Second)); got.String() != "n3" {
 		t.Errorf("blue after red: %v", got)
 	}
 	g.Forget("red")
@@ -179,5 +183,9 @@ func TestGrace(t *testing.T) {
 	z.Apply("blue", On("n1"), t0)
 	if got, next := z.Apply("blue", On(), t0); got.String() != "no node" || next != 0 {
 		t.Errorf("zero period: %v %v", got, next)
+	}
+	z.Apply("blue", Everywhere(), t0)
+	if got, next := z.Apply("blue", On("n1"), t0); got.String() != "n1" || next != 0 {
+		t.Errorf("zero period, no longer everywhere: %v %v", got, next)
 	}
 }

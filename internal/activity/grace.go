@@ -22,21 +22,45 @@ type Grace struct {
 	// since is, by network and node, when the node was first seen out of
 	// the network's set (zero while it is in it).
 	since map[string]map[string]time.Time
+	// everywhere is, by network, when it was first seen used on only
+	// some nodes after being used on every node (zero while it is).
+	everywhere map[string]time.Time
 }
 
 // Apply returns cur plus the nodes that left the network's set less than
 // Period before now, and how long until the first of those leaves (0 when
 // none is kept). A node leaves the set when an Apply does not have it
-// after one that had it: that Apply starts its period.
+// after one that had it: that Apply starts its period. A network that
+// was on every node (a node-port Service) and is no longer stays on every
+// node for Period, as each node that stops using it would.
 func (g *Grace) Apply(network string, cur Nodes, now time.Time) (Nodes, time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if cur.All() {
-		// Every node: nothing to remember; if the network is later
-		// restricted, nodes without pods leave at once.
+		// Every node: nothing to remember node by node.
 		delete(g.since, network)
+		if g.everywhere == nil {
+			g.everywhere = map[string]time.Time{}
+		}
+		g.everywhere[network] = time.Time{}
 		return cur, 0
 	}
+	out, next := g.applyNodes(network, cur, now)
+	if t, ok := g.everywhere[network]; ok {
+		if t.IsZero() {
+			t = now
+			g.everywhere[network] = now
+		}
+		if left := t.Add(g.Period).Sub(now); left > 0 {
+			return Everywhere(), left
+		}
+		delete(g.everywhere, network)
+	}
+	return out, next
+}
+
+// applyNodes is Apply for a set of some nodes, node by node.
+func (g *Grace) applyNodes(network string, cur Nodes, now time.Time) (Nodes, time.Duration) {
 	if g.since == nil {
 		g.since = map[string]map[string]time.Time{}
 	}
@@ -79,4 +103,5 @@ func (g *Grace) Forget(network string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.since, network)
+	delete(g.everywhere, network)
 }
