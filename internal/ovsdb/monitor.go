@@ -172,7 +172,7 @@ func (m *monitor) run(rd *wire.Reader, tc *cache.TableCache) {
 		if err == nil && (msg.Method == "update2" || msg.Method == "update3") {
 			u, derr := wire.DecodeUpdates(msg.Method, msg.Params)
 			if err = derr; err == nil {
-				err = tc.Populate2(u)
+				err = apply(tc, u)
 			}
 		}
 		if err != nil {

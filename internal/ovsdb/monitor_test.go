@@ -22,7 +22,8 @@ import (
 // TestOwnMonitorCachesLikeLibovsdb: on one real Northbound, a client with
 // the own monitor and one monitored by libovsdb hold the same rows after
 // every step: a filled database at connection, then inserts, set and map
-// mutations (the update2 diffs), updates and deletes made by ovn-nbctl.
+// mutations (the update2 diffs, which it applies itself to sets of strings
+// and maps of strings), updates and deletes made by ovn-nbctl.
 func TestOwnMonitorCachesLikeLibovsdb(t *testing.T) {
 	z := ovntest.StartZone(t, "ownmonitor")
 	z.MustNBCtl("ls-add", "sw0", "--", "set", "logical_switch", "sw0", "other_config:subnet=10.0.0.0/24", "external_ids:owner=a")
@@ -58,6 +59,7 @@ func TestOwnMonitorCachesLikeLibovsdb(t *testing.T) {
 		}
 	}
 	same("connected")
+	modified := ovsdb.ModifiedHere()
 	if n := own.Cache().Table("Logical_Switch_Port").Len(); n != 5 {
 		t.Fatalf("the own monitor's cache has %d switch ports, want 5", n)
 	}
@@ -73,11 +75,17 @@ func TestOwnMonitorCachesLikeLibovsdb(t *testing.T) {
 		{"lrp-set-gateway-chassis", "r0-sw0", "chassis-1", "10"},
 		{"lr-route-add", "r0", "0.0.0.0/0", "10.0.0.254"},
 		{"acl-del", "sw0"},
+		{"remove", "logical_switch", "sw0", "other_config", "exclude_ips"},
+		{"lsp-set-addresses", "p3"},
+		{"lsp-set-options", "p3"},
 		{"lsp-del", "p9", "--", "lsp-del", "p1"},
 		{"ls-add", "sw1", "--", "lsp-add", "sw1", "q0", "--", "lsp-set-type", "q0", "localnet"},
 	} {
 		z.MustNBCtl(step...)
 		same(fmt.Sprint(step))
+	}
+	if n := ovsdb.ModifiedHere() - modified; n < 10 {
+		t.Errorf("the own monitor modified %d rows itself, want at least the 10 steps' set and map changes", n)
 	}
 }
 

@@ -311,14 +311,11 @@ func (s *Syncer) contributed(owner string, held map[*table]map[string]existing, 
 			}
 			rv = reflect.ValueOf(r)
 		}
-		f := rv.Elem().Field(k.col.index)
-		for i := 0; i < f.Len(); i++ {
-			if m := f.Index(i).String(); mine[m] {
-				if out[k] == nil {
-					out[k] = map[string]bool{}
-				}
-				out[k][m] = true
+		for _, m := range membersIn(rv.Elem().Field(k.col.index), mine) {
+			if out[k] == nil {
+				out[k] = map[string]bool{}
 			}
+			out[k][m] = true
 		}
 	}
 
@@ -492,6 +489,35 @@ func indexString(t *table, v reflect.Value) string {
 			out += ","
 		}
 		out += fmt.Sprintf("%s=%v", t.typ.Field(i).Tag.Get("ovsdb"), v.Elem().Field(i).Interface())
+	}
+	return out
+}
+
+// membersIn returns the members of set column f (a slice of UUIDs) that
+// are in mine. A switch's ports may number ten thousand and an owner's rows
+// one or two: for few, comparing strings beats hashing every member.
+func membersIn(f reflect.Value, mine map[string]bool) []string {
+	var out []string
+	members, ok := f.Interface().([]string)
+	if !ok || len(mine) > 8 {
+		for i := 0; i < f.Len(); i++ {
+			if m := f.Index(i).String(); mine[m] {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	few := make([]string, 0, len(mine))
+	for m := range mine {
+		few = append(few, m)
+	}
+	for _, m := range members {
+		for _, x := range few {
+			if m == x {
+				out = append(out, m)
+				break
+			}
+		}
 	}
 	return out
 }
