@@ -156,7 +156,7 @@ func (m *monitor) next(rd *wire.Reader) (wire.Message, error) {
 		return wire.Message{}, err
 	}
 	if msg.Method == "echo" {
-		reply, err := json.Marshal(map[string]any{"id": msg.ID, "result": json.RawMessage(msg.Params), "error": nil})
+		reply, err := wire.EchoReply(msg)
 		if err == nil {
 			_, err = m.conn.Write(reply)
 		}

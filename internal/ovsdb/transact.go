@@ -2,7 +2,6 @@ package ovsdb
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"sync"
@@ -122,7 +121,7 @@ func (t *transactor) read(conn net.Conn) {
 		}
 		switch {
 		case msg.Method == "echo":
-			out, _ := json.Marshal(map[string]any{"id": msg.ID, "result": json.RawMessage(msg.Params), "error": nil})
+			out, _ := wire.EchoReply(msg)
 			t.mu.Lock()
 			_, err = conn.Write(out)
 			t.mu.Unlock()

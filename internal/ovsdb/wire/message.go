@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -246,4 +247,15 @@ func (r *Reader) fill() error {
 		err = io.ErrUnexpectedEOF
 	}
 	return err
+}
+
+// EchoReply is the reply to an echo request (RFC 7047 4.1.11: its params
+// returned as the result, under its id): ovsdb-server's inactivity probe,
+// which drops a connection that does not answer.
+func EchoReply(req Message) ([]byte, error) {
+	params := req.Params
+	if params == nil {
+		params = []byte("[]")
+	}
+	return json.Marshal(map[string]any{"id": req.ID, "result": json.RawMessage(params), "error": nil})
 }

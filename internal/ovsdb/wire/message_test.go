@@ -104,3 +104,20 @@ func TestParseMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestEchoReply(t *testing.T) {
+	for _, tc := range []struct{ req, want string }{
+		{`{"id":"echo","method":"echo","params":[]}`, `{"error":null,"id":"echo","result":[]}`},
+		{`{"id":7,"method":"echo","params":["x",1]}`, `{"error":null,"id":7,"result":["x",1]}`},
+		{`{"id":7,"method":"echo"}`, `{"error":null,"id":7,"result":[]}`},
+	} {
+		msg, err := ParseMessage([]byte(tc.req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := EchoReply(msg)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s: %s, %v; want %s", tc.req, got, err, tc.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/ovn-org/libovsdb/ovsdb"
@@ -45,8 +46,9 @@ func fastResults(b []byte) (out []ovsdb.OperationResult, ok bool) {
 	return out, true
 }
 
-// errSlow sends a result to encoding/json.
-var errSlow = errEnd
+// errSlow sends a result to encoding/json: a shape the fast path does
+// not decode.
+var errSlow = errors.New("not a usual operation result")
 
 // result reads one member of an operation result.
 func (p *parser) result(name string, r *ovsdb.OperationResult) error {
