@@ -9,30 +9,51 @@ import (
 	"github.com/ovn-org/libovsdb/ovsdb"
 )
 
-// modifiedHere counts the rows apply modified itself (for tests).
-var modifiedHere atomic.Int64
+// modifiedHere and insertedHere count the rows apply modified and
+// inserted itself (for tests).
+var modifiedHere, insertedHere atomic.Int64
 
-// apply applies table updates to a libovsdb cache. Modifications of sets
-// of strings (or UUIDs) and maps of strings are applied here: libovsdb's
-// set difference boxes every element of the current set into an
-// interface{} and hashes it, a fifth of a zone controller's CPU once a
-// switch holds 10,000 ports. Everything else, and any row with another
-// kind of column changed, goes through libovsdb's Populate2.
-func apply(tc *cache.TableCache, u ovsdb.TableUpdates2) error {
+// apply applies table updates to a libovsdb cache. New rows are built into
+// models here (f.newModel), and modifications of sets of strings (or
+// UUIDs) and maps of strings are applied here: libovsdb's set difference
+// boxes every element of the current set into an interface{} and hashes
+// it, a fifth of a zone controller's CPU once a switch holds 10,000 ports.
+// Everything else, and any row with a column of another kind, goes through
+// libovsdb's Populate2. The finished models are handed to the cache in one
+// ApplyCacheUpdate, which indexes them and raises its events as Populate2
+// does.
+func (f fields) apply(tc *cache.TableCache, u ovsdb.TableUpdates2) error {
 	done := &modelUpdates{}
 	for table, rows := range u {
+		rc := tc.Table(table)
+		if rc == nil {
+			continue
+		}
 		for uuid, ru := range rows {
-			if ru == nil || ru.Modify == nil || ru.Initial != nil || ru.Insert != nil {
+			if ru == nil || ru.Delete != nil {
 				continue
 			}
-			old, updated, ok, err := modify(tc, table, uuid, *ru.Modify)
-			if err != nil {
-				return err
-			}
-			if ok {
-				delete(rows, uuid)
-				done.add(table, uuid, old, updated)
-				modifiedHere.Add(1)
+			switch {
+			case ru.Modify != nil && ru.Initial == nil && ru.Insert == nil:
+				old, updated, ok := f.modify(rc, table, uuid, *ru.Modify)
+				if ok {
+					delete(rows, uuid)
+					done.add(table, uuid, old, updated)
+					modifiedHere.Add(1)
+				}
+			case ru.Modify == nil && (ru.Initial == nil) != (ru.Insert == nil):
+				row := ru.Initial
+				if row == nil {
+					row = ru.Insert
+				}
+				if rc.HasRow(uuid) {
+					continue // for libovsdb to report
+				}
+				if m, ok := f.newModel(table, uuid, *row); ok {
+					delete(rows, uuid)
+					done.add(table, uuid, nil, m)
+					insertedHere.Add(1)
+				}
 			}
 		}
 	}
@@ -47,58 +68,45 @@ func apply(tc *cache.TableCache, u ovsdb.TableUpdates2) error {
 
 // modify applies a row's <row-update2> modification, ok false if it has a
 // column of a kind left to libovsdb (or the row is not in the cache).
-func modify(tc *cache.TableCache, table, uuid string, diff ovsdb.Row) (old, updated model.Model, ok bool, err error) {
-	rc := tc.Table(table)
-	if rc == nil {
-		return nil, nil, false, nil
+func (f fields) modify(rc *cache.RowCache, table, uuid string, diff ovsdb.Row) (old, updated model.Model, ok bool) {
+	tf := f[table]
+	if tf == nil {
+		return nil, nil, false
 	}
 	old = rc.Row(uuid) // a copy
-	if old == nil {
-		return nil, nil, false, nil
+	if old == nil || reflect.TypeOf(old) != reflect.PointerTo(tf.typ) {
+		return nil, nil, false
 	}
-	dbModel := tc.DatabaseModel()
-	oldInfo, err := dbModel.NewModelInfo(old)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	nv := reflect.New(reflect.TypeOf(old).Elem())
+	nv := reflect.New(tf.typ)
 	nv.Elem().Set(reflect.ValueOf(old).Elem()) // columns not in the diff are shared: models are never changed in place
-	updated = nv.Interface().(model.Model)
-	newInfo, err := dbModel.NewModelInfo(updated)
-	if err != nil {
-		return nil, nil, false, err
-	}
 	for column, d := range diff {
-		cur, err := oldInfo.FieldByColumn(column)
-		if err != nil {
-			return nil, nil, false, nil
+		fl, known := tf.columns[column]
+		if !known {
+			return nil, nil, false
 		}
-		var next any
-		switch cur := cur.(type) {
+		dst := nv.Elem().Field(fl.index)
+		switch cur := dst.Interface().(type) {
 		case []string:
 			elems, ok := stringElems(d)
 			if !ok {
-				return nil, nil, false, nil
+				return nil, nil, false
 			}
-			next = toggled(cur, elems)
+			dst.Set(reflect.ValueOf(toggled(cur, elems)))
 		case map[string]string:
 			m, ok := d.(ovsdb.OvsMap)
 			if !ok {
-				return nil, nil, false, nil
+				return nil, nil, false
 			}
 			out, ok := mapDiffApplied(cur, m)
 			if !ok {
-				return nil, nil, false, nil
+				return nil, nil, false
 			}
-			next = out
+			dst.Set(reflect.ValueOf(out))
 		default:
-			return nil, nil, false, nil
-		}
-		if err := newInfo.SetField(column, next); err != nil {
-			return nil, nil, false, nil
+			return nil, nil, false
 		}
 	}
-	return old, updated, true, nil
+	return old, nv.Interface().(model.Model), true
 }
 
 // stringElems returns the elements of a set diff of strings or UUIDs (a

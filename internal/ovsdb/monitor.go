@@ -26,6 +26,8 @@ type monitor struct {
 	done chan struct{}
 	once sync.Once
 	err  error // why it stopped, set before done closes
+	// fields builds and changes the cache's models.
+	fields fields
 }
 
 // monitorID is the monitor's id on its connection (the json-value of
@@ -98,7 +100,7 @@ func startMonitor(ctx context.Context, endpoint string, tc *cache.TableCache, ta
 	if err != nil {
 		return nil, err
 	}
-	m := &monitor{conn: conn, done: make(chan struct{})}
+	m := &monitor{conn: conn, done: make(chan struct{}), fields: newFields(dbModel)}
 	stopOnCancel := context.AfterFunc(ctx, func() { conn.Close() })
 	rd, err := m.initial(dbModel.Schema.Name, requests, tc)
 	if !stopOnCancel() && err == nil {
@@ -140,7 +142,7 @@ func (m *monitor) initial(db string, requests map[string]any, tc *cache.TableCac
 		if err != nil {
 			return nil, err
 		}
-		return rd, tc.Populate2(updates)
+		return rd, m.fields.apply(tc, updates)
 	}
 }
 
@@ -172,7 +174,7 @@ func (m *monitor) run(rd *wire.Reader, tc *cache.TableCache) {
 		if err == nil && (msg.Method == "update2" || msg.Method == "update3") {
 			u, derr := wire.DecodeUpdates(msg.Method, msg.Params)
 			if err = derr; err == nil {
-				err = apply(tc, u)
+				err = m.fields.apply(tc, u)
 			}
 		}
 		if err != nil {

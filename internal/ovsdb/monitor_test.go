@@ -59,7 +59,7 @@ func TestOwnMonitorCachesLikeLibovsdb(t *testing.T) {
 		}
 	}
 	same("connected")
-	modified := ovsdb.ModifiedHere()
+	modified, inserted := ovsdb.ModifiedHere(), ovsdb.InsertedHere()
 	if n := own.Cache().Table("Logical_Switch_Port").Len(); n != 5 {
 		t.Fatalf("the own monitor's cache has %d switch ports, want 5", n)
 	}
@@ -80,12 +80,19 @@ func TestOwnMonitorCachesLikeLibovsdb(t *testing.T) {
 		{"lsp-set-options", "p3"},
 		{"lsp-del", "p9", "--", "lsp-del", "p1"},
 		{"ls-add", "sw1", "--", "lsp-add", "sw1", "q0", "--", "lsp-set-type", "q0", "localnet"},
+		{"lb-add", "lb0", "10.0.0.10:80", "10.0.0.2:8080,10.0.0.4:8080", "tcp"},
+		{"lr-nat-add", "r0", "snat", "172.16.0.1", "10.0.0.0/24"},
+		{"--", "--id=@g", "create", "port_group", "name=pg0", "ports=[]", "--", "set", "port_group", "pg0", "external_ids:k=v"},
+		{"lsp-set-enabled", "p4", "enabled"},
 	} {
 		z.MustNBCtl(step...)
 		same(fmt.Sprint(step))
 	}
 	if n := ovsdb.ModifiedHere() - modified; n < 10 {
 		t.Errorf("the own monitor modified %d rows itself, want at least the 10 steps' set and map changes", n)
+	}
+	if n := ovsdb.InsertedHere() - inserted; n < 8 {
+		t.Errorf("the own monitor built %d inserted rows itself, want at least the 8 steps' new ports, routes, ACLs, load balancers and NATs", n)
 	}
 }
 
