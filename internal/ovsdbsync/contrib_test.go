@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 
@@ -378,4 +379,48 @@ func TestForgottenContributionHeals(t *testing.T) {
 	if n := aclCount(t, z, "blue_iso"); n != 1 {
 		t.Fatalf("port group ACLs %d, want only the network's", n)
 	}
+}
+
+// TestPlanLeavesDesiredAlone: planning and applying (inserts, then updates
+// that keep other owners' members and resolve references) never writes
+// into the caller's desired rows, whose maps and slices the plan's
+// operations share.
+func TestPlanLeavesDesiredAlone(t *testing.T) {
+	z := ovntest.StartZone(t, "desired")
+	_, s := connectLB(t, z)
+	ctx := context.Background()
+	clone := func(rows []model.Model) []model.Model {
+		out := make([]model.Model, len(rows))
+		for i, m := range rows {
+			out[i] = model.Clone(m)
+		}
+		return out
+	}
+	apply := func(owner string, rows []model.Model, contribs ...ovsdbsync.Contribution) {
+		t.Helper()
+		before := clone(rows)
+		p, err := s.Plan(owner, rows, contribs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Apply(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(before, rows); d != "" {
+			t.Fatalf("%s: the desired rows changed (-before +after):\n%s", owner, d)
+		}
+	}
+	net := network("red", "ip4.src == 10.0.0.1")
+	for _, m := range net {
+		if ls, ok := m.(*nbdb.LogicalSwitch); ok {
+			ls.LoadBalancerGroup = append(make([]string, 0, 8), ls.LoadBalancerGroup...) // room to append into
+		}
+	}
+	apply("net:red", net)
+	rows, contribs := service("red", "10.96.0.10:53", "tcp", "udp")
+	apply("svc:red/dns", rows, contribs...)
+	net = network("red", "ip4.src == 10.0.0.2")
+	apply("net:red", net) // an update keeping the service's members
+	rows, contribs = service("red", "10.96.0.10:5353", "tcp")
+	apply("svc:red/dns", rows, contribs...)
 }

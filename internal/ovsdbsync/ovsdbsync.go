@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,8 @@ import (
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
+
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/wire"
 )
 
 // External IDs ovsdbsync writes on every row.
@@ -127,6 +130,24 @@ type insertedColumn struct {
 	index  int
 	name   string
 	schema *ovsdb.ColumnSchema
+	// strings: a set or map of strings (not UUIDs) encoded straight from
+	// the field (wire.StringSet, wire.StringMap), not through NativeToOvs.
+	strings bool
+}
+
+// stringsColumn reports whether a column of schema cs held in a field of
+// type ft is a set or a map of plain strings.
+func stringsColumn(cs *ovsdb.ColumnSchema, ft reflect.Type) bool {
+	if cs.TypeObj == nil || cs.TypeObj.Key == nil || cs.TypeObj.Key.Type != ovsdb.TypeString {
+		return false
+	}
+	switch {
+	case cs.Type == ovsdb.TypeSet && ft == reflect.TypeFor[[]string]():
+		return true
+	case cs.Type == ovsdb.TypeMap && ft == reflect.TypeFor[map[string]string]():
+		return cs.TypeObj.Value != nil && cs.TypeObj.Value.Type == ovsdb.TypeString
+	}
+	return false
 }
 
 // insert is the insert operation of a desired row, as libovsdb's Create
@@ -134,9 +155,22 @@ type insertedColumn struct {
 // UUID from the _uuid field), without looking columns up by name.
 func (t *table) insert(m model.Model) (ovsdb.Operation, error) {
 	v := reflect.ValueOf(m).Elem()
-	row := make(ovsdb.Row, len(t.inserted))
+	row := make(ovsdb.Row, min(len(t.inserted), 8)) // most rows set a few columns
 	for _, c := range t.inserted {
 		native := v.Field(c.index).Interface()
+		if c.strings {
+			switch native := native.(type) {
+			case []string:
+				if len(native) > 0 {
+					row[c.name] = wire.StringSet(native)
+				}
+			case map[string]string:
+				if len(native) > 0 {
+					row[c.name] = wire.StringMap(native)
+				}
+			}
+			continue
+		}
 		if ovsdb.IsDefaultValue(c.schema, native) {
 			continue
 		}
@@ -250,7 +284,7 @@ func New(c client.Client, tables ...model.Model) (*Syncer, error) {
 		for i := 0; i < t.typ.NumField(); i++ {
 			col := t.typ.Field(i).Tag.Get("ovsdb")
 			if cs, ok := ts.Columns[col]; ok && col != "_uuid" {
-				t.inserted = append(t.inserted, insertedColumn{index: i, name: col, schema: cs})
+				t.inserted = append(t.inserted, insertedColumn{index: i, name: col, schema: cs, strings: stringsColumn(cs, t.typ.Field(i).Type)})
 			}
 			if adoptBy[col] {
 				t.indexCols = append(t.indexCols, i)
@@ -422,7 +456,11 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 		if !ok {
 			return nil, fmt.Errorf("ovsdbsync: %T is not a managed table", m)
 		}
-		v := reflect.ValueOf(model.Clone(m))
+		// A shallow copy: the plan replaces the external IDs and the
+		// references with new values and never writes into the desired
+		// row's maps and slices, which its operations share (read-only).
+		v := reflect.New(t.typ)
+		v.Elem().Set(reflect.ValueOf(m).Elem())
 		id := v.Elem().Field(t.uuid).String()
 		if id == "" {
 			return nil, fmt.Errorf("ovsdbsync: a desired %s row has no ID", t.name)
@@ -431,8 +469,9 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 			return nil, fmt.Errorf("ovsdbsync: ID %q is desired twice", id)
 		}
 		if t.extIDs >= 0 {
-			ext := map[string]string{}
-			for k, val := range v.Elem().Field(t.extIDs).Interface().(map[string]string) {
+			cur := v.Elem().Field(t.extIDs).Interface().(map[string]string)
+			ext := make(map[string]string, len(cur)+2)
+			for k, val := range cur {
 				ext[k] = val
 			}
 			ext[OwnerKey], ext[IDKey] = owner, id
@@ -474,7 +513,7 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 		if match[i] != nil {
 			uuidOf[ids[i]] = match[i].uuid
 		} else {
-			uuidOf[ids[i]] = fmt.Sprintf("r%d", s.names.Add(1))
+			uuidOf[ids[i]] = "r" + strconv.FormatInt(s.names.Add(1), 10)
 		}
 	}
 
@@ -495,7 +534,8 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 		v.Elem().Field(tabs[i].uuid).SetString(uuidOf[ids[i]])
 	}
 
-	var inserts, updates, deletes []ovsdb.Operation
+	var updates, deletes []ovsdb.Operation
+	inserts := make([]ovsdb.Operation, 0, len(rows)) // most rows of a new owner are inserted
 	order := make([]int, len(rows))
 	for i := range order {
 		order[i] = i

@@ -15,6 +15,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/wire"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 )
 
@@ -199,6 +200,32 @@ func TestOwnersFromIndex(t *testing.T) {
 // TestInsertLikeLibovsdb: the insert the Syncer writes for a desired row is
 // the one libovsdb's Create makes of it, for rows of every managed table
 // with every kind of column set and unset.
+// asOvs is op with its sets and maps of strings, which the Syncer encodes
+// straight from the model's fields, as libovsdb's OvsSet and OvsMap.
+func asOvs(op libovsdb.Operation) libovsdb.Operation {
+	row := libovsdb.Row{}
+	for c, v := range op.Row {
+		switch v := v.(type) {
+		case wire.StringSet:
+			set := libovsdb.OvsSet{}
+			for _, e := range v {
+				set.GoSet = append(set.GoSet, e)
+			}
+			row[c] = set
+		case wire.StringMap:
+			m := libovsdb.OvsMap{GoMap: map[any]any{}}
+			for k, e := range v {
+				m.GoMap[k] = e
+			}
+			row[c] = m
+		default:
+			row[c] = v
+		}
+	}
+	op.Row = row
+	return op
+}
+
 func TestInsertLikeLibovsdb(t *testing.T) {
 	z := ovntest.StartNB(t, "insert")
 	c, s := connect(t, z)
@@ -224,7 +251,7 @@ func TestInsertLikeLibovsdb(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := cmp.Diff(want, []libovsdb.Operation{got}); d != "" {
+		if d := cmp.Diff(want, []libovsdb.Operation{asOvs(got)}); d != "" {
 			t.Errorf("%T %v (-libovsdb +Syncer):\n%s", m, m, d)
 		}
 	}

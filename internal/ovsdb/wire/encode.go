@@ -202,6 +202,10 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			b = append(b, ']')
 		}
 		return append(b, "]]"...), nil
+	case StringMap:
+		return appendStringMap(b, v), nil
+	case StringSet:
+		return appendStringSet(b, v), nil
 	case nil:
 		return append(b, "null"...), nil
 	}
