@@ -7,6 +7,8 @@ import (
 	"github.com/ovn-org/libovsdb/cache"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
+
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/wire"
 )
 
 // modifiedHere and insertedHere count the rows apply modified and
@@ -57,6 +59,7 @@ func (f fields) apply(tc *cache.TableCache, u ovsdb.TableUpdates2) error {
 			}
 		}
 	}
+	generic(u) // what is left is libovsdb's
 	if err := tc.Populate2(u); err != nil {
 		return err
 	}
@@ -93,11 +96,7 @@ func (f fields) modify(rc *cache.RowCache, table, uuid string, diff ovsdb.Row) (
 			}
 			dst.Set(reflect.ValueOf(toggled(cur, elems)))
 		case map[string]string:
-			m, ok := d.(ovsdb.OvsMap)
-			if !ok {
-				return nil, nil, false
-			}
-			out, ok := mapDiffApplied(cur, m)
+			out, ok := mapDiffApplied(cur, d)
 			if !ok {
 				return nil, nil, false
 			}
@@ -107,6 +106,29 @@ func (f fields) modify(rc *cache.RowCache, table, uuid string, diff ovsdb.Row) (
 		}
 	}
 	return old, nv.Interface().(model.Model), true
+}
+
+// generic turns the StringSets and StringMaps of every row of u into
+// libovsdb's types.
+func generic(u ovsdb.TableUpdates2) {
+	for _, rows := range u {
+		for _, ru := range rows {
+			if ru == nil {
+				continue
+			}
+			for _, r := range []*ovsdb.Row{ru.Initial, ru.Insert, ru.Modify, ru.Delete} {
+				if r == nil {
+					continue
+				}
+				for c, v := range *r {
+					switch v.(type) {
+					case wire.StringSet, wire.StringMap:
+						(*r)[c] = wire.Generic(v)
+					}
+				}
+			}
+		}
+	}
 }
 
 // stringElems returns the elements of a set diff of strings or UUIDs (a
@@ -120,6 +142,9 @@ func stringElems(d any) ([]string, bool) {
 			return e.GoUUID, true
 		}
 		return "", false
+	}
+	if set, isSet := d.(wire.StringSet); isSet {
+		return set, true
 	}
 	set, isSet := d.(ovsdb.OvsSet)
 	if !isSet {
@@ -179,21 +204,33 @@ func toggled(cur, diff []string) []string {
 
 // mapDiffApplied applies a map difference: a key absent is added, a key
 // with the same value removed, a key with another value changed.
-func mapDiffApplied(cur map[string]string, diff ovsdb.OvsMap) (map[string]string, bool) {
-	out := make(map[string]string, len(cur)+len(diff.GoMap))
+func mapDiffApplied(cur map[string]string, diff any) (map[string]string, bool) {
+	var pairs map[string]string
+	switch diff := diff.(type) {
+	case wire.StringMap:
+		pairs = diff
+	case ovsdb.OvsMap:
+		pairs = make(map[string]string, len(diff.GoMap))
+		for k, v := range diff.GoMap {
+			ks, ok1 := k.(string)
+			vs, ok2 := v.(string)
+			if !ok1 || !ok2 {
+				return nil, false
+			}
+			pairs[ks] = vs
+		}
+	default:
+		return nil, false
+	}
+	out := make(map[string]string, len(cur)+len(pairs))
 	for k, v := range cur {
 		out[k] = v
 	}
-	for k, v := range diff.GoMap {
-		ks, ok1 := k.(string)
-		vs, ok2 := v.(string)
-		if !ok1 || !ok2 {
-			return nil, false
-		}
-		if old, ok := cur[ks]; ok && old == vs {
-			delete(out, ks)
+	for k, v := range pairs {
+		if old, ok := cur[k]; ok && old == v {
+			delete(out, k)
 		} else {
-			out[ks] = vs
+			out[k] = v
 		}
 	}
 	if len(out) == 0 {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-org/libovsdb/ovsdb"
+
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/wire"
 )
 
 func TestToggled(t *testing.T) {
@@ -39,6 +41,12 @@ func TestMapDiffApplied(t *testing.T) {
 	}
 	if got, ok := mapDiffApplied(map[string]string{"a": "1"}, ovsdb.OvsMap{GoMap: map[any]any{"a": "1"}}); !ok || got != nil {
 		t.Errorf("emptied: %#v %v, want nil as libovsdb leaves it", got, ok)
+	}
+	if got, ok := mapDiffApplied(cur, wire.StringMap{"drop": "2", "change": "4", "new": "5"}); !ok || !cmp.Equal(map[string]string{"keep": "1", "change": "4", "new": "5"}, got) {
+		t.Errorf("a wire.StringMap diff: got %v %v", got, ok)
+	}
+	if got, ok := stringElems(wire.StringSet{"a", "b"}); !ok || !cmp.Equal([]string{"a", "b"}, got) {
+		t.Errorf("a wire.StringSet diff: got %v %v", got, ok)
 	}
 	if _, ok := mapDiffApplied(cur, ovsdb.OvsMap{GoMap: map[any]any{"n": 1.0}}); ok {
 		t.Error("a map of numbers was applied as strings")

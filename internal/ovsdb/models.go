@@ -5,6 +5,8 @@ import (
 
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
+
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/wire"
 )
 
 // fields maps every table of a database model to its model's fields, so
@@ -94,6 +96,12 @@ func (fl field) set(dst reflect.Value, value any) bool {
 	case reflect.String, reflect.Int, reflect.Bool, reflect.Float64:
 		return setAtom(dst, fl.key, value)
 	case reflect.Pointer:
+		if set, isSet := value.(wire.StringSet); isSet {
+			if len(set) != 1 {
+				return false
+			}
+			value = set[0]
+		}
 		if set, isSet := value.(ovsdb.OvsSet); isSet {
 			switch len(set.GoSet) {
 			case 0:
@@ -115,7 +123,12 @@ func (fl field) set(dst reflect.Value, value any) bool {
 			return false
 		}
 		var out []string
-		if set, isSet := value.(ovsdb.OvsSet); isSet {
+		if set, isSet := value.(wire.StringSet); isSet {
+			if fl.key != ovsdb.TypeString {
+				return false
+			}
+			out = set // the model's own: the cache keeps a copy
+		} else if set, isSet := value.(ovsdb.OvsSet); isSet {
 			out = make([]string, 0, len(set.GoSet))
 			for _, e := range set.GoSet {
 				s, ok := stringAtom(fl.key, e)
@@ -142,8 +155,18 @@ func (fl field) set(dst reflect.Value, value any) bool {
 		dst.Set(reflect.ValueOf(out))
 		return true
 	case reflect.Map:
+		if fl.typ != stringMap {
+			return false
+		}
+		if m, isMap := value.(wire.StringMap); isMap {
+			if fl.key != ovsdb.TypeString || fl.value != ovsdb.TypeString {
+				return false
+			}
+			dst.Set(reflect.ValueOf(map[string]string(m))) // the model's own: the cache keeps a copy
+			return true
+		}
 		m, isMap := value.(ovsdb.OvsMap)
-		if !isMap || fl.typ != stringMap {
+		if !isMap {
 			return false
 		}
 		out := make(map[string]string, len(m.GoMap))

@@ -8,6 +8,7 @@ import (
 	"github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/wire"
 )
 
 // nbModel is the Northbound database model with its schema.
@@ -94,5 +95,44 @@ func TestNewModelLikeLibovsdb(t *testing.T) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("%s (-libovsdb +own):\n%s", tc.name, d)
 		}
+		// The same row as the monitor decodes it: sets and maps of
+		// strings as wire.StringSet and wire.StringMap.
+		got, ok = f.newModel(tc.table, u2, nativeRow(tc.row))
+		if d := cmp.Diff(want, got); !ok || d != "" {
+			t.Errorf("%s, decoded natively: built %v (-libovsdb +own):\n%s", tc.name, ok, d)
+		}
 	}
+}
+
+// nativeRow is row as wire.Decoding{Strings: true} decodes it.
+func nativeRow(row ovsdb.Row) ovsdb.Row {
+	out := ovsdb.Row{}
+	for c, v := range row {
+		out[c] = v
+		switch v := v.(type) {
+		case ovsdb.OvsSet:
+			var set wire.StringSet
+			for _, e := range v.GoSet {
+				if s, ok := e.(string); ok {
+					set = append(set, s)
+				}
+			}
+			if len(set) > 0 && len(set) == len(v.GoSet) {
+				out[c] = set
+			}
+		case ovsdb.OvsMap:
+			m := wire.StringMap{}
+			for k, e := range v.GoMap {
+				ks, ok1 := k.(string)
+				es, ok2 := e.(string)
+				if ok1 && ok2 {
+					m[ks] = es
+				}
+			}
+			if len(m) > 0 && len(m) == len(v.GoMap) {
+				out[c] = m
+			}
+		}
+	}
+	return out
 }

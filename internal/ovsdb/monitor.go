@@ -30,6 +30,11 @@ type monitor struct {
 	fields fields
 }
 
+// stringsNative decodes sets and maps of strings without an interface{}
+// per element: the fields of the models apply builds take them as they
+// are.
+var stringsNative = wire.Decoding{Strings: true}
+
 // monitorID is the monitor's id on its connection (the json-value of
 // monitor_cond, echoed in every update2).
 const monitorID = "ovn-udn"
@@ -138,7 +143,7 @@ func (m *monitor) initial(db string, requests map[string]any, tc *cache.TableCac
 		if msg.Error != nil {
 			return nil, fmt.Errorf("monitor_cond: %v", msg.Error)
 		}
-		updates, err := wire.DecodeTableUpdates2(msg.Result)
+		updates, err := stringsNative.TableUpdates2(msg.Result)
 		if err != nil {
 			return nil, err
 		}
@@ -172,7 +177,7 @@ func (m *monitor) run(rd *wire.Reader, tc *cache.TableCache) {
 	for {
 		msg, err := m.next(rd)
 		if err == nil && (msg.Method == "update2" || msg.Method == "update3") {
-			u, derr := wire.DecodeUpdates(msg.Method, msg.Params)
+			u, derr := stringsNative.Updates(msg.Method, msg.Params)
 			if err = derr; err == nil {
 				err = m.fields.apply(tc, u)
 			}

@@ -450,7 +450,7 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 	rows := make([]reflect.Value, len(desired)) // clones, rewritten below
 	tabs := make([]*table, len(desired))
 	ids := make([]string, len(desired))
-	byID := map[string]int{}
+	byID := make(map[string]int, len(desired))
 	for i, m := range desired {
 		t, ok := s.tables[reflect.TypeOf(m)]
 		if !ok {
@@ -497,7 +497,7 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 	}
 
 	// Match desired rows to existing ones and decide every row's UUID.
-	uuidOf := map[string]string{}
+	uuidOf := make(map[string]string, len(desired))
 	match := make([]*existing, len(desired))
 	adopted := map[string]bool{}
 	for i := range rows {

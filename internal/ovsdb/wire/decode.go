@@ -17,7 +17,24 @@ import (
 // UUID, every ["set", [...]] an OvsSet and every ["map", [...]] an OvsMap,
 // row-update members matched as encoding/json matches struct fields.
 func DecodeTableUpdates2(b []byte) (ovsdb.TableUpdates2, error) {
+	return Decoding{}.TableUpdates2(b)
+}
+
+// Decoding is how a <table-updates2> decodes. The zero value decodes as
+// encoding/json does with libovsdb's types.
+type Decoding struct {
+	// Strings: a set of one or more strings (not UUIDs) decodes as a
+	// StringSet and a map of one or more strings to strings as a
+	// StringMap, without an interface{} per element (what a cache builds
+	// its models of; Generic turns them into libovsdb's types).
+	Strings bool
+}
+
+// TableUpdates2 decodes a <table-updates2> as DecodeTableUpdates2 does,
+// sets and maps of strings as d says.
+func (d Decoding) TableUpdates2(b []byte) (ovsdb.TableUpdates2, error) {
 	p := newParser(b)
+	p.strings = d.Strings
 	var out ovsdb.TableUpdates2
 	if err := p.tableUpdates(&out); err != nil {
 		return nil, err
@@ -36,6 +53,8 @@ type parser struct {
 	// and map keys (external_ids, options). The cache keeps what is
 	// decoded, so sharing them saves its memory too.
 	names map[string]string
+	// strings: decode sets and maps of strings natively (Decoding).
+	strings bool
 }
 
 const (
@@ -392,14 +411,29 @@ func (p *parser) fastDatum() (v any, ok bool, err error) {
 		if p.expect(',') != nil || p.peek() != '[' {
 			return nil, false, nil
 		}
-		set := make([]any, 0, 4)
+		var set []any
+		var strs StringSet // while every element is a string (p.strings)
 		p.i++
-		for p.peek() != ']' {
-			if len(set) > 0 {
+		for n := 0; p.peek() != ']'; n++ {
+			if n > 0 {
 				if p.peek() != ',' {
 					return nil, false, nil
 				}
 				p.i++
+			}
+			if p.strings && set == nil && p.peek() == '"' {
+				s, err := p.str(false)
+				if err != nil {
+					return nil, false, err
+				}
+				strs = append(strs, s)
+				continue
+			}
+			if set == nil {
+				set = make([]any, 0, len(strs)+4)
+				for _, s := range strs {
+					set = append(set, s)
+				}
 			}
 			v, ok, err := p.atom(false)
 			if err != nil || !ok {
@@ -412,12 +446,22 @@ func (p *parser) fastDatum() (v any, ok bool, err error) {
 			return nil, false, nil
 		}
 		p.i++
+		if set == nil && len(strs) > 0 {
+			return strs, true, nil
+		}
+		if set == nil {
+			set = []any{}
+		}
 		return ovsdb.OvsSet{GoSet: set}, true, nil
 	case "map":
 		if p.expect(',') != nil || p.peek() != '[' {
 			return nil, false, nil
 		}
-		m := make(map[any]any, 4)
+		var m map[any]any
+		var strs StringMap // while every key and value is a string (p.strings)
+		if !p.strings {
+			m = make(map[any]any, 4)
+		}
 		p.i++
 		first := true
 		for p.peek() != ']' {
@@ -432,6 +476,23 @@ func (p *parser) fastDatum() (v any, ok bool, err error) {
 				return nil, false, nil
 			}
 			p.i++
+			if m == nil {
+				ks, vs, ok, err := p.stringPair()
+				if err != nil {
+					return nil, false, err
+				}
+				if ok {
+					if strs == nil {
+						strs = make(StringMap, 4)
+					}
+					strs[ks] = vs
+					continue
+				}
+				m = make(map[any]any, len(strs)+4)
+				for k, v := range strs {
+					m[k] = v
+				}
+			}
 			k, ok, err := p.atom(true)
 			if err != nil || !ok || p.peek() != ',' {
 				return nil, false, err
@@ -449,9 +510,66 @@ func (p *parser) fastDatum() (v any, ok bool, err error) {
 			return nil, false, nil
 		}
 		p.i++
+		if m == nil && len(strs) > 0 {
+			return strs, true, nil
+		}
+		if m == nil {
+			m = map[any]any{}
+		}
 		return ovsdb.OvsMap{GoMap: m}, true, nil
 	}
 	return nil, false, nil
+}
+
+// stringPair reads the rest of a map pair `"key","value"]` of two strings
+// (after its '['); ok false, and the position back at the pair's key, if
+// it is anything else.
+func (p *parser) stringPair() (k, v string, ok bool, err error) {
+	start := p.i
+	if p.peek() != '"' {
+		return "", "", false, nil
+	}
+	if k, err = p.str(true); err != nil {
+		return "", "", false, err
+	}
+	if p.peek() != ',' {
+		p.i = start
+		return "", "", false, nil
+	}
+	p.i++
+	if p.peek() != '"' {
+		p.i = start
+		return "", "", false, nil
+	}
+	if v, err = p.str(false); err != nil {
+		return "", "", false, err
+	}
+	if p.peek() != ']' {
+		p.i = start
+		return "", "", false, nil
+	}
+	p.i++
+	return k, v, true, nil
+}
+
+// Generic is a value as the zero Decoding makes it: a StringSet as an
+// OvsSet, a StringMap as an OvsMap, anything else as it is.
+func Generic(v any) any {
+	switch v := v.(type) {
+	case StringSet:
+		set := make([]any, len(v))
+		for i, e := range v {
+			set[i] = e
+		}
+		return ovsdb.OvsSet{GoSet: set}
+	case StringMap:
+		m := make(map[any]any, len(v))
+		for k, e := range v {
+			m[k] = e
+		}
+		return ovsdb.OvsMap{GoMap: m}
+	}
+	return v
 }
 
 // slowDatum decodes a datum of an unusual shape with libovsdb itself

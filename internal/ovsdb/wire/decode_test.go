@@ -103,7 +103,55 @@ func FuzzDecodeTableUpdates2(f *testing.F) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Fatalf("%q decoded differently from libovsdb (-libovsdb +here):\n%s", in, d)
 		}
+		strs, err := Decoding{Strings: true}.TableUpdates2(in)
+		if err != nil {
+			t.Fatalf("%q: decoded with generic sets and maps, not with StringSet and StringMap: %v", in, err)
+		}
+		if d := cmp.Diff(want, generic(strs)); d != "" {
+			t.Fatalf("%q decoded with StringSet and StringMap differently (-libovsdb +here):\n%s", in, d)
+		}
 	})
+}
+
+// generic is u with every StringSet and StringMap made generic.
+func generic(u ovsdb.TableUpdates2) ovsdb.TableUpdates2 {
+	for _, rows := range u {
+		for _, ru := range rows {
+			if ru == nil {
+				continue
+			}
+			for _, r := range []*ovsdb.Row{ru.Initial, ru.Insert, ru.Modify, ru.Delete} {
+				if r == nil {
+					continue
+				}
+				for c, v := range *r {
+					(*r)[c] = Generic(v)
+				}
+			}
+		}
+	}
+	return u
+}
+
+// TestDecodingStrings: sets and maps of strings decode as StringSet and
+// StringMap, anything else as the zero Decoding makes it.
+func TestDecodingStrings(t *testing.T) {
+	in := `{"T":{"u":{"insert":{` +
+		`"s":["set",["a","b"]],"one":["set",["a"]],"empty":["set",[]],"mixed":["set",["a",1]],"uuids":["set",[["uuid","x"]]],` +
+		`"m":["map",[["k","v"],["k2","v2"]]],"mixedmap":["map",[["k","v"],["n",1]]],"emptymap":["map",[]],"lone":"a"}}}}`
+	got, err := Decoding{Strings: true}.TableUpdates2([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ovsdb.Row{
+		"s": StringSet{"a", "b"}, "one": StringSet{"a"}, "empty": ovsdb.OvsSet{GoSet: []any{}},
+		"mixed": ovsdb.OvsSet{GoSet: []any{"a", 1.0}}, "uuids": ovsdb.OvsSet{GoSet: []any{ovsdb.UUID{GoUUID: "x"}}},
+		"m": StringMap{"k": "v", "k2": "v2"}, "mixedmap": ovsdb.OvsMap{GoMap: map[any]any{"k": "v", "n": 1.0}},
+		"emptymap": ovsdb.OvsMap{GoMap: map[any]any{}}, "lone": "a",
+	}
+	if d := cmp.Diff(want, *got["T"]["u"].Insert); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
 }
 
 func TestDecodeUpdates(t *testing.T) {

@@ -104,7 +104,14 @@ func (p *parser) skip() error {
 // table-updates2]) or update3 ([monitor id, last transaction id,
 // table-updates2]) notification.
 func DecodeUpdates(method string, params []byte) (ovsdb.TableUpdates2, error) {
+	return Decoding{}.Updates(method, params)
+}
+
+// Updates decodes an update2 or update3 notification's table updates as
+// DecodeUpdates does, sets and maps of strings as d says.
+func (d Decoding) Updates(method string, params []byte) (ovsdb.TableUpdates2, error) {
 	p := newParser(params)
+	p.strings = d.Strings
 	var out ovsdb.TableUpdates2
 	want := 2
 	if method == "update3" {
