@@ -24,7 +24,11 @@ var modifiedHere, insertedHere atomic.Int64
 // libovsdb's Populate2. The finished models are handed to the cache in one
 // ApplyCacheUpdate, which indexes them and raises its events as Populate2
 // does.
-func (f fields) apply(tc *cache.TableCache, u ovsdb.TableUpdates2) error {
+//
+// v, if not nil, is the monitor's view of some tables: it gets the models
+// built here before the cache does, and the rows left to libovsdb right
+// after it applied them.
+func (f fields) apply(tc *cache.TableCache, u ovsdb.TableUpdates2, v *View) error {
 	done := &modelUpdates{}
 	for table, rows := range u {
 		rc := tc.Table(table)
@@ -37,7 +41,7 @@ func (f fields) apply(tc *cache.TableCache, u ovsdb.TableUpdates2) error {
 			}
 			switch {
 			case ru.Modify != nil && ru.Initial == nil && ru.Insert == nil:
-				old, updated, ok := f.modify(rc, table, uuid, *ru.Modify)
+				old, updated, ok := f.modify(rc, v, table, uuid, *ru.Modify)
 				if ok {
 					delete(rows, uuid)
 					done.add(table, uuid, old, updated)
@@ -59,24 +63,41 @@ func (f fields) apply(tc *cache.TableCache, u ovsdb.TableUpdates2) error {
 			}
 		}
 	}
-	generic(u) // what is left is libovsdb's
+	generic(u)                   // what is left is libovsdb's
+	var left map[string][]string // rows left to libovsdb in tables v holds
+	for table, rows := range u {
+		if !v.Follows(table) {
+			continue
+		}
+		for uuid := range rows {
+			if left == nil {
+				left = map[string][]string{}
+			}
+			left[table] = append(left[table], uuid)
+		}
+	}
 	if err := tc.Populate2(u); err != nil {
 		return err
 	}
+	v.setFromCache(left)
 	if len(done.tables) == 0 {
 		return nil
 	}
+	v.setModels(done)
 	return tc.ApplyCacheUpdate(done)
 }
 
 // modify applies a row's <row-update2> modification, ok false if it has a
 // column of a kind left to libovsdb (or the row is not in the cache).
-func (f fields) modify(rc *cache.RowCache, table, uuid string, diff ovsdb.Row) (old, updated model.Model, ok bool) {
+func (f fields) modify(rc *cache.RowCache, v *View, table, uuid string, diff ovsdb.Row) (old, updated model.Model, ok bool) {
 	tf := f[table]
 	if tf == nil {
 		return nil, nil, false
 	}
-	old = rc.Row(uuid) // a copy
+	old, viewed := v.Row(table, uuid) // as the cache holds it, not copied
+	if !viewed {
+		old = rc.Row(uuid) // a copy
+	}
 	if old == nil || reflect.TypeOf(old) != reflect.PointerTo(tf.typ) {
 		return nil, nil, false
 	}

@@ -50,6 +50,10 @@ type ClientOptions struct {
 	// validates). Endpoints other than one tcp: or unix: remote go
 	// through libovsdb.
 	OwnTransact bool
+	// Views are tables the own monitor also keeps a View of: rows read
+	// without a copy (see View; ovsdbsync reads the rows it contributes
+	// to through it). Without OwnMonitor there is no view.
+	Views []string
 	// Indexes are client indexes to maintain in the cache (see
 	// ovsdbsync.Indexes).
 	Indexes map[string][]model.ClientIndex
@@ -159,6 +163,17 @@ func (s *supervised) lost() bool {
 	return !s.Client.Connected() || s.Client.Cache() == nil
 }
 
+// View returns the own monitor's view of the cache tc, nil if there is
+// none (no views asked for, no own monitor, or tc is not the cache the
+// monitor fills: a reconnection replaced it).
+func (s *supervised) View(tc *cache.TableCache) *View {
+	m := s.mon.Load()
+	if m == nil || m.view == nil || m.view.tc != tc || tc == nil {
+		return nil
+	}
+	return m.view
+}
+
 // monitorDone is closed when the own monitor stops (nil without one).
 func (s *supervised) monitorDone() <-chan struct{} {
 	if m := s.mon.Load(); m != nil {
@@ -204,7 +219,7 @@ func (s *supervised) connectAndMonitor(ctx context.Context) error {
 		return nil
 	}
 	if s.opts.OwnMonitor {
-		m, err := startMonitor(ctx, s.opts.Endpoint, s.Client.Cache(), s.opts.Tables)
+		m, err := startMonitor(ctx, s.opts.Endpoint, s.Client.Cache(), s.opts.Tables, s.opts.Views)
 		if err == nil {
 			s.mon.Store(m)
 			return nil

@@ -28,6 +28,8 @@ type monitor struct {
 	err  error // why it stopped, set before done closes
 	// fields builds and changes the cache's models.
 	fields fields
+	// view is the view of the tables asked for (nil if none).
+	view *View
 }
 
 // stringsNative decodes sets and maps of strings without an interface{}
@@ -90,7 +92,7 @@ func monitorRequests(dbModel model.DatabaseModel, tables []model.Model) (map[str
 // startMonitor dials endpoint, monitors tables of the database and fills tc
 // from the server's reply before it returns; then it applies each update
 // until it stops.
-func startMonitor(ctx context.Context, endpoint string, tc *cache.TableCache, tables []model.Model) (*monitor, error) {
+func startMonitor(ctx context.Context, endpoint string, tc *cache.TableCache, tables []model.Model, views []string) (*monitor, error) {
 	network, address, err := dialAddress(endpoint)
 	if err != nil {
 		return nil, err
@@ -105,7 +107,8 @@ func startMonitor(ctx context.Context, endpoint string, tc *cache.TableCache, ta
 	if err != nil {
 		return nil, err
 	}
-	m := &monitor{conn: conn, done: make(chan struct{}), fields: newFields(dbModel)}
+	f := newFields(dbModel)
+	m := &monitor{conn: conn, done: make(chan struct{}), fields: f, view: newView(tc, f, views)}
 	stopOnCancel := context.AfterFunc(ctx, func() { conn.Close() })
 	rd, err := m.initial(dbModel.Schema.Name, requests, tc)
 	if !stopOnCancel() && err == nil {
@@ -147,7 +150,7 @@ func (m *monitor) initial(db string, requests map[string]any, tc *cache.TableCac
 		if err != nil {
 			return nil, err
 		}
-		return rd, m.fields.apply(tc, updates)
+		return rd, m.fields.apply(tc, updates, m.view)
 	}
 }
 
@@ -179,7 +182,7 @@ func (m *monitor) run(rd *wire.Reader, tc *cache.TableCache) {
 		if err == nil && (msg.Method == "update2" || msg.Method == "update3") {
 			u, derr := stringsNative.Updates(msg.Method, msg.Params)
 			if err = derr; err == nil {
-				err = m.fields.apply(tc, u)
+				err = m.fields.apply(tc, u, m.view)
 			}
 		}
 		if err != nil {

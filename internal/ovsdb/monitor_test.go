@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -36,8 +37,9 @@ func TestOwnMonitorCachesLikeLibovsdb(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	viewed := []string{"Logical_Switch", "Port_Group", "Logical_Router"}
 	connect := func(own bool) client.Client {
-		c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, OwnMonitor: own})
+		c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, OwnMonitor: own, Views: viewed})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,11 +53,44 @@ func TestOwnMonitorCachesLikeLibovsdb(t *testing.T) {
 		err := proc.WaitFor(10*time.Second, 10*time.Millisecond, func() (bool, error) {
 			// Sets are unordered: libovsdb's own order of a set after a
 			// diff varies from run to run.
-			last = cmp.Diff(rows(t, lib.Cache()), rows(t, own.Cache()), cmpopts.SortSlices(func(a, b string) bool { return a < b }))
-			return last == "", nil
+			all := rows(t, own.Cache())
+			last = cmp.Diff(rows(t, lib.Cache()), all, cmpopts.SortSlices(func(a, b string) bool { return a < b }))
+			if last != "" {
+				last = "the caches differ (-libovsdb +own):\n" + last
+				return false, nil
+			}
+			// The view holds the cache's rows of its tables, by UUID and by
+			// name (read apart from the cache: poll until they agree).
+			v := own.(interface {
+				View(*cache.TableCache) *ovsdb.View
+			}).View(own.Cache())
+			if v == nil {
+				last = "the own monitor keeps no view"
+				return false, nil
+			}
+			for _, table := range viewed {
+				if d := cmp.Diff(all[table], ovsdb.ViewRows(v, table), cmpopts.EquateEmpty()); d != "" {
+					last = fmt.Sprintf("the view of %s differs from the cache (-cache +view):\n%s", table, d)
+					return false, nil
+				}
+				byName := map[string][]string{}
+				for u, m := range all[table] {
+					name := reflect.ValueOf(m).Elem().FieldByName("Name").String()
+					byName[name] = append(byName[name], u)
+					if uuids, ok := v.Named(table, name); !ok || !slices.Contains(uuids, u) {
+						last = fmt.Sprintf("%s %q (%s) not found by name in the view: %v %v", table, name, u, uuids, ok)
+						return false, nil
+					}
+				}
+				if d := cmp.Diff(byName, ovsdb.ViewNames(v, table), cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()); d != "" {
+					last = fmt.Sprintf("the view's names of %s differ from the cache's (-cache +view):\n%s", table, d)
+					return false, nil
+				}
+			}
+			return true, nil
 		})
 		if err != nil {
-			t.Fatalf("%s: the caches differ (-libovsdb +own):\n%s", step, last)
+			t.Fatalf("%s: %s", step, last)
 		}
 	}
 	same("connected")
@@ -84,6 +119,9 @@ func TestOwnMonitorCachesLikeLibovsdb(t *testing.T) {
 		{"lr-nat-add", "r0", "snat", "172.16.0.1", "10.0.0.0/24"},
 		{"--", "--id=@g", "create", "port_group", "name=pg0", "ports=[]", "--", "set", "port_group", "pg0", "external_ids:k=v"},
 		{"lsp-set-enabled", "p4", "enabled"},
+		{"set", "logical_switch", "sw1", "name=sw1-renamed"},
+		{"pg-set-ports", "pg0", "p2", "p3"},
+		{"ls-del", "sw1-renamed"},
 	} {
 		z.MustNBCtl(step...)
 		same(fmt.Sprint(step))

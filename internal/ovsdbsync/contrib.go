@@ -7,8 +7,9 @@ import (
 	"sync"
 
 	"github.com/ovn-org/libovsdb/cache"
-	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
+
+	ovsdbclient "github.com/ovn-udn/ovn-udn/internal/ovsdb"
 )
 
 // heldByReference fills held for tables without external_ids: the rows the
@@ -92,11 +93,50 @@ func (s *Syncer) targets(contribs []Contribution) ([]target, error) {
 			return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s of %s, which is not shared", t.name, cb.Column, indexString(t, reflect.ValueOf(cb.Target)))
 		}
 		out[i] = target{t: t, col: col}
-		if e, found := s.byIndex(t, reflect.ValueOf(cb.Target)); found {
+		if e, found := s.targetRow(t, reflect.ValueOf(cb.Target)); found {
 			out[i].row = &e
 		}
 	}
 	return out, nil
+}
+
+// viewer is a client whose own monitor keeps a view of some tables
+// (ovsdbclient.ClientOptions.Views).
+type viewer interface {
+	View(tc *cache.TableCache) *ovsdbclient.View
+}
+
+// view returns the client's view of its cache tc, nil if it has none.
+func (s *Syncer) view(tc *cache.TableCache) *ovsdbclient.View {
+	if v, ok := s.client.(viewer); ok {
+		return v.View(tc)
+	}
+	return nil
+}
+
+// targetRow finds a contribution's target as byIndex does, through the
+// client's view when it holds the table (the row is then shared with the
+// cache, not copied: read only, as targets are).
+func (s *Syncer) targetRow(t *table, target reflect.Value) (existing, bool) {
+	tc, err := s.cache()
+	if err != nil {
+		return existing{}, false
+	}
+	v := s.view(tc)
+	if !v.Follows(t.name) || len(t.indexCols) != 1 || t.typ.Field(t.indexCols[0]).Tag.Get("ovsdb") != "name" {
+		return s.byIndex(t, target)
+	}
+	uuids, ok := v.Named(t.name, target.Elem().Field(t.indexCols[0]).String())
+	if !ok {
+		return s.byIndex(t, target)
+	}
+	sort.Strings(uuids) // several rows of one name: the one byIndex picks
+	for _, u := range uuids {
+		if m, _ := v.Row(t.name, u); m != nil {
+			return existing{uuid: u, row: reflect.ValueOf(m)}, true
+		}
+	}
+	return existing{}, false
 }
 
 // unanchored returns the desired rows of non-root tables that no desired row
@@ -228,26 +268,34 @@ func (s *Syncer) contribute(p *Plan, targets []target, held map[*table]map[strin
 		if len(add)+len(del) == 0 {
 			continue
 		}
-		m := reflect.New(k.t.typ)
-		m.Elem().Field(k.t.uuid).SetString(k.row)
-		field := m.Elem().Field(k.col.index).Addr().Interface()
-		var muts []model.Mutation
-		if len(del) > 0 {
-			muts = append(muts, model.Mutation{Field: field, Mutator: ovsdb.MutateOperationDelete, Value: del})
-		}
-		if len(add) > 0 {
-			muts = append(muts, model.Mutation{Field: field, Mutator: ovsdb.MutateOperationInsert, Value: add})
-		}
-		mm := m.Interface().(model.Model)
-		o, err := s.client.Where(mm).Mutate(mm, muts...)
-		if err != nil {
-			return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s: %w", k.t.name, k.col.name, err)
-		}
-		ops = append(ops, o...)
+		ops = append(ops, memberMutation(k, del, add))
 		p.Added += len(add)
 		p.Removed += len(del)
 	}
 	return ops, nil
+}
+
+// memberMutation is the mutation of row k's shared column that deletes
+// del and inserts add (UUIDs, or named UUIDs of rows inserted in the same
+// transaction), as libovsdb's Mutate makes it, without its lookup of the
+// row in the cache (a copy of a switch of 10,000 ports per pod).
+func memberMutation(k memberKey, del, add []string) ovsdb.Operation {
+	uuids := func(members []string) ovsdb.OvsSet {
+		set := ovsdb.OvsSet{GoSet: make([]any, len(members))}
+		for i, m := range members {
+			set.GoSet[i] = ovsdb.UUID{GoUUID: m}
+		}
+		return set
+	}
+	op := ovsdb.Operation{Op: ovsdb.OperationMutate, Table: k.t.name,
+		Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: k.row})}}
+	if len(del) > 0 {
+		op.Mutations = append(op.Mutations, *ovsdb.NewMutation(k.col.name, ovsdb.MutateOperationDelete, uuids(del)))
+	}
+	if len(add) > 0 {
+		op.Mutations = append(op.Mutations, *ovsdb.NewMutation(k.col.name, ovsdb.MutateOperationInsert, uuids(add)))
+	}
+	return op
 }
 
 // contributed returns the members of shared columns of other owners' rows
@@ -305,7 +353,10 @@ func (s *Syncer) contributed(owner string, held map[*table]map[string]existing, 
 		}
 		rv, ok := rowOf[k.row]
 		if !ok {
-			r := tc.Table(k.t.name).Row(k.row)
+			r, viewed := s.view(tc).Row(k.t.name, k.row) // read only
+			if !viewed {
+				r = tc.Table(k.t.name).Row(k.row)
+			}
 			if r == nil {
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
+	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
@@ -21,12 +22,21 @@ import (
 
 var lbTables = []model.Model{&nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.ACL{}, &nbdb.PortGroup{}, &nbdb.LogicalSwitch{}}
 
+// viewed: connectLB's clients monitor with the own monitor and keep a
+// view of the shared tables, which the Syncer then reads its targets from
+// (as a zone's does); TestContributions runs both ways.
+var viewed bool
+
 func connectLB(t *testing.T, z *ovntest.Zone) (client.Client, *ovsdbsync.Syncer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(
-		nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.ACLTable, nbdb.PortGroupTable, nbdb.LogicalSwitchTable)})
+	opts := ovsdb.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(
+		nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.ACLTable, nbdb.PortGroupTable, nbdb.LogicalSwitchTable)}
+	if viewed {
+		opts.OwnMonitor, opts.Views = true, []string{nbdb.LoadBalancerGroupTable, nbdb.PortGroupTable}
+	}
+	c, err := ovsdb.ConnectNB(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +105,15 @@ func aclCount(t *testing.T, z *ovntest.Zone, pg string) int {
 }
 
 func TestContributions(t *testing.T) {
+	t.Run("libovsdb monitor", testContributions)
+	t.Run("own monitor and views", func(t *testing.T) {
+		viewed = true
+		defer func() { viewed = false }()
+		testContributions(t)
+	})
+}
+
+func testContributions(t *testing.T) {
 	z := ovntest.StartZone(t, "contrib")
 	_, s := connectLB(t, z)
 	// As a zone declares it: networks own their rows and add to nobody's,
@@ -423,4 +442,38 @@ func TestPlanLeavesDesiredAlone(t *testing.T) {
 	apply("net:red", net) // an update keeping the service's members
 	rows, contribs = service("red", "10.96.0.10:5353", "tcp")
 	apply("svc:red/dns", rows, contribs...)
+}
+
+// TestMemberMutationLikeLibovsdb: a contribution's mutation is the one
+// libovsdb's Mutate makes for the same members (it is built without
+// libovsdb, which copies the target row from the cache to make it).
+func TestMemberMutationLikeLibovsdb(t *testing.T) {
+	z := ovntest.StartNB(t, "mutation")
+	c, s := connectLB(t, z)
+	const row, u1, u2 = "6b1d2c3a-0000-4000-8000-0000000000a1", "6b1d2c3a-0000-4000-8000-0000000000b1", "6b1d2c3a-0000-4000-8000-0000000000b2"
+	for _, tc := range []struct {
+		name     string
+		del, add []string
+	}{
+		{"insert", nil, []string{u1}},
+		{"delete", []string{u1, u2}, nil},
+		{"both, named UUIDs of rows inserted alongside", []string{u2}, []string{"r17", u1}},
+	} {
+		m := &nbdb.LoadBalancerGroup{UUID: row}
+		var muts []model.Mutation
+		if len(tc.del) > 0 {
+			muts = append(muts, model.Mutation{Field: &m.LoadBalancer, Mutator: libovsdb.MutateOperationDelete, Value: tc.del})
+		}
+		if len(tc.add) > 0 {
+			muts = append(muts, model.Mutation{Field: &m.LoadBalancer, Mutator: libovsdb.MutateOperationInsert, Value: tc.add})
+		}
+		want, err := c.Where(m).Mutate(m, muts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s.MemberMutation(m, "load_balancer", tc.del, tc.add)
+		if d := cmp.Diff(want, []libovsdb.Operation{got}); d != "" {
+			t.Errorf("%s (-libovsdb +Syncer):\n%s", tc.name, d)
+		}
+	}
 }

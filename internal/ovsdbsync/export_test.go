@@ -15,3 +15,11 @@ func (s *Syncer) Remembered() int { return s.memory.remembered() }
 func (s *Syncer) Insert(m model.Model) (ovsdb.Operation, error) {
 	return s.tables[reflect.TypeOf(m)].insert(m)
 }
+
+// MemberMutation is the mutation a contribution to row m's shared column
+// makes.
+func (s *Syncer) MemberMutation(m model.Model, column string, del, add []string) ovsdb.Operation {
+	t := s.tables[reflect.TypeOf(m)]
+	col, _ := t.column(column)
+	return memberMutation(memberKey{t: t, col: col, row: reflect.ValueOf(m).Elem().Field(t.uuid).String()}, del, add)
+}

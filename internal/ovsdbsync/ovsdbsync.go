@@ -375,6 +375,22 @@ func (s *Syncer) ShareRows(m model.Model, column string, rows func(model.Model) 
 	return fmt.Errorf("ovsdbsync: table %s has no column %s", t.name, column)
 }
 
+// SharedTables lists the tables with a shared column (Share), sorted: the
+// ones whose rows contributions read.
+func (s *Syncer) SharedTables() []string {
+	var out []string
+	for _, t := range s.order {
+		for _, c := range t.columns {
+			if c.shared {
+				out = append(out, t.name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // WithWriter makes the Syncer commit through w, a second connection to the
 // same database without a monitor. libovsdb decodes a monitor update in the
 // connection's read loop before it reads the reply of the transaction that
@@ -886,14 +902,22 @@ func (s *Syncer) Apply(ctx context.Context, p *Plan) (err error) {
 		return fmt.Errorf("ovsdbsync: %s: %w", p, err)
 	}
 	s.transactions.Add(1)
+	targetGone := false
 	for _, i := range p.contribOps {
 		if i < len(res) && res[i].Count == 0 {
 			// The target row went between plan and commit (its owner
 			// deleted it): the owner's rows are written, the contribution
-			// is not; planning again reports the target missing.
-			return fmt.Errorf("ovsdbsync: %s: %w", p, ErrTargetGone)
+			// is not; planning again reports the target missing, once the
+			// cache shows the rows written (below), or a plan that follows
+			// at once would not know it holds them.
+			targetGone = true
 		}
 	}
+	defer func() {
+		if targetGone && err == nil {
+			err = fmt.Errorf("ovsdbsync: %s: %w", p, ErrTargetGone)
+		}
+	}()
 	deadline := time.Now().Add(s.WaitTimeout)
 	// Wait until the cache shows the inserted rows and not the deleted ones.
 	// A transaction's changes reach the cache in one monitor notification,
@@ -909,7 +933,7 @@ func (s *Syncer) Apply(ctx context.Context, p *Plan) (err error) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if p.Inserted > 0 || p.Deleted > 0 {
+	if p.Inserted > 0 || p.Deleted > 0 || targetGone {
 		return nil
 	}
 	for {

@@ -69,6 +69,12 @@ var NBTableNames = []string{
 	nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable, nbdb.PortGroupTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable,
 }
 
+// NBViewTables are the tables whose set columns NewSyncer shares: the zone's
+// Northbound client keeps a view of them (ovsdb.ClientOptions.Views), so a
+// pod's plan reads its switch and port group without copying their 10,000
+// ports.
+var NBViewTables = []string{nbdb.LogicalSwitchTable, nbdb.PortGroupTable, nbdb.LogicalRouterTable, nbdb.LoadBalancerGroupTable}
+
 // NewSyncer returns the Syncer of a zone's Northbound over nb: NBTables, with
 // the set columns other owners contribute to declared shared (services put
 // their load balancers in a network's group and their ACLs in the default
