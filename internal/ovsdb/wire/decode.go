@@ -62,7 +62,12 @@ const (
 	maxInternNames = 8192 // most strings interned per parse
 )
 
-func newParser(b []byte) *parser { return &parser{b: b, names: make(map[string]string, 256)} }
+// newParser starts a parse of b, its interning map sized to b (most
+// notifications are a row or two: a map for hundreds of names would be most
+// of their cost).
+func newParser(b []byte) *parser {
+	return &parser{b: b, names: make(map[string]string, min(256, 8+len(b)/256))}
+}
 
 var errEnd = errors.New("unexpected end of JSON input")
 
