@@ -187,11 +187,17 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	z := ovntest.StartZone(b, "bench")
 	s, c, cw := benchSyncer(b, z)
 	start := time.Now()
-	serverCPU0 := cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))
+	// The CPU of every process on the machine's cores during the converge:
+	// the controller, its NB server, and northd with the SB server
+	// translating the same rows beside them.
+	pid := func(role string) string { return strconv.Itoa(z.Processes()[role].PID()) }
+	serverCPU0, northdCPU0, sbCPU0 := cpuSeconds(pid("nb")), cpuSeconds(pid("northd")), cpuSeconds(pid("sb"))
 	selfCPU0 := cpuSeconds("self")
 	rows := syncAll(b, s, nets, infos, cfg)
 	controller := time.Since(start)
-	b.ReportMetric(cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))-serverCPU0, "s-cpu-ovsdb-server")
+	b.ReportMetric(cpuSeconds(pid("nb"))-serverCPU0, "s-cpu-ovsdb-server")
+	b.ReportMetric(cpuSeconds(pid("northd"))-northdCPU0, "s-cpu-northd")
+	b.ReportMetric(cpuSeconds(pid("sb"))-sbCPU0, "s-cpu-sb-server")
 	b.ReportMetric(cpuSeconds("self")-selfCPU0, "s-cpu-controller")
 	ctrlRSS := rssMiB("self", "VmHWM")
 	serverRSS := rssMiB(strconv.Itoa(z.Processes()["nb"].PID()), "VmRSS")
