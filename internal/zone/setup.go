@@ -420,8 +420,7 @@ var nodeChanges = predicate.Funcs{
 	// restart plan every key once per node (20 times at 1000 × 20).
 	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		for _, k := range []string{nodeinfo.NodeIDAnnotation, nodeinfo.NodeSubnetsAnnotation, nodeinfo.ChassisIDAnnotation,
-			nodeinfo.ZoneAnnotation, nodeinfo.PrimaryIfAddrAnnotation, nodeinfo.EncapIPAnnotation, nodeinfo.GatewayAnnotation} {
+		for _, k := range renderedAnnotations {
 			if e.ObjectOld.GetAnnotations()[k] != e.ObjectNew.GetAnnotations()[k] {
 				return true
 			}
@@ -431,9 +430,10 @@ var nodeChanges = predicate.Funcs{
 }
 
 // SetupWithManager registers the controller: NAD events requeue their network,
-// Node events every network and the chassis, and at start (and after a
-// database reconnect) every key, including networks that only the database
-// still remembers.
+// Node events what the node's change can alter (nodeEvents: every key for
+// the zone's own node; for another, the networks that render it, the
+// chassis and its pods), and at start (and after a database reconnect)
+// every key, including networks that only the database still remembers.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, workers int) error {
 	if workers == 0 {
 		workers = 4
@@ -498,28 +498,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			}
 			return out
 		})).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, node client.Object) []reconcile.Request {
-			// Services depend on the zone's own node only: another node's
-			// change replans networks, chassis and pods, not every service.
-			local := node.GetName() == r.Zone || node.GetAnnotations()[nodeinfo.ZoneAnnotation] == r.Zone
-			keys, err := r.Keys(ctx)
-			if err != nil {
-				return nil
-			}
-			var out []reconcile.Request
-			for _, k := range keys {
-				if local || !strings.HasPrefix(k, serviceKeyPrefix) {
-					out = append(out, request(k))
-				}
-			}
-			// The node's pods: their remote ports follow its chassis.
-			if !local {
-				for _, k := range r.podsOnNode(ctx, node.GetName()) {
-					out = append(out, request(k))
-				}
-			}
-			return out
-		}), builder.WithPredicates(nodeChanges)).
+		Watches(&corev1.Node{}, r.nodeEvents(), builder.WithPredicates(nodeChanges)).
 		Watches(&corev1.Pod{}, r.podEvents(), builder.WithPredicates(podChanges)).
 		Watches(&corev1.Service{}, r.serviceEvents()).
 		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {

@@ -1,0 +1,134 @@
+package zone
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+)
+
+// renderedAnnotations are the Node annotations a zone renders from; a Node
+// event changing none of them requeues nothing (nodeChanges).
+var renderedAnnotations = []string{nodeinfo.NodeIDAnnotation, nodeinfo.NodeSubnetsAnnotation, nodeinfo.ChassisIDAnnotation,
+	nodeinfo.ZoneAnnotation, nodeinfo.PrimaryIfAddrAnnotation, nodeinfo.EncapIPAnnotation, nodeinfo.GatewayAnnotation}
+
+// nodeEvents requeues what a Node's change can alter. The zone's own node
+// is every key of the zone (services included). Another node is the
+// chassis, its pods (their remote ports follow its chassis), connects and
+// links, and only the networks that render it: those whose last plan's
+// node set holds it (activity; a network not planned yet, or being
+// planned, counts), and when only its subnets changed, only those whose
+// slice on it changed. Every Layer3 network's slice is in every node's
+// subnets annotation, so without that a network created in a cluster of
+// 500 nodes re-planned every key of every zone once per node annotated.
+func (r *Reconciler) nodeEvents() handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur *corev1.Node) {
+		for _, k := range r.nodeKeys(ctx, old, cur) {
+			q.Add(request(k))
+		}
+	}
+	node := func(o any) *corev1.Node {
+		n, _ := o.(*corev1.Node)
+		return n
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, nil, node(e.Object))
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, node(e.ObjectOld), node(e.ObjectNew))
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, node(e.Object), nil)
+		},
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, nil, node(e.Object))
+		},
+	}
+}
+
+// nodeKeys are the keys a Node's change (old nil: created; cur nil:
+// deleted) requeues (nodeEvents).
+func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []string {
+	var name string
+	local := false
+	for _, n := range []*corev1.Node{old, cur} {
+		if n != nil {
+			name = n.Name
+			local = local || n.Name == r.Zone || n.Annotations[nodeinfo.ZoneAnnotation] == r.Zone
+		}
+	}
+	if name == "" {
+		return nil
+	}
+	if local {
+		keys, err := r.Keys(ctx)
+		if err != nil {
+			return nil
+		}
+		return keys
+	}
+	networks, err := r.Networks(ctx)
+	if err != nil {
+		// Not knowing the networks, requeue what the zone holds.
+		keys, _ := r.Keys(ctx)
+		return withoutServices(keys)
+	}
+	keys := []string{chassisKey}
+	keys = append(keys, r.connectKeys(ctx)...)
+	keys = append(keys, r.linkKeys(ctx)...)
+	keys = append(keys, r.podsOnNode(ctx, name)...)
+	return append(keys, r.networksRendering(networks, name, slicesChanged(old, cur))...)
+}
+
+// networksRendering returns the keys of the networks whose rendering of
+// node may have changed: those changed says may, of those that render the
+// node (a network not planned yet, or being planned, may).
+func (r *Reconciler) networksRendering(networks []string, node string, changed func(network string) bool) []string {
+	var keys []string
+	for _, n := range networks {
+		if !changed(n) {
+			continue
+		}
+		if set, known, planning := r.active.lookup(n); known && !planning && !set.Has(node) {
+			continue // not rendered with the node
+		}
+		keys = append(keys, NetworkKey(n))
+	}
+	return keys
+}
+
+// withoutServices drops the service keys (another node's change alters no
+// service of this zone).
+func withoutServices(keys []string) []string {
+	return slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, serviceKeyPrefix) })
+}
+
+// slicesChanged tells, for a Node's change, whether a network's rendering
+// of the node may have changed: always, unless the node's subnets are all
+// that changed among what zones render from, and then for the networks
+// whose slice on the node changed.
+func slicesChanged(old, cur *corev1.Node) func(network string) bool {
+	every := func(string) bool { return true }
+	if old == nil || cur == nil {
+		return every
+	}
+	for _, k := range renderedAnnotations {
+		if k != nodeinfo.NodeSubnetsAnnotation && old.Annotations[k] != cur.Annotations[k] {
+			return every
+		}
+	}
+	a, err1 := nodeinfo.ParseSubnets(old.Annotations[nodeinfo.NodeSubnetsAnnotation])
+	b, err2 := nodeinfo.ParseSubnets(cur.Annotations[nodeinfo.NodeSubnetsAnnotation])
+	if err1 != nil || err2 != nil {
+		return every
+	}
+	return func(network string) bool { return !slices.Equal(a[network], b[network]) }
+}
