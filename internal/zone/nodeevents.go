@@ -20,7 +20,9 @@ var renderedAnnotations = []string{nodeinfo.NodeIDAnnotation, nodeinfo.NodeSubne
 	nodeinfo.ZoneAnnotation, nodeinfo.PrimaryIfAddrAnnotation, nodeinfo.EncapIPAnnotation, nodeinfo.GatewayAnnotation}
 
 // nodeEvents requeues what a Node's change can alter. The zone's own node
-// is every key of the zone (services included). Another node is the
+// is every key of the zone (services included), but of the networks only
+// those whose slice on it changed when the subnets are all that changed.
+// Another node is the
 // chassis, its pods (their remote ports follow its chassis), connects and
 // links, and only the networks that render it: those whose last plan's
 // node set holds it (activity; a network not planned yet, or being
@@ -68,12 +70,17 @@ func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []stri
 	if name == "" {
 		return nil
 	}
+	changed := slicesChanged(old, cur)
 	if local {
 		keys, err := r.Keys(ctx)
 		if err != nil {
 			return nil
 		}
-		return keys
+		// Its pods, services and policies are planned again; of the
+		// networks, those whose rendering of the node may have changed.
+		return slices.DeleteFunc(keys, func(k string) bool {
+			return strings.HasPrefix(k, networkKeyPrefix) && !changed(strings.TrimPrefix(k, networkKeyPrefix))
+		})
 	}
 	networks, err := r.Networks(ctx)
 	if err != nil {
@@ -85,7 +92,7 @@ func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []stri
 	keys = append(keys, r.connectKeys(ctx)...)
 	keys = append(keys, r.linkKeys(ctx)...)
 	keys = append(keys, r.podsOnNode(ctx, name)...)
-	return append(keys, r.networksRendering(networks, name, slicesChanged(old, cur))...)
+	return append(keys, r.networksRendering(networks, name, changed)...)
 }
 
 // networksRendering returns the keys of the networks whose rendering of
