@@ -70,17 +70,16 @@ func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []stri
 	if name == "" {
 		return nil
 	}
-	changed := slicesChanged(old, cur)
+	changed, every := slicesChanged(old, cur)
 	if local {
 		keys, err := r.Keys(ctx)
 		if err != nil {
 			return nil
 		}
-		// Its pods, services and policies are planned again; of the
-		// networks, those whose rendering of the node may have changed.
-		return slices.DeleteFunc(keys, func(k string) bool {
-			return strings.HasPrefix(k, networkKeyPrefix) && !changed(strings.TrimPrefix(k, networkKeyPrefix))
-		})
+		if every {
+			return keys
+		}
+		return r.localSliceKeys(ctx, keys, changed)
 	}
 	networks, err := r.Networks(ctx)
 	if err != nil {
@@ -112,6 +111,50 @@ func (r *Reconciler) networksRendering(networks []string, node string, changed f
 	return keys
 }
 
+// localSliceKeys filters the zone's keys for a change of its own node's
+// subnets alone: the networks whose slice changed, and the pods and
+// services of their namespaces (a pod attaches to its own namespace's
+// NADs only, podnet.ParsePod; every pod and service when the default
+// network's slice changed); the chassis, policies, connects and links as
+// they are.
+func (r *Reconciler) localSliceKeys(ctx context.Context, keys []string, changed func(network string) bool) []string {
+	everyNamespace := changed(nodeinfo.DefaultNetwork)
+	namespaces := map[string]bool{}
+	if !everyNamespace {
+		networks, err := r.Networks(ctx)
+		if err != nil {
+			return keys
+		}
+		for _, n := range networks {
+			if !changed(n) {
+				continue
+			}
+			nss, err := r.networkNamespaces(ctx, n)
+			if err != nil {
+				return keys
+			}
+			for _, ns := range nss {
+				namespaces[ns] = true
+			}
+		}
+	}
+	inChanged := func(key, prefix string) bool {
+		ns, _, _ := strings.Cut(strings.TrimPrefix(key, prefix), "/")
+		return everyNamespace || namespaces[ns]
+	}
+	return slices.DeleteFunc(keys, func(k string) bool {
+		switch {
+		case strings.HasPrefix(k, networkKeyPrefix):
+			return !changed(strings.TrimPrefix(k, networkKeyPrefix))
+		case strings.HasPrefix(k, podKeyPrefix):
+			return !inChanged(k, podKeyPrefix)
+		case strings.HasPrefix(k, serviceKeyPrefix):
+			return !inChanged(k, serviceKeyPrefix)
+		}
+		return false
+	})
+}
+
 // withoutServices drops the service keys (another node's change alters no
 // service of this zone).
 func withoutServices(keys []string) []string {
@@ -122,20 +165,23 @@ func withoutServices(keys []string) []string {
 // of the node may have changed: always, unless the node's subnets are all
 // that changed among what zones render from, and then for the networks
 // whose slice on the node changed.
-func slicesChanged(old, cur *corev1.Node) func(network string) bool {
-	every := func(string) bool { return true }
+//
+// every reports the first case (anything but the subnets changed, or the
+// node came or went).
+func slicesChanged(old, cur *corev1.Node) (changed func(network string) bool, every bool) {
+	all := func(string) bool { return true }
 	if old == nil || cur == nil {
-		return every
+		return all, true
 	}
 	for _, k := range renderedAnnotations {
 		if k != nodeinfo.NodeSubnetsAnnotation && old.Annotations[k] != cur.Annotations[k] {
-			return every
+			return all, true
 		}
 	}
 	a, err1 := nodeinfo.ParseSubnets(old.Annotations[nodeinfo.NodeSubnetsAnnotation])
 	b, err2 := nodeinfo.ParseSubnets(cur.Annotations[nodeinfo.NodeSubnetsAnnotation])
 	if err1 != nil || err2 != nil {
-		return every
+		return all, true
 	}
-	return func(network string) bool { return !slices.Equal(a[network], b[network]) }
+	return func(network string) bool { return !slices.Equal(a[network], b[network]) }, false
 }

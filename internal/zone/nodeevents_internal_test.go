@@ -1,11 +1,15 @@
 package zone
 
 import (
+	"context"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
@@ -65,9 +69,43 @@ func TestNodeEventNetworks(t *testing.T) {
 			if tc.planning != "" {
 				defer r.active.begin(tc.planning)()
 			}
-			if d := cmp.Diff(tc.want, r.networksRendering(networks, "node-b", slicesChanged(tc.old, tc.cur))); d != "" {
+			changed, _ := slicesChanged(tc.old, tc.cur)
+			if d := cmp.Diff(tc.want, r.networksRendering(networks, "node-b", changed)); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// TestLocalSliceKeys: a change of the zone's own node's subnets alone
+// queues the networks whose slice changed and the pods and services of
+// their namespaces (all of them for the default network), and every other
+// kind of key as before.
+func TestLocalSliceKeys(t *testing.T) {
+	nad := func(ns, network string) *nadv1.NetworkAttachmentDefinition {
+		return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
+			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","name":"` + network + `","type":"ovn-k8s-cni-overlay","topology":"layer3","role":"primary","subnets":"10.128.0.0/16/24","netAttachDefName":"` + ns + `/net"}`}}
+	}
+	b := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(nad("ns1", "red"), nad("ns1b", "red"), nad("ns2", "blue"))
+	for _, i := range Indexes() {
+		b = b.WithIndex(i.Object, i.Field, i.Extract)
+	}
+	r := &Reconciler{Zone: "node-a", Client: b.Build()}
+	keys := []string{chassisKey, "net:blue", "net:default", "net:red", "np:ns2/deny-all", "pod:ns1/a", "pod:ns1b/b", "pod:ns2/c", "pod:ns3/d",
+		"svc:ns1/web", "svc:ns2/web"}
+	for _, tc := range []struct {
+		name    string
+		changed []string
+		want    []string
+	}{
+		{"red's slice", []string{"red"}, []string{chassisKey, "net:red", "np:ns2/deny-all", "pod:ns1/a", "pod:ns1b/b", "svc:ns1/web"}},
+		{"a new network's slice, nothing of it here yet", []string{"green"}, []string{chassisKey, "np:ns2/deny-all"}},
+		{"the default network's slice", []string{"default"}, []string{chassisKey, "net:default", "np:ns2/deny-all", "pod:ns1/a", "pod:ns1b/b",
+			"pod:ns2/c", "pod:ns3/d", "svc:ns1/web", "svc:ns2/web"}},
+	} {
+		changed := func(n string) bool { return slices.Contains(tc.changed, n) }
+		if d := cmp.Diff(tc.want, r.localSliceKeys(context.Background(), slices.Clone(keys), changed)); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.name, d)
+		}
 	}
 }
