@@ -76,10 +76,19 @@ func (f fields) apply(tc *cache.TableCache, u ovsdb.TableUpdates2, v *View) erro
 			left[table] = append(left[table], uuid)
 		}
 	}
-	if err := tc.Populate2(u); err != nil {
+	// The view takes the rows libovsdb applies right after it, its readers
+	// held meanwhile: one that saw the cache change sees the view changed.
+	if left != nil {
+		v.mu.Lock()
+	}
+	err := tc.Populate2(u)
+	if left != nil {
+		v.setFromCache(left)
+		v.mu.Unlock()
+	}
+	if err != nil {
 		return err
 	}
-	v.setFromCache(left)
 	if len(done.tables) == 0 {
 		return nil
 	}

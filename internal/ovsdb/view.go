@@ -9,15 +9,18 @@ import (
 )
 
 // View is a read-only view of some tables of an own monitor's cache: the
-// rows as the monitor last applied them, shared rather than copied. A
-// libovsdb cache hands out a deep copy of a row on every read, which for a
-// switch with 10,000 ports is 160 KB of garbage per read, several times per
-// pod added. The models a View returns must not be changed.
+// rows as the monitor last applied them, read without a copy. A libovsdb
+// cache hands out a deep copy of a row on every read, which for a switch
+// with 10,000 ports is 160 KB of garbage per read, several times per pod
+// added. The view holds the models the monitor built (the cache stores
+// copies of them), so the tables it follows are held twice; the models it
+// returns, and those the cache's event handlers receive, must not be
+// changed.
 //
 // The monitor updates the view before it updates the cache with the same
-// rows (for rows it builds itself) or right after (for rows it leaves to
-// libovsdb), so a reader that saw the cache show a write sees it in the
-// view too.
+// rows (for rows it builds itself), or with its readers held until it has
+// (for rows it leaves to libovsdb), so a reader that saw the cache show a
+// write sees it in the view too.
 type View struct {
 	tc     *cache.TableCache
 	mu     sync.RWMutex
@@ -141,13 +144,8 @@ func (v *View) setModels(u *modelUpdates) {
 }
 
 // setFromCache records the rows libovsdb applied (after it did), read back
-// from the cache: a copy of each, the view's own.
+// from the cache: a copy of each, the view's own. Callers hold v.mu.
 func (v *View) setFromCache(updated map[string][]string) {
-	if v == nil {
-		return
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
 	for table, uuids := range updated {
 		vt := v.tables[table]
 		if vt == nil {

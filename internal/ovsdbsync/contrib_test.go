@@ -125,6 +125,15 @@ func testContributions(t *testing.T) {
 		t.Fatal("a contribution from an owner declared never to contribute was planned")
 	}
 
+	// A port group without an owner, of another name, is no target (the
+	// owner index libovsdb tries first must not match it).
+	z.MustNBCtl("pg-add", "stray")
+	if p, err := s.Plan("svc:x", []model.Model{&nbdb.ACL{UUID: "acl:x", Direction: nbdb.ACLDirectionToLport, Priority: 1000, Match: "ip4", Action: nbdb.ACLActionDrop}},
+		ovsdbsync.Contribution{Target: &nbdb.PortGroup{Name: "nope"}, Column: "acls", Members: []string{"acl:x"}}); err != nil || len(p.Missing) != 1 || len(p.Ops) != 0 {
+		t.Fatalf("a contribution to a port group that does not exist: %v %v, want it missing and nothing written", p, err)
+	}
+	z.MustNBCtl("pg-del", "stray")
+
 	// A service planned before its network exists: its rows are written, its
 	// members wait for the targets.
 	rows, contribs := service("blue", "10.96.0.10:53", "tcp", "udp")
@@ -242,6 +251,24 @@ func testContributions(t *testing.T) {
 		t.Fatalf("plan again: %v %v, want the group missing", p, err)
 	}
 	sync(t, s, "svc:c", nil)
+	sync(t, s, "net:blue", network("blue", "ip4.src == 10.0.0.10"))
+
+	// The port group goes between a contributor's plan and its commit: the
+	// ACL it was to anchor is collected at commit and never shows, and
+	// Apply reports the target gone without waiting for it.
+	rows4, contribs4 := service("blue", "10.96.0.13:80", "tcp")
+	p, err = s.Plan("svc:d", rows4, contribs4...)
+	if err != nil || len(p.Missing) != 0 {
+		t.Fatalf("plan before the port group goes: %v %v", p, err)
+	}
+	z.MustNBCtl("destroy", "Port_Group", "blue_iso")
+	wait := s.WaitTimeout
+	s.WaitTimeout = 3 * time.Second
+	if err := s.Apply(ctx, p); !errors.Is(err, ovsdbsync.ErrTargetGone) {
+		t.Fatalf("commit after the port group went: %v, want ErrTargetGone", err)
+	}
+	s.WaitTimeout = wait
+	sync(t, s, "svc:d", nil)
 	sync(t, s, "net:blue", network("blue", "ip4.src == 10.0.0.10"))
 
 	// The network goes: its group goes with it (held through its switch).

@@ -663,6 +663,13 @@ func (s *Syncer) byIndex(t *table, desired reflect.Value) (existing, bool) {
 	for _, i := range t.indexCols {
 		probe.Elem().Field(i).Set(desired.Elem().Field(i))
 	}
+	if t.extIDs >= 0 {
+		// libovsdb tries the client indexes in order, the owner key first
+		// (Indexes), and reads a missing key as "": a probe without one
+		// would match every row without an owner and never reach the
+		// name. No owner is named this.
+		probe.Elem().Field(t.extIDs).Set(reflect.ValueOf(map[string]string{OwnerKey: noOwner}))
+	}
 	c, err := s.cache()
 	if err != nil {
 		return existing{}, false
@@ -672,14 +679,30 @@ func (s *Syncer) byIndex(t *table, desired reflect.Value) (existing, bool) {
 		return existing{}, false
 	}
 	var uuids []string
-	for u := range rows {
-		uuids = append(uuids, u)
+	for u, m := range rows {
+		if sameIndex(t, reflect.ValueOf(m), probe) {
+			uuids = append(uuids, u)
+		}
 	}
 	if len(uuids) == 0 {
 		return existing{}, false
 	}
 	sort.Strings(uuids) // several rows of one name: adopt one, deterministically
 	return existing{uuid: uuids[0], row: reflect.ValueOf(rows[uuids[0]])}, true
+}
+
+// noOwner is an owner key value no owner has (byIndex).
+const noOwner = "\x00"
+
+// sameIndex reports whether rows a and b (model pointers) agree on every
+// index column of t.
+func sameIndex(t *table, a, b reflect.Value) bool {
+	for _, i := range t.indexCols {
+		if !reflect.DeepEqual(a.Elem().Field(i).Interface(), b.Elem().Field(i).Interface()) {
+			return false
+		}
+	}
+	return true
 }
 
 // resolve rewrites the reference columns of row from IDs to UUIDs. A value
@@ -923,7 +946,7 @@ func (s *Syncer) Apply(ctx context.Context, p *Plan) (err error) {
 	// A transaction's changes reach the cache in one monitor notification,
 	// so that is enough when it inserted or deleted anything; an update-only
 	// transaction is confirmed by planning again.
-	for !s.reflected(p, res) {
+	for !s.reflected(p, res, targetGone) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("ovsdbsync: %s: %w", p, ErrNotConverged)
 		}
@@ -957,13 +980,23 @@ func (s *Syncer) Apply(ctx context.Context, p *Plan) (err error) {
 
 // reflected reports whether the cache shows a committed plan's inserts and
 // deletes.
-func (s *Syncer) reflected(p *Plan, res []ovsdb.OperationResult) bool {
+//
+// rootsOnly leaves out inserts into non-root tables: when a contribution's
+// target went before the commit, the rows it was to anchor (a pod's port,
+// a service's ACL) were garbage collected at once and never show.
+func (s *Syncer) reflected(p *Plan, res []ovsdb.OperationResult, rootsOnly bool) bool {
 	c, err := s.cache()
 	if err != nil {
 		return false
 	}
 	for i, op := range p.Ops {
-		if op.Op == ovsdb.OperationInsert && i < len(res) && res[i].UUID.GoUUID != "" && !c.Table(op.Table).HasRow(res[i].UUID.GoUUID) {
+		if op.Op != ovsdb.OperationInsert || i >= len(res) || res[i].UUID.GoUUID == "" {
+			continue
+		}
+		if t := s.byName[op.Table]; rootsOnly && (t == nil || !t.root) {
+			continue
+		}
+		if !c.Table(op.Table).HasRow(res[i].UUID.GoUUID) {
 			return false
 		}
 	}

@@ -160,6 +160,24 @@ func TestAdoptsRowWithSameName(t *testing.T) {
 	}
 }
 
+// TestAdoptsOnlyByName: a row without an owner but of another name is
+// never adopted (libovsdb's lookup tries the owner index first, where a
+// probe without an owner matched every row without one).
+func TestAdoptsOnlyByName(t *testing.T) {
+	z := ovntest.StartZone(t, "adoptname")
+	z.MustNBCtl("ls-add", "stray")
+	_, s := connect(t, z)
+	p := sync(t, s, "net", []model.Model{&nbdb.LogicalSwitch{UUID: "ls:sw", Name: "blue_sw"}})
+	if p.Inserted != 1 || p.Updated != 0 {
+		t.Fatalf("%s, want the switch inserted", p)
+	}
+	if got := strings.Fields(z.MustNBCtl("--bare", "--columns=name", "list", "Logical_Switch")); !cmp.Equal([]string{"blue_sw", "stray"}, sorted(got)) {
+		t.Fatalf("switches %v, want blue_sw and stray", got)
+	}
+}
+
+func sorted(s []string) []string { sort.Strings(s); return s }
+
 func TestRejectsBadInput(t *testing.T) {
 	z := ovntest.StartZone(t, "bad")
 	_, s := connect(t, z)
