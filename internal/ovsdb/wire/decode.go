@@ -247,6 +247,20 @@ func (p *parser) slowStr(open int) (string, error) {
 // interface{}.
 func (p *parser) number() (float64, error) {
 	start := p.i
+	if err := p.scanNumber(); err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseFloat(string(p.b[start:p.i]), 64)
+	if err != nil {
+		return 0, fmt.Errorf("offset %d: number %s: %w", start, p.b[start:p.i], err)
+	}
+	return f, nil
+}
+
+// scanNumber reads past a JSON number, checking its syntax only (as
+// encoding/json does for a value it skips: an exponent out of float64's
+// range is no error there).
+func (p *parser) scanNumber() error {
 	b := p.b
 	i := p.i
 	if i < len(b) && b[i] == '-' {
@@ -260,12 +274,12 @@ func (p *parser) number() (float64, error) {
 			i++
 		}
 	default:
-		return 0, p.errorf("invalid number")
+		return p.errorf("invalid number")
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return 0, p.errorf("invalid number")
+			return p.errorf("invalid number")
 		}
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			i++
@@ -277,18 +291,14 @@ func (p *parser) number() (float64, error) {
 			i++
 		}
 		if i >= len(b) || b[i] < '0' || b[i] > '9' {
-			return 0, p.errorf("invalid number")
+			return p.errorf("invalid number")
 		}
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
 			i++
 		}
 	}
 	p.i = i
-	f, err := strconv.ParseFloat(string(b[start:i]), 64)
-	if err != nil {
-		return 0, fmt.Errorf("offset %d: number %s: %w", start, b[start:i], err)
-	}
-	return f, nil
+	return nil
 }
 
 // value reads any JSON value as encoding/json does into an interface{}.
@@ -659,8 +669,7 @@ func (p *parser) rowUpdate() (*ovsdb.RowUpdate2, error) {
 			field = foldField(u, name)
 		}
 		if field == nil {
-			_, err := p.value()
-			return err
+			return p.skip() // as encoding/json skips a member it has no field for
 		}
 		r, err := p.row()
 		*field = r

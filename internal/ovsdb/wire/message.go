@@ -94,6 +94,8 @@ func (p *parser) skip() error {
 		return p.object(func(string) error { return p.skip() })
 	case c == '[':
 		return p.array(p.skip)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.scanNumber()
 	default:
 		_, err := p.value()
 		return err
