@@ -159,6 +159,10 @@ func tryHoldIn(t *testing.T, sandboxDir string, c client.Client, pod string, nod
 			return h, got
 		}
 	}
+	// Gone at once, so that nothing of it (a late handshake answered with
+	// a reset) reaches the routers while the next connection is counted.
+	_ = in.Close()
+	_ = cmd.Process.Kill()
 	return nil, got
 }
 
