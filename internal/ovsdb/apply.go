@@ -63,7 +63,7 @@ func (f fields) apply(tc *cache.TableCache, u ovsdb.TableUpdates2, v *View) erro
 			}
 		}
 	}
-	generic(u)                   // what is left is libovsdb's
+	wire.GenericUpdates(u)       // what is left is libovsdb's
 	var left map[string][]string // rows left to libovsdb in tables v holds
 	for table, rows := range u {
 		if !v.Follows(table) {
@@ -136,29 +136,6 @@ func (f fields) modify(rc *cache.RowCache, v *View, table, uuid string, diff ovs
 		}
 	}
 	return old, nv.Interface().(model.Model), true
-}
-
-// generic turns the StringSets and StringMaps of every row of u into
-// libovsdb's types.
-func generic(u ovsdb.TableUpdates2) {
-	for _, rows := range u {
-		for _, ru := range rows {
-			if ru == nil {
-				continue
-			}
-			for _, r := range []*ovsdb.Row{ru.Initial, ru.Insert, ru.Modify, ru.Delete} {
-				if r == nil {
-					continue
-				}
-				for c, v := range *r {
-					switch v.(type) {
-					case wire.StringSet, wire.StringMap:
-						(*r)[c] = wire.Generic(v)
-					}
-				}
-			}
-		}
-	}
 }
 
 // stringElems returns the elements of a set diff of strings or UUIDs (a

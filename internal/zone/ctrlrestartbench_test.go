@@ -52,53 +52,14 @@ func benchControllerRestart(b *testing.B, networks, nodes int) {
 			b.Logf("%s is not registered as expected: polling gathers every metric, which slows the controller measured", name)
 		}
 	}
-	ctx := context.Background()
-	c := clustertest.Start(b, env, config.Default(), "node-a")
-	c.StopZoneController("node-a")
-
-	// The other nodes: Node objects with what their agents would publish.
-	for i := 1; i < nodes; i++ {
-		name := fmt.Sprintf("bench-node-%d", i)
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: clustertest.NodeInfo(name, i).Annotations()}}
-		if err := c.Admin.Create(ctx, n); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = c.Admin.Delete(context.Background(), n) })
-	}
+	c := benchCluster(b, nodes)
 	// The networks, through the API (tenants may reuse a subnet).
 	start := time.Now()
-	var udns []*v1.UserDefinedNetwork
 	for range networks {
-		ns := cmtest.Namespace(b, c.Admin, "ctrlrestart", map[string]string{v1.PrimaryNetworkLabel: ""})
-		u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
-			Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.128.0.0/16/24"}}}
-		if err := c.Admin.Create(ctx, u); err != nil {
-			b.Fatal(err)
-		}
-		udns = append(udns, u)
+		benchUDN(b, c, "ctrlrestart")
 	}
-	b.Cleanup(func() {
-		for _, u := range udns {
-			_ = c.Admin.Delete(context.Background(), u)
-		}
-	})
 	// Every network allocated and every node given its slice of each.
-	cmtest.Eventually(b, 10*time.Minute, func() error {
-		var list corev1.NodeList
-		if err := c.Admin.List(ctx, &list); err != nil {
-			return err
-		}
-		for _, n := range list.Items {
-			subnets, err := nodeinfo.ParseSubnets(n.Annotations[nodeinfo.NodeSubnetsAnnotation])
-			if err != nil {
-				return err
-			}
-			if len(subnets) < networks+1 {
-				return fmt.Errorf("node %s has %d slices, want %d", n.Name, len(subnets), networks+1)
-			}
-		}
-		return nil
-	})
+	allocated(b, c, networks+1)
 	b.ReportMetric(time.Since(start).Seconds(), "s-allocated")
 
 	// Converge from an empty Northbound.
@@ -111,11 +72,7 @@ func benchControllerRestart(b *testing.B, networks, nodes int) {
 	c.StopZoneController("node-a")
 
 	// The restart, northd paused (an idle northd in a steady state).
-	northd := c.Zones["node-a"].Processes()["northd"].PID()
-	if err := syscall.Kill(northd, syscall.SIGSTOP); err != nil {
-		b.Fatal(err)
-	}
-	defer syscall.Kill(northd, syscall.SIGCONT) //nolint:errcheck
+	defer pauseNorthd(b, c.Zones["node-a"])()
 	start = time.Now()
 	stopProfile := profile(b, "OVN_UDN_BENCH_RESTART_PROFILE")
 	r = c.StartZoneController("node-a")
@@ -241,4 +198,70 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 		}
 	}
 	return false
+}
+
+// benchCluster starts a real API server and cluster-manager with node-a's
+// zone (its controller stopped) and nodes-1 more Nodes carrying what their
+// agents would publish.
+func benchCluster(b *testing.B, nodes int) *clustertest.Cluster {
+	c := clustertest.Start(b, env, config.Default(), "node-a")
+	c.StopZoneController("node-a")
+	for i := 1; i < nodes; i++ {
+		name := fmt.Sprintf("bench-node-%d", i)
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: clustertest.NodeInfo(name, i).Annotations()}}
+		if err := c.Admin.Create(context.Background(), n); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Admin.Delete(context.Background(), n) })
+	}
+	return c
+}
+
+// benchUDN creates a primary Layer3 UDN in a new namespace (tenants may
+// reuse a subnet), deleted at the end.
+func benchUDN(b *testing.B, c *clustertest.Cluster, prefix string) {
+	ns := cmtest.Namespace(b, c.Admin, prefix, map[string]string{v1.PrimaryNetworkLabel: ""})
+	u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
+		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.128.0.0/16/24"}}}
+	if err := c.Admin.Create(context.Background(), u); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = c.Admin.Delete(context.Background(), u) })
+}
+
+// allocated waits until every Node has a slice of want networks (the
+// default one included).
+func allocated(b *testing.B, c *clustertest.Cluster, want int) {
+	cmtest.Eventually(b, 10*time.Minute, func() error {
+		var list corev1.NodeList
+		if err := c.Admin.List(context.Background(), &list); err != nil {
+			return err
+		}
+		for _, n := range list.Items {
+			subnets, err := nodeinfo.ParseSubnets(n.Annotations[nodeinfo.NodeSubnetsAnnotation])
+			if err != nil {
+				return err
+			}
+			if len(subnets) < want {
+				return fmt.Errorf("node %s has %d slices, want %d", n.Name, len(subnets), want)
+			}
+		}
+		return nil
+	})
+}
+
+// processes is a zone's processes by role (ovntest.Zone, ovnrun.Zone).
+type processes interface {
+	Processes() map[string]*proc.Process
+}
+
+// pauseNorthd stops the zone's northd (SIGSTOP) until the returned resume:
+// an idle northd of a steady state, which would otherwise still be
+// translating the rows just written, on the cores the measure shares.
+func pauseNorthd(b *testing.B, z processes) (resume func()) {
+	northd := z.Processes()["northd"].PID()
+	if err := syscall.Kill(northd, syscall.SIGSTOP); err != nil {
+		b.Fatal(err)
+	}
+	return func() { _ = syscall.Kill(northd, syscall.SIGCONT) }
 }

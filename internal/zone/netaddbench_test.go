@@ -1,19 +1,10 @@
 package zone_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/clustertest"
-	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
 
@@ -38,56 +29,18 @@ func BenchmarkZoneNetworkAdd(b *testing.B) {
 }
 
 func benchNetworkAdd(b *testing.B, networks, nodes int) {
-	ctx := context.Background()
-	c := clustertest.Start(b, env, config.Default(), "node-a")
-	c.StopZoneController("node-a")
-	for i := 1; i < nodes; i++ {
-		name := fmt.Sprintf("bench-node-%d", i)
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: clustertest.NodeInfo(name, i).Annotations()}}
-		if err := c.Admin.Create(ctx, n); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = c.Admin.Delete(context.Background(), n) })
-	}
-	udn := func() *v1.UserDefinedNetwork {
-		ns := cmtest.Namespace(b, c.Admin, "netadd", map[string]string{v1.PrimaryNetworkLabel: ""})
-		u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
-			Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.128.0.0/16/24"}}}
-		if err := c.Admin.Create(ctx, u); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = c.Admin.Delete(context.Background(), u) })
-		return u
-	}
-	allocated := func(want int) {
-		cmtest.Eventually(b, 10*time.Minute, func() error {
-			var list corev1.NodeList
-			if err := c.Admin.List(ctx, &list); err != nil {
-				return err
-			}
-			for _, n := range list.Items {
-				subnets, err := nodeinfo.ParseSubnets(n.Annotations[nodeinfo.NodeSubnetsAnnotation])
-				if err != nil {
-					return err
-				}
-				if len(subnets) < want {
-					return fmt.Errorf("node %s has %d slices, want %d", n.Name, len(subnets), want)
-				}
-			}
-			return nil
-		})
-	}
+	c := benchCluster(b, nodes)
 	for range networks {
-		udn()
+		benchUDN(b, c, "netadd")
 	}
-	allocated(networks + 1)
+	allocated(b, c, networks+1)
 	r := c.StartZoneController("node-a")
 	settled(b, r, "zone-node-a")
 
 	base := reconcileTotal(b, "zone-node-a")
 	start := time.Now()
-	udn()
-	allocated(networks + 2)
+	benchUDN(b, c, "netadd")
+	allocated(b, c, networks+2)
 	var quiet time.Time
 	last := -1.0
 	if err := proc.WaitFor(5*time.Minute, 20*time.Millisecond, func() (bool, error) {

@@ -3,7 +3,6 @@ package zone_test
 import (
 	"fmt"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,11 +36,7 @@ func benchNodeAdd(b *testing.B, networks, nodes int) {
 	z := ovntest.StartZone(b, "nodeadd")
 	s, _, _ := benchSyncer(b, z)
 	syncAll(b, s, nets, infos[:nodes], cfg)
-	northd := z.Processes()["northd"].PID()
-	if err := syscall.Kill(northd, syscall.SIGSTOP); err != nil {
-		b.Fatal(err)
-	}
-	defer syscall.Kill(northd, syscall.SIGCONT) //nolint:errcheck
+	defer pauseNorthd(b, z)()
 	serverCPU0 := cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))
 	selfCPU0 := cpuSeconds("self")
 	txns0 := s.Transactions()

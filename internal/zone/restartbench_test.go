@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,11 +47,7 @@ func benchRestart(b *testing.B, networks, nodes int) {
 	// northd is paused for the restart and the resync, so it does not share
 	// the 2 cores and the NB server with them. Nothing is written, so it
 	// has nothing to catch up on.
-	northd := z.Processes()["northd"].PID()
-	if err := syscall.Kill(northd, syscall.SIGSTOP); err != nil {
-		b.Fatal(err)
-	}
-	defer syscall.Kill(northd, syscall.SIGCONT) //nolint:errcheck
+	defer pauseNorthd(b, z)()
 	serverCPU0 := cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))
 
 	// The restart: connect (the cache downloads every row), then plan every

@@ -587,6 +587,29 @@ func Generic(v any) any {
 	return v
 }
 
+// GenericUpdates makes every StringSet and StringMap in the rows of u
+// generic (Generic), in place.
+func GenericUpdates(u ovsdb.TableUpdates2) {
+	for _, rows := range u {
+		for _, ru := range rows {
+			if ru == nil {
+				continue
+			}
+			for _, r := range []*ovsdb.Row{ru.Initial, ru.Insert, ru.Modify, ru.Delete} {
+				if r == nil {
+					continue
+				}
+				for c, v := range *r {
+					switch v.(type) {
+					case StringSet, StringMap:
+						(*r)[c] = Generic(v)
+					}
+				}
+			}
+		}
+	}
+}
+
 // slowDatum decodes a datum of an unusual shape with libovsdb itself
 // (which panics on some malformed ones: those are errors here).
 func slowDatum(raw []byte) (v any, err error) {
