@@ -347,6 +347,9 @@ func (p *parser) atom(intern bool) (v any, ok bool, err error) {
 		return s, true, err
 	case c == '-' || (c >= '0' && c <= '9'):
 		f, err := p.number()
+		if errors.Is(err, strconv.ErrRange) {
+			return nil, false, nil // for libovsdb's decoding (slowDatum)
+		}
 		return f, true, err
 	case c == 't' && p.literal("true"):
 		return true, true, nil
@@ -387,6 +390,15 @@ func (p *parser) uuidPair() (ovsdb.UUID, bool, error) {
 
 // datum reads a column's value: an atom, a uuid, a set or a map.
 func (p *parser) datum() (any, error) {
+	if c := p.peek(); c == '-' || (c >= '0' && c <= '9') {
+		f, err := p.number()
+		if errors.Is(err, strconv.ErrRange) {
+			// encoding/json leaves a number out of float64's range nil
+			// (its error, libovsdb's Row drops).
+			return nil, nil
+		}
+		return f, err
+	}
 	if p.peek() != '[' {
 		return p.value()
 	}
@@ -400,7 +412,7 @@ func (p *parser) datum() (any, error) {
 	}
 	// Not the usual shape: decode it as libovsdb does.
 	p.i = start
-	if _, err := p.value(); err != nil {
+	if err := p.skip(); err != nil {
 		return nil, err
 	}
 	return slowDatum(p.b[start:p.i])

@@ -13,6 +13,8 @@ import (
 var decodeCases = []struct{ name, in string }{
 	{"empty", `{}`},
 	{"null", `null`},
+	{"numbers out of float64's range (encoding/json leaves them nil, libovsdb keeps that)",
+		`{"T":{"u":{"insert":{"a":1e400,"b":-1e999,"c":["set",[1e400,2]],"d":["map",[["k",1e400]]],"e":1}}}}`},
 	{"initial row with every kind of datum", `{"Logical_Switch_Port":{"6b1d2c3a-0000-4000-8000-000000000001":{"initial":{
 		"name":"udn_tenant-a_pod-1","addresses":["set",["0a:58:0a:80:00:05 10.128.0.5","router"]],
 		"external_ids":["map",[["ovn-udn/owner","network:tenant-a"],["ovn-udn/id","lsp/pod-1"]]],
@@ -67,7 +69,7 @@ func TestDecodeTableUpdates2Errors(t *testing.T) {
 	for _, in := range []string{
 		``, `{`, `{"T":{"u":{"insert":{"a":1}}}`, `{"T":{"u":{"insert":{"a":1}}}}}`, `{"T":1}`, `{"T":{"u":5}}`,
 		`{"T":{"u":{"insert":5}}}`, `{"T":{"u":{"insert":{"a":01}}}}`, `{"T":{"u":{"insert":{"a":1.}}}}`,
-		`{"T":{"u":{"insert":{"a":"x` + "\x01" + `"}}}}`, `{"T":{"u":{"insert":{"a":1e400}}}}`, `{"T":{"u":{"insert":{"a":[]}}}}`,
+		`{"T":{"u":{"insert":{"a":"x` + "\x01" + `"}}}}`, `{"T":{"u":{"insert":{"a":[]}}}}`,
 		`{"T":{"u":{"insert":{"a":["set"]}}}}`, `{"T":{"u":{"insert":{"a":["set",[1,]]}}}}`,
 		`{"T":{"u":{"insert":{"a":["map",[[["set",[1]],1]]]}}}}`, `{"T":{"u":{"insert":{"a":tru}}}}`, `{"a":1,}`, `{} x`,
 		`{"T":{"u":{"initial":{"a":1}},}}`, `{"T":{"u":{"initial":{"a":"\x"}}}}`,

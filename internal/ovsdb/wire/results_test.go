@@ -16,6 +16,8 @@ var resultCases = []string{
 	// Shapes left to encoding/json.
 	`[{"Count":2}]`, `[{"uuid":["named-uuid","x","y"]}]`, `[{"rows":[null]}]`, `[{"rows":null}]`,
 	`[{"other":1}]`, `[{"count":1,"count":3}]`, `[{"uuid":["uuid",""]}]`,
+	// Numbers out of float64's range.
+	`[{"rows":[{"a":1e400,"b":["set",[1e400]]}]},{"other":1e999}]`,
 }
 
 func referenceResults(in []byte) (out []ovsdb.OperationResult, err error, ok bool) {
