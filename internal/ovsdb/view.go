@@ -57,9 +57,6 @@ func newView(tc *cache.TableCache, f fields, tables []string) *View {
 	return v
 }
 
-// Cache is the cache the view is of.
-func (v *View) Cache() *cache.TableCache { return v.tc }
-
 // Follows reports whether the view holds table.
 func (v *View) Follows(table string) bool {
 	if v == nil {
