@@ -190,8 +190,12 @@ func (c *Cluster) NodeInfo(name string) nodeinfo.Info {
 	c.t.Helper()
 	var info nodeinfo.Info
 	cmtest.Eventually(c.t, 0, func() error {
+		n := &corev1.Node{}
+		if err := c.Admin.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+			return err
+		}
 		var err error
-		info, err = nodeinfo.Parse(name, c.Node(name).Annotations)
+		info, err = nodeinfo.Parse(name, n.Annotations)
 		return err
 	})
 	return info

@@ -6,6 +6,7 @@ package ovntest
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -123,11 +124,27 @@ func (z *Zone) Trace(datapath string, pkt ovntrace.Packet, flags ...string) ovnt
 // TraceExpr is Trace with a raw microflow expression.
 func (z *Zone) TraceExpr(datapath, expr string, flags ...string) ovntrace.Verdict {
 	z.t.Helper()
-	v, err := ovntrace.Run(ovntrace.Options{SB: z.SB, Command: traceCommand, Extra: flags}, datapath, expr)
+	v, err := z.TryTraceExpr(datapath, expr, flags...)
 	if err != nil {
-		z.t.Fatalf("zone %s: %v", z.Name, err)
+		z.t.Fatal(err)
 	}
 	return v
+}
+
+// TryTrace is Trace that returns ovn-trace's error (a datapath or port
+// northd has not written to the Southbound yet) instead of failing the
+// test: for polls.
+func (z *Zone) TryTrace(datapath string, pkt ovntrace.Packet, flags ...string) (ovntrace.Verdict, error) {
+	return z.TryTraceExpr(datapath, pkt.Expr(), flags...)
+}
+
+// TryTraceExpr is TryTrace with a raw microflow expression.
+func (z *Zone) TryTraceExpr(datapath, expr string, flags ...string) (ovntrace.Verdict, error) {
+	v, err := ovntrace.Run(ovntrace.Options{SB: z.SB, Command: traceCommand, Extra: flags}, datapath, expr)
+	if err != nil {
+		return v, fmt.Errorf("zone %s: %w", z.Name, err)
+	}
+	return v, nil
 }
 
 // ExpectDelivered fails the test unless the traced packet is output to exactly

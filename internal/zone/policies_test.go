@@ -109,7 +109,9 @@ func TestPolicyLifecycle(t *testing.T) {
 			{pkt(dbNets[key], webNets[key], dbPort, 81), nil},
 			{pkt(webNets[key], dbNets[key], webPort, 5432), []string{dbPort}},
 		} {
-			if v := z.Trace(sw, c.p, ct...); !slices.Equal(v.Delivered(), c.want) {
+			if v, err := z.TryTrace(sw, c.p, ct...); err != nil {
+				return err
+			} else if !slices.Equal(v.Delivered(), c.want) {
 				return fmt.Errorf("%s: delivered to %v, want %v\n%s", v.Expr, v.Delivered(), c.want, v.Trace)
 			}
 		}

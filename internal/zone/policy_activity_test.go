@@ -96,6 +96,7 @@ func TestPoliciesWhereUsed(t *testing.T) {
 		}
 		return nil
 	})
+	c.WaitNB("node-b", "Logical_Router_Port:rtots-"+net+"_node-b", "Logical_Switch_Port:tstor-"+net+"_node-a")
 	aT, _ := port2(t, za, "Logical_Router_Port", "rtots-"+net+"_node-a")
 	bT, _ := port2(t, zb, "Logical_Router_Port", "rtots-"+net+"_node-b")
 	from := func(src podnet.Networks) ovntrace.Packet {
@@ -103,7 +104,9 @@ func TestPoliciesWhereUsed(t *testing.T) {
 			IPSrc: addr(t, src[key], true).Addr().String(), IPDst: addr(t, nWebB[key], true).Addr().String()}
 	}
 	cmtest.Eventually(t, time.Minute, func() error {
-		if v := zb.Trace(net+"_transit_switch", from(nDB)); !contains(v.Delivered(), port(webB)) {
+		if v, err := zb.TryTrace(net+"_transit_switch", from(nDB)); err != nil {
+			return err
+		} else if !contains(v.Delivered(), port(webB)) {
 			return fmt.Errorf("db-a → web-b not delivered:\n%s", v.Trace)
 		}
 		return nil

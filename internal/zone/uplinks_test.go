@@ -2,6 +2,7 @@ package zone_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -61,6 +62,26 @@ func defaultRoutes(z *ovntest.Zone, router string) ([]string, error) {
 	return out, nil
 }
 
+// anyThrough reports whether through(hop) holds for any of hops.
+func anyThrough(through func(string) (bool, error), hops ...string) (bool, error) {
+	for _, h := range hops {
+		if ok, err := through(h); err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// allThrough reports whether through(hop) holds for every one of hops.
+func allThrough(through func(string) (bool, error), hops ...string) (bool, error) {
+	for _, h := range hops {
+		if ok, err := through(h); err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
 // TestDefaultRouteECMPAndBFD: a node with two next hops and BFD on gets ECMP
 // default routes with symmetric replies on every gateway router, one BFD
 // session per next hop on the default network's router, shared by the UDN's
@@ -110,9 +131,17 @@ func TestDefaultRouteECMPAndBFD(t *testing.T) {
 	// starts them down and the routes are withdrawn).
 	// (After northd caught up: under load the router's datapath may not be
 	// in the Southbound yet when its Northbound rows are.)
-	routing := func() string { z.MustSync(); return z.MustSBCtl("lflow-list", udnGR) }
+	routing := func() (string, error) {
+		if err := z.Sync(20 * time.Second); err != nil {
+			return "", err
+		}
+		return z.SBCtl("lflow-list", udnGR)
+	}
 	// A route (or an ECMP member) through hop sets the next-hop register.
-	routesThrough := func(hop string) bool { return strings.Contains(routing(), "reg0 = "+hop+";") }
+	routesThrough := func(hop string) (bool, error) {
+		flows, err := routing()
+		return strings.Contains(flows, "reg0 = "+hop+";"), err
+	}
 	setSB := func(hop, status string) {
 		var u string
 		cmtest.Eventually(t, time.Minute, func() error {
@@ -124,26 +153,26 @@ func TestDefaultRouteECMPAndBFD(t *testing.T) {
 		z.MustSBCtl("set", "BFD", u, "status="+status)
 	}
 	cmtest.Eventually(t, time.Minute, func() error {
-		if routesThrough("172.18.0.1") || routesThrough("172.18.0.254") {
-			return fmt.Errorf("%s routes through next hops whose sessions are down", udnGR)
+		if through, err := anyThrough(routesThrough, "172.18.0.1", "172.18.0.254"); err != nil || through {
+			return errors.Join(err, fmt.Errorf("%s routes through next hops whose sessions are down", udnGR))
 		}
 		return nil
 	})
 	setSB("172.18.0.1", "up")
 	setSB("172.18.0.254", "up")
 	cmtest.Eventually(t, time.Minute, func() error {
-		if !routesThrough("172.18.0.1") || !routesThrough("172.18.0.254") {
-			return fmt.Errorf("%s does not route through both next hops with both sessions up", udnGR)
+		if through, err := allThrough(routesThrough, "172.18.0.1", "172.18.0.254"); err != nil || !through {
+			return errors.Join(err, fmt.Errorf("%s does not route through both next hops with both sessions up", udnGR))
 		}
 		return nil
 	})
 	setSB("172.18.0.254", "down")
 	cmtest.Eventually(t, time.Minute, func() error {
-		if routesThrough("172.18.0.254") {
-			return fmt.Errorf("%s still routes through 172.18.0.254, whose session is down", udnGR)
+		if through, err := routesThrough("172.18.0.254"); err != nil || through {
+			return errors.Join(err, fmt.Errorf("%s still routes through 172.18.0.254, whose session is down", udnGR))
 		}
-		if !routesThrough("172.18.0.1") {
-			return fmt.Errorf("%s lost its other next hop", udnGR)
+		if through, err := routesThrough("172.18.0.1"); err != nil || !through {
+			return errors.Join(err, fmt.Errorf("%s lost its other next hop", udnGR))
 		}
 		return nil
 	})
