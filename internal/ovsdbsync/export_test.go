@@ -23,3 +23,15 @@ func (s *Syncer) MemberMutation(m model.Model, column string, del, add []string)
 	col, _ := t.column(column)
 	return memberMutation(memberKey{t: t, col: col, row: reflect.ValueOf(m).Elem().Field(t.uuid).String()}, del, add)
 }
+
+// Update is the operations the Syncer writes to make row cur (as the cache
+// holds it) equal to desired (references resolved).
+func (s *Syncer) Update(cur, desired model.Model) ([]ovsdb.Operation, error) {
+	t := s.tables[reflect.TypeOf(cur)]
+	e := existing{uuid: reflect.ValueOf(cur).Elem().Field(t.uuid).String(), row: reflect.ValueOf(cur)}
+	return s.update(t, &e, reflect.ValueOf(desired))
+}
+
+// Equal reports whether two column values (pointers to them) are equal by
+// meaning, as plans compare them.
+func Equal(a, b any) bool { return equal(reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()) }

@@ -28,7 +28,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,6 +103,25 @@ type column struct {
 	ref      bool   // holds UUIDs of other rows
 	refTable string // the table those rows are in
 	shared   bool   // other owners contribute members (Share)
+	// schema is the column's schema (nil for a field the schema lacks).
+	schema *ovsdb.ColumnSchema
+	// strings: a set or map of plain strings, encoded straight from the
+	// field (as insertedColumn.strings).
+	strings bool
+}
+
+// value encodes v, a value of the column's field, as an operation carries
+// it: as libovsdb's NativeToOvs does, and strings without boxing them.
+func (c column) value(v reflect.Value) (any, error) {
+	if c.strings {
+		switch v := v.Interface().(type) {
+		case []string:
+			return wire.StringSet(v), nil
+		case map[string]string:
+			return wire.StringMap(v), nil
+		}
+	}
+	return ovsdb.NativeToOvs(c.schema, v.Interface())
 }
 
 // table describes one model type.
@@ -294,14 +315,16 @@ func New(c client.Client, tables ...model.Model) (*Syncer, error) {
 				t.uuid = i
 			case col == "external_ids":
 				t.extIDs = i
-				t.columns = append(t.columns, column{name: col, index: i})
+				cs := ts.Columns[col]
+				t.columns = append(t.columns, column{name: col, index: i, schema: cs, strings: cs != nil && stringsColumn(cs, t.typ.Field(i).Type)})
 			case col != "" && !ignored[col]:
 				cs, ok := ts.Columns[col]
 				var refTable string
 				if ok {
 					refTable = refTableOf(cs)
 				}
-				t.columns = append(t.columns, column{name: col, index: i, ref: refTable != "", refTable: refTable})
+				t.columns = append(t.columns, column{name: col, index: i, ref: refTable != "", refTable: refTable,
+					schema: cs, strings: ok && stringsColumn(cs, t.typ.Field(i).Type)})
 			}
 		}
 		if t.uuid < 0 {
@@ -773,64 +796,93 @@ func resolve(t *table, row reflect.Value, uuidOf map[string]string) error {
 // update returns the operations that make existing row e equal to desired:
 // set-valued columns are mutated by their difference (so a port added to a
 // switch with a thousand ports costs one element), other columns updated.
+// The operations are those libovsdb's Update and Mutate make (an update,
+// then a mutate, each where _uuid is e's), built without reading the row
+// from libovsdb's cache, which copies it (TestUpdateLikeLibovsdb).
 func (s *Syncer) update(t *table, e *existing, desired reflect.Value) ([]ovsdb.Operation, error) {
 	cur := e.row.Elem()
 	want := desired.Elem()
-	var fields []any
-	var mutations []model.Mutation
-	target := reflect.New(t.typ)
-	target.Elem().Set(want)
-	target.Elem().Field(t.uuid).SetString(e.uuid)
+	var row ovsdb.Row
+	var mutations []ovsdb.Mutation
 	for _, c := range t.columns {
 		a, b := cur.Field(c.index), want.Field(c.index)
 		if equal(a, b) {
 			continue
 		}
+		if c.schema == nil {
+			return nil, fmt.Errorf("ovsdbsync: table %s has no column %s", t.name, c.name)
+		}
+		if !c.schema.Mutable() {
+			return nil, fmt.Errorf("ovsdbsync: column %s of table %s is not mutable", c.name, t.name)
+		}
 		if a.Kind() == reflect.Slice {
 			add, del := setDiff(b, a)
-			f := target.Elem().Field(c.index).Addr().Interface()
-			if del.Len() > 0 {
-				mutations = append(mutations, model.Mutation{Field: f, Mutator: ovsdb.MutateOperationDelete, Value: del.Interface()})
-			}
-			if add.Len() > 0 {
-				mutations = append(mutations, model.Mutation{Field: f, Mutator: ovsdb.MutateOperationInsert, Value: add.Interface()})
+			for _, m := range []struct {
+				op     ovsdb.Mutator
+				values reflect.Value
+			}{{ovsdb.MutateOperationDelete, del}, {ovsdb.MutateOperationInsert, add}} {
+				if m.values.Len() == 0 {
+					continue
+				}
+				v, err := c.value(m.values)
+				if err != nil {
+					return nil, fmt.Errorf("ovsdbsync: table %s, column %s: %w", t.name, c.name, err)
+				}
+				mutations = append(mutations, ovsdb.Mutation{Column: c.name, Mutator: m.op, Value: v})
 			}
 			continue
 		}
-		fields = append(fields, target.Elem().Field(c.index).Addr().Interface())
+		v, err := c.value(b)
+		if err != nil {
+			return nil, fmt.Errorf("ovsdbsync: table %s, column %s: %w", t.name, c.name, err)
+		}
+		if row == nil {
+			row = ovsdb.Row{}
+		}
+		row[c.name] = v
 	}
+	where := []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: e.uuid})}
 	var ops []ovsdb.Operation
-	m := target.Interface().(model.Model)
-	if len(fields) > 0 {
-		o, err := s.client.Where(m).Update(m, fields...)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, o...)
+	if row != nil {
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationUpdate, Table: t.name, Row: row, Where: where})
 	}
-	if len(mutations) > 0 {
-		o, err := s.client.Where(m).Mutate(m, mutations...)
-		if err != nil {
-			return nil, err
-		}
-		ops = append(ops, o...)
+	if mutations != nil {
+		ops = append(ops, ovsdb.Operation{Op: ovsdb.OperationMutate, Table: t.name, Mutations: mutations, Where: where})
 	}
 	return ops, nil
 }
 
 // equal compares two column values by meaning: sets regardless of order, nil
-// and empty alike.
+// and empty alike. It runs for every column of every row a plan keeps, so
+// the common kinds are compared without boxing them.
 func equal(a, b reflect.Value) bool {
 	switch a.Kind() {
+	case reflect.String:
+		return a.String() == b.String()
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		return a.Int() == b.Int()
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Float64:
+		return a.Float() == b.Float()
 	case reflect.Slice:
 		if a.Len() != b.Len() {
 			return false
+		}
+		if a.Len() == 0 {
+			return true
+		}
+		if a.Type() == stringsType && a.CanAddr() && b.CanAddr() {
+			return sameStrings(*(*[]string)(a.Addr().UnsafePointer()), *(*[]string)(b.Addr().UnsafePointer()))
 		}
 		add, del := setDiff(a, b)
 		return add.Len() == 0 && del.Len() == 0
 	case reflect.Map:
 		if a.Len() != b.Len() {
 			return false
+		}
+		if a.Type() == stringMapType && a.CanAddr() && b.CanAddr() {
+			return maps.Equal(*(*map[string]string)(a.Addr().UnsafePointer()), *(*map[string]string)(b.Addr().UnsafePointer()))
 		}
 		for _, k := range a.MapKeys() {
 			bv := b.MapIndex(k)
@@ -843,9 +895,52 @@ func equal(a, b reflect.Value) bool {
 		if a.IsNil() || b.IsNil() {
 			return a.IsNil() == b.IsNil()
 		}
-		return reflect.DeepEqual(a.Elem().Interface(), b.Elem().Interface())
+		return equal(a.Elem(), b.Elem())
 	}
 	return reflect.DeepEqual(a.Interface(), b.Interface())
+}
+
+var (
+	stringsType   = reflect.TypeFor[[]string]()
+	stringMapType = reflect.TypeFor[map[string]string]()
+)
+
+// sameStrings reports whether a and b, of one length, hold the same set of
+// strings: in the same order (the common case), else each in the other.
+func sameStrings(a, b []string) bool {
+	if slices.Equal(a, b) {
+		return true
+	}
+	if len(a) <= 16 {
+		for _, x := range a {
+			if !slices.Contains(b, x) {
+				return false
+			}
+		}
+		for _, x := range b {
+			if !slices.Contains(a, x) {
+				return false
+			}
+		}
+		return true
+	}
+	inA := make(map[string]struct{}, len(a))
+	for _, x := range a {
+		inA[x] = struct{}{}
+	}
+	inB := make(map[string]struct{}, len(b))
+	for _, x := range b {
+		if _, ok := inA[x]; !ok {
+			return false
+		}
+		inB[x] = struct{}{}
+	}
+	for _, x := range a {
+		if _, ok := inB[x]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // setDiff returns the elements of a not in b, and of b not in a.

@@ -3,6 +3,7 @@ package ovsdbsync_test
 import (
 	"context"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -221,27 +222,41 @@ func TestOwnersFromIndex(t *testing.T) {
 // asOvs is op with its sets and maps of strings, which the Syncer encodes
 // straight from the model's fields, as libovsdb's OvsSet and OvsMap.
 func asOvs(op libovsdb.Operation) libovsdb.Operation {
-	row := libovsdb.Row{}
-	for c, v := range op.Row {
-		switch v := v.(type) {
-		case wire.StringSet:
-			set := libovsdb.OvsSet{}
-			for _, e := range v {
-				set.GoSet = append(set.GoSet, e)
-			}
-			row[c] = set
-		case wire.StringMap:
-			m := libovsdb.OvsMap{GoMap: map[any]any{}}
-			for k, e := range v {
-				m.GoMap[k] = e
-			}
-			row[c] = m
-		default:
-			row[c] = v
+	if op.Row != nil {
+		row := libovsdb.Row{}
+		for c, v := range op.Row {
+			row[c] = ovsValue(v)
 		}
+		op.Row = row
 	}
-	op.Row = row
+	if op.Mutations != nil {
+		muts := make([]libovsdb.Mutation, len(op.Mutations))
+		for i, m := range op.Mutations {
+			m.Value = ovsValue(m.Value)
+			muts[i] = m
+		}
+		op.Mutations = muts
+	}
 	return op
+}
+
+// ovsValue is v with a set or map of strings as libovsdb's OvsSet or OvsMap.
+func ovsValue(v any) any {
+	switch v := v.(type) {
+	case wire.StringSet:
+		set := libovsdb.OvsSet{}
+		for _, e := range v {
+			set.GoSet = append(set.GoSet, e)
+		}
+		return set
+	case wire.StringMap:
+		m := libovsdb.OvsMap{GoMap: map[any]any{}}
+		for k, e := range v {
+			m.GoMap[k] = e
+		}
+		return m
+	}
+	return v
 }
 
 func TestInsertLikeLibovsdb(t *testing.T) {
@@ -274,3 +289,162 @@ func TestInsertLikeLibovsdb(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateLikeLibovsdb: the update and mutate operations the Syncer builds
+// for a changed row are those libovsdb's Update and Mutate build for the
+// changed columns (sets by their difference).
+func TestUpdateLikeLibovsdb(t *testing.T) {
+	z := ovntest.StartNB(t, "update")
+	c, s := connect(t, z)
+	const u, ref1, ref2 = "6b1d2c3a-0000-4000-8000-0000000000c1", "6b1d2c3a-0000-4000-8000-0000000000d1", "6b1d2c3a-0000-4000-8000-0000000000d2"
+	tag, tag2, enabled, policy, peer := 7, 8, false, "src-ip", "rtos-peer"
+	ext := map[string]string{ovsdbsync.OwnerKey: "o", ovsdbsync.IDKey: "x"}
+	for _, tc := range []struct {
+		name      string
+		cur, want model.Model
+		// libovsdb is what libovsdb's API makes of the change, on the
+		// desired row (its UUID set to the current row's).
+		libovsdb func(m model.Model) ([]libovsdb.Operation, error)
+	}{{
+		name:     "unchanged",
+		cur:      &nbdb.LogicalSwitch{UUID: u, Name: "s", Ports: []string{ref1, ref2}, ExternalIDs: ext},
+		want:     &nbdb.LogicalSwitch{UUID: u, Name: "s", Ports: []string{ref2, ref1}, ExternalIDs: map[string]string{ovsdbsync.IDKey: "x", ovsdbsync.OwnerKey: "o"}},
+		libovsdb: func(model.Model) ([]libovsdb.Operation, error) { return nil, nil },
+	}, {
+		name: "a member of a reference set replaced",
+		cur:  &nbdb.LogicalSwitch{UUID: u, Name: "s", Ports: []string{ref1}, ExternalIDs: ext},
+		want: &nbdb.LogicalSwitch{UUID: u, Name: "s", Ports: []string{ref2, "named7"}, ExternalIDs: ext},
+		libovsdb: func(m model.Model) ([]libovsdb.Operation, error) {
+			ls := m.(*nbdb.LogicalSwitch)
+			return c.Where(ls).Mutate(ls,
+				model.Mutation{Field: &ls.Ports, Mutator: libovsdb.MutateOperationDelete, Value: []string{ref1}},
+				model.Mutation{Field: &ls.Ports, Mutator: libovsdb.MutateOperationInsert, Value: []string{ref2, "named7"}})
+		},
+	}, {
+		name: "scalars, pointers, a map and a string set at once",
+		cur: &nbdb.LogicalSwitchPort{UUID: u, Name: "p", Type: "localnet", TagRequest: &tag, Tag: &tag, Addresses: []string{"unknown"},
+			Options: map[string]string{"network_name": "a"}, ExternalIDs: ext},
+		want: &nbdb.LogicalSwitchPort{UUID: u, Name: "p", Type: "", TagRequest: &tag2, Tag: &tag2, Enabled: &enabled, Addresses: []string{"0a:58:0a:00:00:09 10.0.0.9"},
+			Options: map[string]string{"network_name": "b", "requested-chassis": "n"}, ExternalIDs: map[string]string{ovsdbsync.OwnerKey: "o2"}},
+		libovsdb: func(m model.Model) ([]libovsdb.Operation, error) {
+			p := m.(*nbdb.LogicalSwitchPort)
+			// tag is northd's (ignored): only tag_request is compared.
+			up, err := c.Where(p).Update(p, &p.Type, &p.Options, &p.ExternalIDs, &p.TagRequest, &p.Enabled)
+			if err != nil {
+				return nil, err
+			}
+			mu, err := c.Where(p).Mutate(p,
+				model.Mutation{Field: &p.Addresses, Mutator: libovsdb.MutateOperationDelete, Value: []string{"unknown"}},
+				model.Mutation{Field: &p.Addresses, Mutator: libovsdb.MutateOperationInsert, Value: []string{"0a:58:0a:00:00:09 10.0.0.9"}})
+			return append(up, mu...), err
+		},
+	}, {
+		name: "optional values cleared, a reference pointer set",
+		cur:  &nbdb.LogicalRouterPort{UUID: u, Name: "rp", MAC: "0a:58:0a:00:00:01", Networks: []string{"10.0.0.1/24"}, Ipv6RaConfigs: map[string]string{"address_mode": "slaac"}, Enabled: &enabled},
+		want: &nbdb.LogicalRouterPort{UUID: u, Name: "rp", MAC: "0a:58:0a:00:00:01", Networks: []string{"10.0.0.1/24", "fd00::1/64"}, Peer: &peer, GatewayChassis: []string{ref1}},
+		libovsdb: func(m model.Model) ([]libovsdb.Operation, error) {
+			p := m.(*nbdb.LogicalRouterPort)
+			up, err := c.Where(p).Update(p, &p.Enabled, &p.Ipv6RaConfigs, &p.Peer)
+			if err != nil {
+				return nil, err
+			}
+			mu, err := c.Where(p).Mutate(p,
+				model.Mutation{Field: &p.GatewayChassis, Mutator: libovsdb.MutateOperationInsert, Value: []string{ref1}},
+				model.Mutation{Field: &p.Networks, Mutator: libovsdb.MutateOperationInsert, Value: []string{"fd00::1/64"}})
+			return append(up, mu...), err
+		},
+	}, {
+		name: "a route's policy and BFD reference",
+		cur:  &nbdb.LogicalRouterStaticRoute{UUID: u, IPPrefix: "10.1.0.0/16", Nexthop: "10.0.0.2", ExternalIDs: ext},
+		want: &nbdb.LogicalRouterStaticRoute{UUID: u, IPPrefix: "10.1.0.0/16", Nexthop: "10.0.0.3", Policy: &policy, BFD: func() *string { s := ref2; return &s }(), ExternalIDs: ext},
+		libovsdb: func(m model.Model) ([]libovsdb.Operation, error) {
+			r := m.(*nbdb.LogicalRouterStaticRoute)
+			return c.Where(r).Update(r, &r.BFD, &r.Nexthop, &r.Policy)
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.Update(tc.cur, tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := tc.libovsdb(tc.want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				got[i] = asOvs(got[i])
+			}
+			// Columns and mutations in one order (the Syncer's follows the
+			// model's fields; libovsdb's the arguments).
+			for _, ops := range [][]libovsdb.Operation{got, want} {
+				for _, op := range ops {
+					sort.Slice(op.Mutations, func(i, j int) bool {
+						a, b := op.Mutations[i], op.Mutations[j]
+						return a.Column < b.Column || a.Column == b.Column && a.Mutator < b.Mutator
+					})
+				}
+			}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("(-libovsdb +Syncer):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestEqual: column values compare by meaning, sets in any order, nil and
+// empty alike, pointers by what they point to.
+func TestEqual(t *testing.T) {
+	seq := func(n int, rev bool) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = strconv.Itoa(i)
+			if rev {
+				out[i] = strconv.Itoa(n - 1 - i)
+			}
+		}
+		return out
+	}
+	one, two, one2 := 1, 2, 1
+	s, s2 := "a", "a"
+	for _, tc := range []struct {
+		name string
+		a, b any
+		want bool
+	}{
+		{"strings", ptr("a"), ptr("a"), true},
+		{"strings differ", ptr("a"), ptr("b"), false},
+		{"ints", ptr(3), ptr(3), true},
+		{"ints differ", ptr(3), ptr(4), false},
+		{"bools differ", ptr(true), ptr(false), false},
+		{"floats", ptr(1.5), ptr(1.5), true},
+		{"nil and empty set", ptr([]string(nil)), ptr([]string{}), true},
+		{"set reordered", ptr([]string{"a", "b", "c"}), ptr([]string{"c", "a", "b"}), true},
+		{"set differs", ptr([]string{"a", "b"}), ptr([]string{"a", "c"}), false},
+		{"duplicates are not another set", ptr([]string{"a", "a"}), ptr([]string{"a", "b"}), false},
+		{"duplicates the other way", ptr([]string{"a", "b"}), ptr([]string{"b", "b"}), false},
+		{"large set reversed", ptr(seq(40, false)), ptr(seq(40, true)), true},
+		{"large set differs", ptr(seq(40, false)), ptr(append(seq(39, true), "x")), false},
+		{"large set with duplicates", ptr(append(seq(39, false), "0")), ptr(append(seq(39, true), "x")), false},
+		{"int sets reordered", ptr([]int{1, 2}), ptr([]int{2, 1}), true},
+		{"nil and empty map", ptr(map[string]string(nil)), ptr(map[string]string{}), true},
+		{"maps", ptr(map[string]string{"a": "1", "b": "2"}), ptr(map[string]string{"b": "2", "a": "1"}), true},
+		{"maps differ in a value", ptr(map[string]string{"a": "1"}), ptr(map[string]string{"a": "2"}), false},
+		{"maps differ in a key", ptr(map[string]string{"a": "1"}), ptr(map[string]string{"b": "1"}), false},
+		{"map of ints", ptr(map[string]int{"a": 1}), ptr(map[string]int{"a": 1}), true},
+		{"map of ints differs", ptr(map[string]int{"a": 1}), ptr(map[string]int{"a": 2}), false},
+		{"pointers to equal ints", ptr(&one), ptr(&one2), true},
+		{"pointers to different ints", ptr(&one), ptr(&two), false},
+		{"nil pointer and a value", ptr((*int)(nil)), ptr(&one), false},
+		{"nil pointers", ptr((*string)(nil)), ptr((*string)(nil)), true},
+		{"pointers to equal strings", ptr(&s), ptr(&s2), true},
+	} {
+		if got := ovsdbsync.Equal(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: Equal = %v, want %v", tc.name, got, tc.want)
+		}
+		if got := ovsdbsync.Equal(tc.b, tc.a); got != tc.want {
+			t.Errorf("%s, swapped: Equal = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

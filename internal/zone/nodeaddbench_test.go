@@ -20,6 +20,7 @@ import (
 //
 //	go test -run XXX -bench BenchmarkNodeAdd -benchtime 1x ./internal/zone/
 //	OVN_UDN_BENCH_SIZE=1000x20,4000x20 (the default)
+//	OVN_UDN_BENCH_NODEADD_PROFILE=cpu.out (a CPU profile of the node add)
 func BenchmarkNodeAdd(b *testing.B) {
 	for _, size := range benchSizes(b, benchSize{1000, 20}, benchSize{4000, 20}) {
 		b.Run(fmt.Sprintf("%dx%d", size.networks, size.nodes), func(b *testing.B) {
@@ -40,9 +41,11 @@ func benchNodeAdd(b *testing.B, networks, nodes int) {
 	serverCPU0 := cpuSeconds(strconv.Itoa(z.Processes()["nb"].PID()))
 	selfCPU0 := cpuSeconds("self")
 	txns0 := s.Transactions()
+	stop := profile(b, "OVN_UDN_BENCH_NODEADD_PROFILE")
 	start := time.Now()
 	inserted := syncAll(b, s, nets, infos, cfg)
 	took := time.Since(start)
+	stop()
 	b.ReportMetric(took.Seconds(), "s/node-add")
 	b.ReportMetric(float64(s.Transactions()-txns0), "txns")
 	b.ReportMetric(float64(inserted), "rows-inserted")
