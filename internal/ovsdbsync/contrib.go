@@ -184,8 +184,11 @@ func (s *Syncer) ownerOf(t *table, u string) (owner string, known bool) {
 
 // keepContributed adds to desired's shared columns the current members that
 // refer to rows of other owners (or to rows the cache does not show): the
-// row's owner never withdraws them.
-func (s *Syncer) keepContributed(t *table, e *existing, desired reflect.Value, owner string) {
+// row's owner never withdraws them. own returns the UUIDs of the rows the
+// owner holds (ownUUIDs), whose owner is known without reading the cache,
+// which copies each row read: a network's transit switch has a port per
+// node, all its own.
+func (s *Syncer) keepContributed(t *table, e *existing, desired reflect.Value, owner string, own func() map[string]bool) {
 	for _, col := range t.columns {
 		if !t.sharedIn(col, e.row) {
 			continue
@@ -195,6 +198,9 @@ func (s *Syncer) keepContributed(t *table, e *existing, desired reflect.Value, o
 		want := desired.Elem().Field(col.index)
 		for i := 0; i < cur.Len(); i++ {
 			m := cur.Index(i)
+			if own()[m.String()] {
+				continue
+			}
 			// A member whose row the cache does not show (yet) is kept: it
 			// may be another owner's, committed with its contribution and not
 			// cached in full yet; a deleted row leaves weak references by
@@ -205,6 +211,26 @@ func (s *Syncer) keepContributed(t *table, e *existing, desired reflect.Value, o
 		}
 		desired.Elem().Field(col.index).Set(want)
 	}
+}
+
+// ownUUIDs is the set of UUIDs of the rows held by owner (with an owner
+// key: the rows held through references have no owner to compare).
+func ownUUIDs(held map[*table]map[string]existing) map[string]bool {
+	n := 0
+	for t, h := range held {
+		if t.extIDs >= 0 {
+			n += len(h)
+		}
+	}
+	own := make(map[string]bool, n)
+	for t, h := range held {
+		if t.extIDs >= 0 {
+			for _, e := range h {
+				own[e.uuid] = true
+			}
+		}
+	}
+	return own
 }
 
 // memberKey is one shared column of one row.

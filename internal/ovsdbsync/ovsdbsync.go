@@ -575,6 +575,13 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 
 	var updates, deletes []ovsdb.Operation
 	inserts := make([]ovsdb.Operation, 0, len(rows)) // most rows of a new owner are inserted
+	var ownSet map[string]bool
+	own := func() map[string]bool { // the held rows' UUIDs, when a shared column needs them
+		if ownSet == nil {
+			ownSet = ownUUIDs(held)
+		}
+		return ownSet
+	}
 	order := make([]int, len(rows))
 	for i := range order {
 		order[i] = i
@@ -594,7 +601,7 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 			p.Inserted++
 			continue
 		}
-		s.keepContributed(tabs[i], match[i], rows[i], owner)
+		s.keepContributed(tabs[i], match[i], rows[i], owner, own)
 		ops, err := s.update(tabs[i], match[i], rows[i])
 		if err != nil {
 			return nil, fmt.Errorf("ovsdbsync: update %s: %w", ids[i], err)
