@@ -751,7 +751,10 @@ func (r *chaosRun) teardown() {
 		return nil
 	})
 	r.waitFor("cluster-manager's allocations back to their baseline", func() error {
-		now := r.allocationGauges()
+		now, err := r.tryAllocationGauges()
+		if err != nil {
+			return err
+		}
 		for k, v := range r.baseline {
 			if now[k] != v {
 				return fmt.Errorf("%s = %v, %v before the run", k, now[k], v)
@@ -808,12 +811,29 @@ func (r *chaosRun) nodeLeftovers() error {
 // allocationGauges reads cluster-manager's allocation gauges.
 func (r *chaosRun) allocationGauges() map[string]float64 {
 	r.t.Helper()
-	var m map[string]float64
-	addr := metricsOf(r.t, "cluster-manager")
-	r.waitFor("cluster-manager's metrics", func() (err error) {
-		m, err = scrape(addr)
+	var out map[string]float64
+	r.waitFor("cluster-manager's allocation gauges", func() (err error) {
+		out, err = r.tryAllocationGauges()
 		return err
 	})
+	return out
+}
+
+// tryAllocationGauges is one scrape of allocationGauges: an error while
+// cluster-manager is away or (just started) does not serve both gauges yet,
+// so a poll retries it.
+func (r *chaosRun) tryAllocationGauges() (map[string]float64, error) {
+	p, err := tryProcess("cluster-manager")
+	if err != nil {
+		return nil, err
+	}
+	if p.Metrics == "" {
+		return nil, fmt.Errorf("cluster-manager serves no metrics")
+	}
+	m, err := scrape(p.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]float64{}
 	for k, v := range m {
 		if strings.HasPrefix(k, "ovn_udn_network_ids_allocated") || strings.HasPrefix(k, "ovn_udn_tunnel_keys_allocated") {
@@ -821,7 +841,7 @@ func (r *chaosRun) allocationGauges() map[string]float64 {
 		}
 	}
 	if len(out) != 2 {
-		r.violation("cluster-manager's allocation gauges: %v", out)
+		return nil, fmt.Errorf("cluster-manager's allocation gauges: %v, want both", out)
 	}
-	return out
+	return out, nil
 }

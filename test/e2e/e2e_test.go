@@ -389,17 +389,25 @@ func TestDownAfterCrash(t *testing.T) {
 // process returns a sandbox process's entry in the state file.
 func process(t *testing.T, name string) sandbox.Process {
 	t.Helper()
-	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
+	p, err := tryProcess(name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// tryProcess is process that returns its error (for polls).
+func tryProcess(name string) (sandbox.Process, error) {
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
+	if err != nil {
+		return sandbox.Process{}, err
+	}
 	for _, p := range st.Processes {
 		if p.Name == name {
-			return p
+			return p, nil
 		}
 	}
-	t.Fatalf("no process %s in the sandbox state", name)
-	return sandbox.Process{}
+	return sandbox.Process{}, fmt.Errorf("no process %s in the sandbox state", name)
 }
 
 // nbClean checks that no zone's Northbound mentions a network.
