@@ -3,11 +3,13 @@ package metrics
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -35,12 +37,82 @@ var (
 
 // networks is a collector that counts networks from the NADs in a cache
 // when scraped (so it can never disagree with them).
+//
+// A scrape reads the NADs and Nodes without copying them out of the cache
+// and parses only those whose resource version changed since the last
+// scrape: at 4,000 Layer3 networks each Node's subnets annotation is about
+// 160 KB of JSON, parsed again on every scrape before.
 type networks struct {
 	mu       sync.Mutex
 	c        client.Reader
 	max      int
 	keys     int
 	defaults []netconf.Subnet
+
+	// nads and nodes are what the last scrape parsed, by UID (held under
+	// mu, which also serializes scrapes).
+	nads  map[types.UID]parsedNAD
+	nodes map[types.UID]parsedNode
+	// held is how many of those Nodes hold a slice of each network.
+	held map[string]int
+}
+
+// parsedNAD is what a scrape reads of one NAD, at one resource version.
+type parsedNAD struct {
+	version string
+	// network is empty for a NAD that is not ovn-udn's or does not parse.
+	network, topology, role string
+	// allocated: the NAD holds its network ID and tunnel keys.
+	allocated bool
+	id        int
+	keys      []int
+	// capacity is a Layer3 network's slice capacity (sliceCapacity).
+	capacity int
+}
+
+// parsedNode is what a scrape reads of one Node: the networks it holds a
+// slice of (none when its annotation does not parse).
+type parsedNode struct {
+	version  string
+	networks []string
+}
+
+// parses counts NADs and Nodes parsed by scrapes (for tests).
+var parses atomic.Int64
+
+// parseNAD reads a NAD for the collector.
+func parseNAD(nad *nadv1.NetworkAttachmentDefinition) parsedNAD {
+	parses.Add(1)
+	p := parsedNAD{version: nad.ResourceVersion}
+	if !netconf.Managed(nad) {
+		return p
+	}
+	c, err := netconf.Parse(nad)
+	if err != nil || c == nil {
+		return p
+	}
+	p.network, p.topology, p.role = c.Name, c.Topology, c.Role
+	if id, ks, ok, err := netconf.ParseAllocation(nad.Annotations); err == nil && ok {
+		p.allocated, p.id, p.keys = true, id, ks
+	}
+	if c.Topology == netconf.TopologyLayer3 {
+		p.capacity = sliceCapacity(c.ParsedSubnets())
+	}
+	return p
+}
+
+// parseNode reads a Node for the collector.
+func parseNode(node *corev1.Node) parsedNode {
+	parses.Add(1)
+	p := parsedNode{version: node.ResourceVersion}
+	subnets, err := nodeinfo.ParseSubnets(node.Annotations[nodeinfo.NodeSubnetsAnnotation])
+	if err != nil {
+		return p
+	}
+	for network := range subnets {
+		p.networks = append(p.networks, network)
+	}
+	return p
 }
 
 var (
@@ -58,6 +130,7 @@ var (
 func ServeNetworks(c client.Reader, maxNetworks, tunnelKeys int, clusterSubnets []netconf.Subnet) {
 	networksCollector.mu.Lock()
 	networksCollector.c, networksCollector.max, networksCollector.keys, networksCollector.defaults = c, maxNetworks, tunnelKeys, clusterSubnets
+	networksCollector.nads, networksCollector.nodes, networksCollector.held = nil, nil, nil
 	networksCollector.mu.Unlock()
 	registerNetworks.Do(func() { ctrlmetrics.Registry.MustRegister(networksCollector) })
 }
@@ -76,12 +149,13 @@ func (n *networks) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (n *networks) Collect(ch chan<- prometheus.Metric) {
 	n.mu.Lock()
+	defer n.mu.Unlock()
 	c, max, maxKeys, clusterSubnets := n.c, n.max, n.keys, n.defaults
-	n.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	// Read only: the objects are the cache's own.
 	var list nadv1.NetworkAttachmentDefinitionList
-	if err := c.List(ctx, &list); err != nil {
+	if err := c.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		ch <- prometheus.NewInvalidMetric(networksDesc, err)
 		return
 	}
@@ -89,26 +163,29 @@ func (n *networks) Collect(ch chan<- prometheus.Metric) {
 	seen := map[string]kind{}
 	ids, keys := map[int]bool{}, map[int]bool{}
 	slices := map[string]int{nodeinfo.DefaultNetwork: sliceCapacity(clusterSubnets)}
+	nads := make(map[types.UID]parsedNAD, len(list.Items))
 	for i := range list.Items {
 		nad := &list.Items[i]
-		if !netconf.Managed(nad) {
+		p, ok := n.nads[nad.UID]
+		if !ok || p.version != nad.ResourceVersion {
+			p = parseNAD(nad)
+		}
+		nads[nad.UID] = p
+		if p.network == "" {
 			continue
 		}
-		c, err := netconf.Parse(nad)
-		if err != nil || c == nil {
-			continue
-		}
-		seen[c.Name] = kind{c.Topology, c.Role}
-		if id, ks, ok, err := netconf.ParseAllocation(nad.Annotations); err == nil && ok {
-			ids[id] = true
-			for _, k := range ks {
+		seen[p.network] = kind{p.topology, p.role}
+		if p.allocated {
+			ids[p.id] = true
+			for _, k := range p.keys {
 				keys[k] = true
 			}
 		}
-		if c.Topology == netconf.TopologyLayer3 {
-			slices[c.Name] = sliceCapacity(c.ParsedSubnets())
+		if p.topology == netconf.TopologyLayer3 {
+			slices[p.network] = p.capacity
 		}
 	}
+	n.nads = nads
 	counts := map[kind]int{}
 	for _, k := range seen {
 		counts[k]++
@@ -122,23 +199,44 @@ func (n *networks) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(idsCapacityDesc, prometheus.GaugeValue, float64(max))
 	ch <- prometheus.MustNewConstMetric(keysUsedDesc, prometheus.GaugeValue, float64(len(keys)))
 	ch <- prometheus.MustNewConstMetric(keysCapacityDesc, prometheus.GaugeValue, float64(maxKeys))
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil {
+	var nodeList corev1.NodeList
+	if err := c.List(ctx, &nodeList, client.UnsafeDisableDeepCopy); err != nil {
 		ch <- prometheus.NewInvalidMetric(slicesUsedDesc, err)
 		return
 	}
-	held := map[string]int{}
-	for _, node := range nodes.Items {
-		subnets, err := nodeinfo.ParseSubnets(node.Annotations[nodeinfo.NodeSubnetsAnnotation])
-		if err != nil {
-			continue
-		}
-		for network := range subnets {
-			held[network]++
+	// held counts the Nodes holding a slice of each network, kept up to
+	// date Node by Node (4,000 networks on 500 Nodes are 2 M slices).
+	if n.held == nil {
+		n.held = map[string]int{}
+	}
+	count := func(p parsedNode, d int) {
+		for _, network := range p.networks {
+			if n.held[network] += d; n.held[network] == 0 {
+				delete(n.held, network)
+			}
 		}
 	}
+	nodes := make(map[types.UID]parsedNode, len(nodeList.Items))
+	for i := range nodeList.Items {
+		node := &nodeList.Items[i]
+		p, ok := n.nodes[node.UID]
+		if !ok || p.version != node.ResourceVersion {
+			if ok {
+				count(p, -1)
+			}
+			p = parseNode(node)
+			count(p, +1)
+		}
+		nodes[node.UID] = p
+	}
+	for uid, p := range n.nodes {
+		if _, ok := nodes[uid]; !ok {
+			count(p, -1) // the Node is gone
+		}
+	}
+	n.nodes = nodes
 	for network, capacity := range slices {
-		ch <- prometheus.MustNewConstMetric(slicesUsedDesc, prometheus.GaugeValue, float64(held[network]), network)
+		ch <- prometheus.MustNewConstMetric(slicesUsedDesc, prometheus.GaugeValue, float64(n.held[network]), network)
 		ch <- prometheus.MustNewConstMetric(slicesCapacityDesc, prometheus.GaugeValue, float64(capacity), network)
 	}
 }
