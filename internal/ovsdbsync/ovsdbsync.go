@@ -817,10 +817,10 @@ func (s *Syncer) update(t *table, e *existing, desired reflect.Value) ([]ovsdb.O
 			continue
 		}
 		if c.schema == nil {
-			return nil, fmt.Errorf("ovsdbsync: table %s has no column %s", t.name, c.name)
+			return nil, fmt.Errorf("table %s has no column %s", t.name, c.name)
 		}
 		if !c.schema.Mutable() {
-			return nil, fmt.Errorf("ovsdbsync: column %s of table %s is not mutable", c.name, t.name)
+			return nil, fmt.Errorf("column %s of table %s is not mutable", c.name, t.name)
 		}
 		if a.Kind() == reflect.Slice {
 			add, del := setDiff(b, a)
@@ -833,7 +833,7 @@ func (s *Syncer) update(t *table, e *existing, desired reflect.Value) ([]ovsdb.O
 				}
 				v, err := c.value(m.values)
 				if err != nil {
-					return nil, fmt.Errorf("ovsdbsync: table %s, column %s: %w", t.name, c.name, err)
+					return nil, fmt.Errorf("table %s, column %s: %w", t.name, c.name, err)
 				}
 				mutations = append(mutations, ovsdb.Mutation{Column: c.name, Mutator: m.op, Value: v})
 			}
@@ -841,7 +841,7 @@ func (s *Syncer) update(t *table, e *existing, desired reflect.Value) ([]ovsdb.O
 		}
 		v, err := c.value(b)
 		if err != nil {
-			return nil, fmt.Errorf("ovsdbsync: table %s, column %s: %w", t.name, c.name, err)
+			return nil, fmt.Errorf("table %s, column %s: %w", t.name, c.name, err)
 		}
 		if row == nil {
 			row = ovsdb.Row{}
