@@ -368,9 +368,14 @@ func RouterBFD(ctx context.Context, dir string, k int) ([]BFDPeer, error) {
 
 // UplinkCount is what one router received from the nodes toward the
 // outside: packets, TCP SYNs (connections the cluster opened) and TCP
-// SYN-ACKs (replies to connections the outside opened).
+// SYN-ACKs (replies to connections the outside opened); and what it passed
+// the other way: SYN-ACKs the outside answered the cluster's connections
+// with, as they came in (SYNACKIn) and as they left toward the nodes
+// (SYNACKToNodes: a reply that comes in but does not leave is stuck in the
+// router, e.g. on its neighbour resolution).
 type UplinkCount struct {
-	Packets, SYN, SYNACK uint64
+	Packets, SYN, SYNACK    uint64
+	SYNACKIn, SYNACKToNodes uint64
 }
 
 // countTable is the nftables table of a router's counters.
@@ -382,11 +387,18 @@ func countUplink(ns string) error {
 	counter to_outside {}
 	counter syn_out {}
 	counter synack_out {}
+	counter synack_in {}
+	counter synack_to_nodes {}
 	chain prerouting {
 		type filter hook prerouting priority -300; policy accept;
 		iifname "eth0" ip saddr 192.168.0.0/16 ip daddr 198.51.100.0/24 counter name "to_outside"
 		iifname "eth0" ip saddr 192.168.0.0/16 ip daddr 198.51.100.0/24 tcp flags & (syn | ack) == syn counter name "syn_out"
 		iifname "eth0" ip saddr 192.168.0.0/16 ip daddr 198.51.100.0/24 tcp flags & (syn | ack) == syn | ack counter name "synack_out"
+		iifname "world" ip saddr 198.51.100.0/24 ip daddr 192.168.0.0/16 tcp flags & (syn | ack) == syn | ack counter name "synack_in"
+	}
+	chain postrouting {
+		type filter hook postrouting priority 300; policy accept;
+		oifname "eth0" ip saddr 198.51.100.0/24 ip daddr 192.168.0.0/16 tcp flags & (syn | ack) == syn | ack counter name "synack_to_nodes"
 	}
 }
 `
@@ -437,6 +449,10 @@ func UplinkCounters(ctx context.Context, dir string, uplinks int) ([]UplinkCount
 				out[k-1].SYN = e.Counter.Packets
 			case "synack_out":
 				out[k-1].SYNACK = e.Counter.Packets
+			case "synack_in":
+				out[k-1].SYNACKIn = e.Counter.Packets
+			case "synack_to_nodes":
+				out[k-1].SYNACKToNodes = e.Counter.Packets
 			}
 		}
 	}

@@ -107,6 +107,20 @@ func (s *uplinkSandbox) nbBFD() (map[string]string, error) {
 	return got, nil
 }
 
+// neighbours returns every router's neighbour table (ip neigh), for logs.
+func (s *uplinkSandbox) neighbours() string {
+	l, err := sandbox.NewLayout(s.dir)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for k := 1; k <= uplinkRouters; k++ {
+		out, err := sandbox.Command(context.Background(), l.RouterNetns(k), []string{deps.OVNProgram("ip"), "neigh"}).CombinedOutput()
+		fmt.Fprintf(&b, "router %d neighbours (%v):\n%s", k, err, out)
+	}
+	return b.String()
+}
+
 // counters reads every router's packet counters.
 func (s *uplinkSandbox) counters(t *testing.T) []sandbox.UplinkCount {
 	t.Helper()
@@ -403,10 +417,15 @@ func (s *uplinkSandbox) failover(t *testing.T, dead int, bfd time.Duration, serv
 		// back has, about one run in three on 2026-11-25's machine, gone
 		// unanswered for 5 s (not diagnosed; docs/gateway.md): it is opened
 		// again once, and the test says so, before any fault is injected.
+		first := s.counters(t)
 		h, got := tryHoldIn(t, s.dir, s.c, "up-l3/a", s.nodeIPs...)
 		retried := h == nil
 		if retried {
-			t.Logf("held connection %d: no answer on the first try (the outside saw %q); opened again", i, got)
+			// What each router saw of it (SYN out, SYN-ACK in from the
+			// outside, SYN-ACK on toward the nodes), and what the routers
+			// know of their neighbours: for the undiagnosed flake.
+			t.Logf("held connection %d: no answer on the first try (the outside saw %q); opened again; routers' counters %+v → %+v\n%s",
+				i, got, first, s.counters(t), s.neighbours())
 			h = holdIn(t, s.dir, s.c, "up-l3/a", s.nodeIPs...)
 		}
 		// Counted once the routers see no more packets: a delayed ACK of
