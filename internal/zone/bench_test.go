@@ -20,6 +20,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	ovsdbclient "github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
@@ -293,8 +294,8 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	if _, err := writer2.Transact(context.Background(), ops...); err != nil {
 		b.Fatal(err)
 	}
-	for cachedRows(monitor) < len(ops) {
-		time.Sleep(time.Millisecond)
+	if err := proc.WaitFor(10*time.Minute, time.Millisecond, func() (bool, error) { return cachedRows(monitor) >= len(ops), nil }); err != nil {
+		b.Fatalf("the monitoring connection's cache never held the %d rows written: %v", len(ops), err)
 	}
 	floorCache := time.Since(start)
 	monitor.Close()
