@@ -35,3 +35,7 @@ func (s *Syncer) Update(cur, desired model.Model) ([]ovsdb.Operation, error) {
 // Equal reports whether two column values (pointers to them) are equal by
 // meaning, as plans compare them.
 func Equal(a, b any) bool { return equal(reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()) }
+
+// EqualValues is Equal on the values themselves (not addressable, as a
+// value read out of a map or an interface is).
+func EqualValues(a, b any) bool { return equal(reflect.ValueOf(a), reflect.ValueOf(b)) }

@@ -879,8 +879,10 @@ func equal(a, b reflect.Value) bool {
 		if a.Len() == 0 {
 			return true
 		}
-		if a.Type() == stringsType && a.CanAddr() && b.CanAddr() {
-			return sameStrings(*(*[]string)(a.Addr().UnsafePointer()), *(*[]string)(b.Addr().UnsafePointer()))
+		if as, ok := stringsOf(a); ok {
+			if bs, ok := stringsOf(b); ok {
+				return sameStrings(as, bs)
+			}
 		}
 		add, del := setDiff(a, b)
 		return add.Len() == 0 && del.Len() == 0
@@ -888,8 +890,10 @@ func equal(a, b reflect.Value) bool {
 		if a.Len() != b.Len() {
 			return false
 		}
-		if a.Type() == stringMapType && a.CanAddr() && b.CanAddr() {
-			return maps.Equal(*(*map[string]string)(a.Addr().UnsafePointer()), *(*map[string]string)(b.Addr().UnsafePointer()))
+		if am, ok := stringMapOf(a); ok {
+			if bm, ok := stringMapOf(b); ok {
+				return maps.Equal(am, bm)
+			}
 		}
 		for _, k := range a.MapKeys() {
 			bv := b.MapIndex(k)
@@ -907,10 +911,31 @@ func equal(a, b reflect.Value) bool {
 	return reflect.DeepEqual(a.Interface(), b.Interface())
 }
 
-var (
-	stringsType   = reflect.TypeFor[[]string]()
-	stringMapType = reflect.TypeFor[map[string]string]()
-)
+// stringsOf returns v as a []string when it is one and addressable (a
+// field of a model reached through its pointer): read through its address,
+// without boxing a copy of the slice header.
+func stringsOf(v reflect.Value) ([]string, bool) {
+	if !v.CanAddr() {
+		return nil, false
+	}
+	p, ok := v.Addr().Interface().(*[]string)
+	if !ok {
+		return nil, false
+	}
+	return *p, true
+}
+
+// stringMapOf is stringsOf for a map[string]string.
+func stringMapOf(v reflect.Value) (map[string]string, bool) {
+	if !v.CanAddr() {
+		return nil, false
+	}
+	p, ok := v.Addr().Interface().(*map[string]string)
+	if !ok {
+		return nil, false
+	}
+	return *p, true
+}
 
 // sameStrings reports whether a and b, of one length, hold the same set of
 // strings: in the same order (the common case), else each in the other.

@@ -2,6 +2,7 @@ package ovsdbsync_test
 
 import (
 	"context"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -443,6 +444,11 @@ func TestEqual(t *testing.T) {
 		}
 		if got := ovsdbsync.Equal(tc.b, tc.a); got != tc.want {
 			t.Errorf("%s, swapped: Equal = %v, want %v", tc.name, got, tc.want)
+		}
+		// Values that are not addressable take the general path.
+		a, b := reflect.ValueOf(tc.a).Elem().Interface(), reflect.ValueOf(tc.b).Elem().Interface()
+		if got := ovsdbsync.EqualValues(a, b); got != tc.want {
+			t.Errorf("%s, not addressable: Equal = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

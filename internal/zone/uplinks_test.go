@@ -2,7 +2,6 @@ package zone_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -153,26 +152,34 @@ func TestDefaultRouteECMPAndBFD(t *testing.T) {
 		z.MustSBCtl("set", "BFD", u, "status="+status)
 	}
 	cmtest.Eventually(t, time.Minute, func() error {
-		if through, err := anyThrough(routesThrough, "172.18.0.1", "172.18.0.254"); err != nil || through {
-			return errors.Join(err, fmt.Errorf("%s routes through next hops whose sessions are down", udnGR))
+		if through, err := anyThrough(routesThrough, "172.18.0.1", "172.18.0.254"); err != nil {
+			return err
+		} else if through {
+			return fmt.Errorf("%s routes through next hops whose sessions are down", udnGR)
 		}
 		return nil
 	})
 	setSB("172.18.0.1", "up")
 	setSB("172.18.0.254", "up")
 	cmtest.Eventually(t, time.Minute, func() error {
-		if through, err := allThrough(routesThrough, "172.18.0.1", "172.18.0.254"); err != nil || !through {
-			return errors.Join(err, fmt.Errorf("%s does not route through both next hops with both sessions up", udnGR))
+		if through, err := allThrough(routesThrough, "172.18.0.1", "172.18.0.254"); err != nil {
+			return err
+		} else if !through {
+			return fmt.Errorf("%s does not route through both next hops with both sessions up", udnGR)
 		}
 		return nil
 	})
 	setSB("172.18.0.254", "down")
 	cmtest.Eventually(t, time.Minute, func() error {
-		if through, err := routesThrough("172.18.0.254"); err != nil || through {
-			return errors.Join(err, fmt.Errorf("%s still routes through 172.18.0.254, whose session is down", udnGR))
+		if through, err := routesThrough("172.18.0.254"); err != nil {
+			return err
+		} else if through {
+			return fmt.Errorf("%s still routes through 172.18.0.254, whose session is down", udnGR)
 		}
-		if through, err := routesThrough("172.18.0.1"); err != nil || !through {
-			return errors.Join(err, fmt.Errorf("%s lost its other next hop", udnGR))
+		if through, err := routesThrough("172.18.0.1"); err != nil {
+			return err
+		} else if !through {
+			return fmt.Errorf("%s lost its other next hop", udnGR)
 		}
 		return nil
 	})

@@ -417,15 +417,17 @@ func (s *uplinkSandbox) failover(t *testing.T, dead int, bfd time.Duration, serv
 		// back has, about one run in three on 2026-11-25's machine, gone
 		// unanswered for 5 s (not diagnosed; docs/gateway.md): it is opened
 		// again once, and the test says so, before any fault is injected.
-		first := s.counters(t)
+		// Read for the log below only (an error is logged, not fatal).
+		first, firstErr := sandbox.UplinkCounters(context.Background(), s.dir, uplinkRouters)
 		h, got := tryHoldIn(t, s.dir, s.c, "up-l3/a", s.nodeIPs...)
 		retried := h == nil
 		if retried {
 			// What each router saw of it (SYN out, SYN-ACK in from the
 			// outside, SYN-ACK on toward the nodes), and what the routers
 			// know of their neighbours: for the undiagnosed flake.
-			t.Logf("held connection %d: no answer on the first try (the outside saw %q); opened again; routers' counters %+v → %+v\n%s",
-				i, got, first, s.counters(t), s.neighbours())
+			then, thenErr := sandbox.UplinkCounters(context.Background(), s.dir, uplinkRouters)
+			t.Logf("held connection %d: no answer on the first try (the outside saw %q); opened again; routers' counters %+v (%v) → %+v (%v)\n%s",
+				i, got, first, firstErr, then, thenErr, s.neighbours())
 			h = holdIn(t, s.dir, s.c, "up-l3/a", s.nodeIPs...)
 		}
 		// Counted once the routers see no more packets: a delayed ACK of
