@@ -123,34 +123,27 @@ func TestNetworksCollect(t *testing.T) {
 		"ovn_udn_node_subnets_allocated,network=default":  2,
 		"ovn_udn_node_subnets_capacity,network=default":   0,
 	}
-	parses0 := parses.Load()
-	if d := cmp.Diff(want, series()); d != "" {
-		t.Errorf("first scrape (-want +got):\n%s", d)
+	// scrape checks the series against want and how many objects the
+	// scrape parsed.
+	scrape := func(step string, wantParsed int64) {
+		t.Helper()
+		parses0 := parses.Load()
+		if d := cmp.Diff(want, series()); d != "" {
+			t.Errorf("%s (-want +got):\n%s", step, d)
+		}
+		if got := parses.Load() - parses0; got != wantParsed {
+			t.Errorf("%s: the scrape parsed %d objects, want %d", step, got, wantParsed)
+		}
 	}
-	if got := parses.Load() - parses0; got != 5 {
-		t.Errorf("first scrape parsed %d objects, want all 5", got)
-	}
-
-	parses0 = parses.Load()
-	if d := cmp.Diff(want, series()); d != "" {
-		t.Errorf("second scrape (-want +got):\n%s", d)
-	}
-	if got := parses.Load() - parses0; got != 0 {
-		t.Errorf("a scrape with nothing changed parsed %d objects, want none", got)
-	}
+	scrape("first scrape: every object", 5)
+	scrape("nothing changed", 0)
 
 	// node2 loses its slice of blue (a new resource version); n2 goes.
 	src.nodes[1] = testNode("node2", "2", `{"default":["10.244.1.0/24"]}`)
 	src.nads = src.nads[:1:1]
 	src.nads = append(src.nads, testNAD("n3", "1", "c", "green", netconf.TopologyLayer2, netconf.RoleSecondary, 2))
 	want["ovn_udn_node_subnets_allocated,network=blue"] = 1
-	parses0 = parses.Load()
-	if d := cmp.Diff(want, series()); d != "" {
-		t.Errorf("after node2 changed (-want +got):\n%s", d)
-	}
-	if got := parses.Load() - parses0; got != 1 {
-		t.Errorf("after one Node changed, a scrape parsed %d objects, want 1", got)
-	}
+	scrape("node2 changed", 1)
 	if len(n.nads) != 2 || len(n.nodes) != 2 {
 		t.Errorf("the collector remembers %d NADs and %d Nodes, want 2 and 2 (n2 deleted)", len(n.nads), len(n.nodes))
 	}
@@ -159,13 +152,7 @@ func TestNetworksCollect(t *testing.T) {
 	src.nads[1] = testNAD("n3", "2", "c", "green", netconf.TopologyLayer2, netconf.RolePrimary, 2)
 	delete(want, "ovn_udn_networks,role=secondary,topology=layer2")
 	want["ovn_udn_networks,role=primary,topology=layer2"] = 1
-	parses0 = parses.Load()
-	if d := cmp.Diff(want, series()); d != "" {
-		t.Errorf("after green's NAD changed (-want +got):\n%s", d)
-	}
-	if got := parses.Load() - parses0; got != 1 {
-		t.Errorf("after one NAD changed, a scrape parsed %d objects, want 1", got)
-	}
+	scrape("green's NAD changed", 1)
 
 	// The last blue NAD goes: the network is no longer counted.
 	src.nads = src.nads[1:]
@@ -173,16 +160,12 @@ func TestNetworksCollect(t *testing.T) {
 	want["ovn_udn_network_ids_allocated"] = 1
 	delete(want, "ovn_udn_node_subnets_capacity,network=blue")
 	delete(want, "ovn_udn_node_subnets_allocated,network=blue")
-	if d := cmp.Diff(want, series()); d != "" {
-		t.Errorf("after blue's NADs went (-want +got):\n%s", d)
-	}
+	scrape("blue's NADs went", 0)
 
 	// node1 goes: its slices are no longer counted.
 	src.nodes = src.nodes[1:]
 	want["ovn_udn_node_subnets_allocated,network=default"] = 1
-	if d := cmp.Diff(want, series()); d != "" {
-		t.Errorf("after node1 went (-want +got):\n%s", d)
-	}
+	scrape("node1 went", 0)
 	if _, ok := n.held["blue"]; ok {
 		t.Errorf("the collector still counts slices of blue: %v", n.held)
 	}
