@@ -5,6 +5,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 )
@@ -20,7 +21,9 @@ func newClusterManagerCommand() *cobra.Command {
 ClusterUserDefinedNetworks into NetworkAttachmentDefinitions, and allocates what
 must be unique across the cluster (network IDs, tunnel keys, node IDs, node
 subnets, connect routers), keeping it in the Kubernetes API, and validates
-and allocates ClusterNetworkConnects.`,
+and allocates ClusterNetworkConnects. A node holds a slice of a primary
+user-defined network only while it uses the network, as zone controllers
+render it (--render-everywhere on both for every node).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New())
@@ -39,6 +42,8 @@ and allocates ClusterNetworkConnects.`,
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", opts.MetricsAddr, "metrics listen address (0 disables)")
 	fs.StringVar(&opts.HealthAddr, "health-addr", opts.HealthAddr, "health probe listen address (0 disables)")
 	fs.BoolVar(&connects, "enable-network-connect", true, "validate and allocate ClusterNetworkConnects (zones connect networks only when this is on)")
+	fs.BoolVar(&opts.RenderEverywhere, "render-everywhere", false, "give every node a slice of every Layer3 network, for zone controllers started with --render-everywhere; by default a node holds a primary user-defined network's slice only while it uses the network")
+	fs.DurationVar(&opts.InactiveGracePeriod, "inactive-grace-period", activity.DefaultGracePeriod, "the zone controllers' --inactive-grace-period: a node keeps a slice of a network it stopped using a quarter longer than this")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }

@@ -9,6 +9,7 @@ package clustermanager
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/go-logr/logr"
 	ipamclaims "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
@@ -24,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/connectcontroller"
@@ -49,6 +51,15 @@ type Options struct {
 	// (flag --enable-network-connect=false): connects are then left as they
 	// are, neither validated nor allocated.
 	DisableNetworkConnect bool
+	// RenderEverywhere gives every node a slice of every Layer3 network, for
+	// zone controllers started with --render-everywhere. By default a node
+	// holds a primary user-defined network's slice only while it uses the
+	// network (docs/allocation.md "Slices only where used").
+	RenderEverywhere bool
+	// InactiveGracePeriod is the zone controllers' --inactive-grace-period:
+	// a node keeps a slice of a network it stopped using
+	// netalloc.ReleaseDelay of it.
+	InactiveGracePeriod time.Duration
 }
 
 // Scheme returns a scheme with every type the cluster-manager reads or writes.
@@ -77,6 +88,18 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	c := NewControllers(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorderFor("ovn-udn-cluster-manager"), opts.Cluster, mgr.GetLogger())
+	if !opts.RenderEverywhere {
+		c.Nodes.Connects = !opts.DisableNetworkConnect
+		c.Nodes.Usage = &netalloc.Usage{
+			Cache: func(ctx context.Context) activity.NodeView {
+				return &netalloc.UsageView{Ctx: ctx, Reader: mgr.GetClient(), Pods: mgr.GetClient(), NoConnects: opts.DisableNetworkConnect}
+			},
+			Live: func(ctx context.Context) activity.NodeView {
+				return &netalloc.UsageView{Ctx: ctx, Reader: mgr.GetClient(), Pods: mgr.GetAPIReader(), NoConnects: opts.DisableNetworkConnect}
+			},
+			Delay: netalloc.ReleaseDelay(opts.InactiveGracePeriod),
+		}
+	}
 	if !opts.DisableNetworkConnect {
 		c.Recovery.Connects = true
 		if err := c.Connects.SetupWithManager(mgr); err != nil {

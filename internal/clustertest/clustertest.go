@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubetest"
@@ -66,7 +67,7 @@ func StartWith(t testing.TB, env *kubetest.Env, cfg config.Cluster, zoneOpts fun
 		Zones: map[string]*ovntest.Zone{}, controllers: map[string]*zoneController{}, zoneOpts: zoneOpts}
 	c.zoneCfg = cmtest.RoleIdentity(t, env, "zone-controller.yaml", "ovn-udn-zone-controller")
 	t.Cleanup(c.deleteNodes) // runs last: after every controller stopped
-	c.stopCM = cmtest.Start(t, env, cfg)
+	c.stopCM = cmtest.StartWith(t, env, c.clusterManagerOptions())
 	for i, n := range nodes {
 		c.Zones[n] = ovntest.StartZone(t, n)
 		c.createNode(n, i)
@@ -132,7 +133,19 @@ func (c *Cluster) StartZoneController(node string) *zone.Reconciler {
 func (c *Cluster) RestartClusterManager() {
 	c.t.Helper()
 	c.stopCM()
-	c.stopCM = cmtest.Start(c.t, c.Env, c.Config)
+	c.stopCM = cmtest.StartWith(c.t, c.Env, c.clusterManagerOptions())
+}
+
+// clusterManagerOptions match the zone controllers': slices everywhere
+// when they render everywhere, else only where used with their grace
+// period.
+func (c *Cluster) clusterManagerOptions() clustermanager.Options {
+	z := zone.Options{}
+	if c.zoneOpts != nil {
+		c.zoneOpts(&z)
+	}
+	return clustermanager.Options{Cluster: c.Config, RenderEverywhere: z.RenderEverywhere, InactiveGracePeriod: z.InactiveGracePeriod,
+		DisableNetworkConnect: z.DisableNetworkConnect}
 }
 
 // StopZoneController stops node's zone controller, as a crash would.
@@ -190,13 +203,18 @@ func (c *Cluster) NodeInfo(name string) nodeinfo.Info {
 	c.t.Helper()
 	var info nodeinfo.Info
 	cmtest.Eventually(c.t, 0, func() error {
-		n := &corev1.Node{}
-		if err := c.Admin.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
-			return err
-		}
 		var err error
-		info, err = nodeinfo.Parse(name, n.Annotations)
+		info, err = c.TryNodeInfo(name)
 		return err
 	})
 	return info
+}
+
+// TryNodeInfo reads a node's parsed annotations once, for polls.
+func (c *Cluster) TryNodeInfo(name string) (nodeinfo.Info, error) {
+	n := &corev1.Node{}
+	if err := c.Admin.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+		return nodeinfo.Info{}, err
+	}
+	return nodeinfo.Parse(name, n.Annotations)
 }

@@ -3,6 +3,7 @@ package netalloc
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -21,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
@@ -28,7 +31,9 @@ import (
 )
 
 // NodeController gives every Node an ID and its slice of every Layer3 network
-// (the default network included), recorded as Node annotations.
+// (the default network included), recorded as Node annotations. With a
+// Usage, a node holds slices of primary user-defined networks only while it
+// uses them (docs/allocation.md "Slices only where used").
 type NodeController struct {
 	Client   client.Client
 	Reader   client.Reader // direct API reads for recovery
@@ -37,6 +42,12 @@ type NodeController struct {
 	Recorder record.EventRecorder
 	// Reporter records subnet exhaustion on the network's owner object.
 	Reporter *SubnetReporter
+	// Usage, when set, limits primary user-defined networks' slices to the
+	// nodes that use them; nil gives every node a slice of every network.
+	Usage *Usage
+	// Connects says whether ClusterNetworkConnects are watched (a connect
+	// makes a network used where its peers have pods).
+	Connects bool
 
 	tracker   layer3Tracker
 	mu        sync.Mutex
@@ -45,9 +56,12 @@ type NodeController struct {
 }
 
 // SetupWithManager registers the controller: keys are node names; a change in
-// the set of Layer3 networks requeues every node.
+// the set of Layer3 networks requeues every node. With a Usage, a pod
+// starting or stopping to use its node requeues that node, and a change
+// of what makes networks used elsewhere (NADs, Services served on every
+// node, connects) requeues every node.
 func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("node-allocation").
 		For(&corev1.Node{}).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.Funcs{
@@ -60,8 +74,93 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				r.nadChanged(ctx, e.Object, true, q)
 			},
-		}).
-		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
+		})
+	if r.Usage != nil {
+		for _, i := range IndexUsage() {
+			if err := mgr.GetFieldIndexer().IndexField(context.Background(), i.Object, i.Field, i.Extract); err != nil {
+				return fmt.Errorf("indexing %T by %s: %w", i.Object, i.Field, err)
+			}
+		}
+		b = b.Watches(&corev1.Pod{}, handler.Funcs{
+			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				podNode(e.Object, nil, q)
+			},
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				podNode(e.ObjectNew, e.ObjectOld, q)
+			},
+			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				podNode(nil, e.Object, q)
+			},
+		}).Watches(&corev1.Service{}, handler.Funcs{
+			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.serviceChanged(ctx, e.Object, nil, q)
+			},
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.serviceChanged(ctx, e.ObjectNew, e.ObjectOld, q)
+			},
+			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				r.serviceChanged(ctx, nil, e.Object, q)
+			},
+		})
+		if r.Connects {
+			b = b.Watches(&v1.ClusterNetworkConnect{}, handler.EnqueueRequestsFromMapFunc(r.allNodes))
+		}
+	}
+	return b.Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
+}
+
+// podNode requeues a pod's node when the pod starts or stops using it.
+func podNode(cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	uses := func(o client.Object) string {
+		if p, ok := o.(*corev1.Pod); ok && activity.UsesNode(p) {
+			return p.Spec.NodeName
+		}
+		return ""
+	}
+	a, b := uses(cur), uses(old)
+	if a == b {
+		return
+	}
+	for _, n := range []string{a, b} {
+		if n != "" {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+		}
+	}
+}
+
+// serviceChanged requeues every node when a Service starts or stops being
+// served on every node (or one that is comes or goes).
+func (r *NodeController) serviceChanged(ctx context.Context, cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	every := func(o client.Object) bool {
+		s, ok := o.(*corev1.Service)
+		return ok && activity.NeedsEveryNode(s)
+	}
+	switch {
+	case !every(cur) && !every(old):
+		return // neither is served on every node
+	case cur != nil && old != nil && every(cur) == every(old):
+		return // still served on every node
+	}
+	r.addAllNodes(ctx, q)
+}
+
+func (r *NodeController) allNodes(ctx context.Context, _ client.Object) []reconcile.Request {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		log.FromContext(ctx).Error(err, "listing nodes")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
+	}
+	return out
+}
+
+func (r *NodeController) addAllNodes(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, req := range r.allNodes(ctx, nil) {
+		q.Add(req)
+	}
 }
 
 // nadChanged updates the Layer3 network set and, when it changed, requeues
@@ -71,16 +170,11 @@ func (r *NodeController) nadChanged(ctx context.Context, o client.Object, delete
 	if !ok {
 		return
 	}
-	if !r.ObserveNAD(nad, deleted) {
+	// With a Usage, a NAD can make a namespace's pods use a network.
+	if !r.ObserveNAD(nad, deleted) && r.Usage == nil {
 		return
 	}
-	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
-		return
-	}
-	for _, n := range nodes.Items {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
-	}
+	r.addAllNodes(ctx, q)
 }
 
 // ObserveNAD records a NAD (or its deletion) in the set of Layer3 networks
@@ -169,32 +263,73 @@ func (r *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
+		if r.Usage != nil {
+			r.Usage.Forget(req.Name)
+		}
 		retry := r.Nodes.ReleaseNode(req.Name)
 		log.FromContext(ctx).Info("released node allocations", "node", req.Name, "retrying", retry)
-		for _, name := range retry {
-			other := &corev1.Node{}
-			if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, other); err == nil {
-				if _, err := r.sync(ctx, other); err != nil {
-					return ctrl.Result{}, err
-				}
-			}
-		}
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.retry(ctx, retry)
 	}
-	complete, err := r.sync(ctx, node)
+	res, err := r.sync(ctx, node)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !complete {
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	if err := r.retry(ctx, res.retry); err != nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, nil
+	var out ctrl.Result
+	if !res.complete {
+		out.RequeueAfter = time.Minute
+	}
+	if res.next > 0 && (out.RequeueAfter == 0 || res.next < out.RequeueAfter) {
+		out.RequeueAfter = res.next
+	}
+	return out, nil
+}
+
+// retry syncs nodes that lacked a slice where one was freed (once: what
+// their syncs free waits for their own reconciles).
+func (r *NodeController) retry(ctx context.Context, nodes []string) error {
+	for _, name := range nodes {
+		other := &corev1.Node{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, other); err == nil {
+			if _, err := r.sync(ctx, other); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// synced is what a node's sync did.
+type synced struct {
+	// complete: the node got everything it is to hold.
+	complete bool
+	// retry are nodes lacking a slice of a network whose slice it released.
+	retry []string
+	// next is when a slice it keeps without using it is due (0: none).
+	next time.Duration
 }
 
 // sync annotates node with its ID and subnets, records failures as Events and
-// on the networks' owners, and reports whether the node got everything.
-func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (bool, error) {
-	a := r.Nodes.Node(node.Name)
+// on the networks' owners, and says what it did.
+func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (synced, error) {
+	var use func(string) bool
+	var out synced
+	if r.Usage != nil {
+		var err error
+		use, out.next, err = r.Usage.Decide(ctx, node.Name, r.Nodes.Held(node.Name), r.tracker.primary)
+		if err != nil {
+			return synced{}, fmt.Errorf("networks node %s uses: %w", node.Name, err)
+		}
+	}
+	a := r.Nodes.NodeUsing(node.Name, use)
+	for _, network := range a.Released {
+		out.retry = append(out.retry, r.Nodes.Lacking(network)...)
+		log.FromContext(ctx).V(1).Info("released a slice the node no longer uses", "node", node.Name, "network", network)
+	}
+	slices.Sort(out.retry)
+	out.retry = slices.Compact(out.retry)
 	want := map[string]string{nodeinfo.NodeSubnetsAnnotation: a.Subnets.String()}
 	if a.IDErr == nil {
 		want[nodeinfo.NodeIDAnnotation] = strconv.Itoa(a.ID)
@@ -210,7 +345,7 @@ func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (bool, err
 	}
 	wrote, err := kubeobj.PatchAnnotations(ctx, r.Client, node, want)
 	if err != nil {
-		return false, err
+		return synced{}, err
 	}
 	if wrote {
 		log.FromContext(ctx).V(1).Info("annotated node", "node", node.Name, "annotations", want)
@@ -222,7 +357,8 @@ func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (bool, err
 			}
 		}
 	}
-	return a.IDErr == nil && len(a.Failed) == 0, nil
+	out.complete = a.IDErr == nil && len(a.Failed) == 0
+	return out, nil
 }
 
 // layer3Tracker follows which Layer3 networks exist, from NAD events. A network
@@ -290,6 +426,13 @@ func (t *layer3Tracker) snapshot() ([]Layer3Network, int) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, t.version
+}
+
+// primary reports whether network is a primary user-defined network.
+func (t *layer3Tracker) primary(network string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.nets[network].Primary
 }
 
 func (t *layer3Tracker) networkNames() []string {

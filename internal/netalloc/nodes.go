@@ -18,6 +18,10 @@ type Layer3Network struct {
 	// Subnets carry their host prefix (the default applied when the network
 	// did not give one).
 	Subnets []netconf.Subnet
+	// Primary is set for a primary user-defined network: with a Usage,
+	// nodes hold its slices only where it is used. The default network and
+	// secondary networks have slices on every node.
+	Primary bool
 }
 
 // key identifies the network's slicing; a change means new pools.
@@ -29,7 +33,9 @@ func Layer3FromConfig(c *netconf.NetConf) (Layer3Network, bool) {
 	if c == nil || c.Topology != netconf.TopologyLayer3 {
 		return Layer3Network{}, false
 	}
-	return WithDefaultHostPrefixes(c.Name, c.ParsedSubnets()), true
+	n := WithDefaultHostPrefixes(c.Name, c.ParsedSubnets())
+	n.Primary = c.IsPrimary()
+	return n, true
 }
 
 // WithDefaultHostPrefixes returns the network with every subnet's host prefix
@@ -61,6 +67,11 @@ type Nodes struct {
 	networks map[string]*pools
 	// lacking records, per network, the nodes that could not get a subnet.
 	lacking map[string]map[string]bool
+	// released remembers, per network and node, the slices a node gave back
+	// because it stopped using the network: it gets them again if they are
+	// still free (a pod that lands as its slice is released then keeps its
+	// address).
+	released map[string]map[string][]netip.Prefix
 }
 
 // NewNodes returns an empty allocator for node IDs up to maxNodeID.
@@ -69,6 +80,7 @@ func NewNodes(maxNodeID int) *Nodes {
 		ids:      allocator.NewIDs(allocator.FirstNodeID, maxNodeID),
 		networks: map[string]*pools{},
 		lacking:  map[string]map[string]bool{},
+		released: map[string]map[string][]netip.Prefix{},
 	}
 }
 
@@ -98,12 +110,14 @@ func (n *Nodes) SetNetworks(nets []Layer3Network) (changed []string, err error) 
 		}
 		n.networks[net.Name] = p
 		delete(n.lacking, net.Name)
+		delete(n.released, net.Name)
 		changed = append(changed, net.Name)
 	}
 	for name := range n.networks {
 		if !want[name] {
 			delete(n.networks, name)
 			delete(n.lacking, name)
+			delete(n.released, name)
 			changed = append(changed, name)
 		}
 	}
@@ -162,17 +176,33 @@ type Allocation struct {
 	Subnets nodeinfo.Subnets
 	// Failed maps networks to why the node has no subnet there.
 	Failed map[string]error
+	// Released are the networks whose slices the node gave back (it no
+	// longer uses them); nodes lacking a slice there may now get one.
+	Released []string
 }
 
 // Node returns the node's ID and its slice of every Layer3 network,
 // allocating what it lacks. A network exhausted for this node does not affect
-// its other networks or other nodes.
-func (n *Nodes) Node(node string) Allocation {
+// its other networks or other nodes. It is NodeUsing with every network.
+func (n *Nodes) Node(node string) Allocation { return n.NodeUsing(node, nil) }
+
+// NodeUsing returns the node's ID and its slice of every Layer3 network use
+// reports (every network when use is nil), allocating what it lacks, and
+// releases its slices of the others (docs/allocation.md "Slices only where
+// used"). A released slice is given back to the node first if it is still
+// free when the node uses the network again.
+func (n *Nodes) NodeUsing(node string, use func(network string) bool) Allocation {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	a := Allocation{Subnets: nodeinfo.Subnets{}, Failed: map[string]error{}}
 	a.ID, a.IDErr = n.ids.Allocate(node)
 	for name, p := range n.networks {
+		if use != nil && !use(name) {
+			if n.releaseUnused(name, node, p) {
+				a.Released = append(a.Released, name)
+			}
+			continue
+		}
 		if p.err != nil {
 			a.Failed[name] = p.err
 			n.markLacking(name, node, true)
@@ -181,7 +211,7 @@ func (n *Nodes) Node(node string) Allocation {
 		var got []netip.Prefix
 		var failed error
 		for _, sp := range p.pools {
-			s, err := sp.Allocate(node)
+			s, err := n.allocate(name, node, sp)
 			if err != nil {
 				failed = err
 				continue
@@ -198,9 +228,63 @@ func (n *Nodes) Node(node string) Allocation {
 			continue
 		}
 		n.markLacking(name, node, false)
+		delete(n.released[name], node)
 		a.Subnets[name] = got
 	}
+	sort.Strings(a.Released)
 	return a
+}
+
+// allocate returns node's slice of sp: the one it holds, else the one it
+// released last if still free, else a new one.
+func (n *Nodes) allocate(network, node string, sp *allocator.SubnetPool) (netip.Prefix, error) {
+	if s, ok := sp.Get(node); ok {
+		return s, nil
+	}
+	for _, s := range n.released[network][node] {
+		if sp.CIDR().Contains(s.Addr()) && sp.Reserve(node, s) == nil {
+			return s, nil
+		}
+	}
+	return sp.Allocate(node)
+}
+
+// releaseUnused frees node's slices of a network it no longer uses,
+// remembering them, and reports whether it held any.
+func (n *Nodes) releaseUnused(network, node string, p *pools) bool {
+	n.markLacking(network, node, false)
+	var held []netip.Prefix
+	for _, sp := range p.pools {
+		if s, ok := sp.Get(node); ok {
+			held = append(held, s)
+			sp.Release(node)
+		}
+	}
+	if len(held) == 0 {
+		return false
+	}
+	if n.released[network] == nil {
+		n.released[network] = map[string][]netip.Prefix{}
+	}
+	n.released[network][node] = held
+	return true
+}
+
+// Held returns the networks node holds a slice of, sorted.
+func (n *Nodes) Held(node string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for name, p := range n.networks {
+		for _, sp := range p.pools {
+			if _, ok := sp.Get(node); ok {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (n *Nodes) markLacking(network, node string, lacking bool) {
@@ -249,6 +333,7 @@ func (n *Nodes) ReleaseNode(node string) (retry []string) {
 			sp.Release(node)
 		}
 		delete(n.lacking[name], node)
+		delete(n.released[name], node)
 		for other := range n.lacking[name] {
 			if !seen[other] {
 				seen[other] = true

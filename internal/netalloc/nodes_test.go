@@ -1,10 +1,12 @@
 package netalloc
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
@@ -49,5 +51,76 @@ func TestUnsplittableNetwork(t *testing.T) {
 	}
 	if nodes.Unsplittable("ns.ok") != nil {
 		t.Errorf("ns.ok: %v", nodes.Unsplittable("ns.ok"))
+	}
+}
+
+// TestNodeUsing walks nodes through using and no longer using networks of
+// a small pool: a node holds slices only of what it uses, a released slice
+// goes back to its node when still free, goes to another node when the
+// pool needs it, and a lacking node gets one once a slice is released.
+func TestNodeUsing(t *testing.T) {
+	parse := func(s string) netconf.Subnet {
+		sn, err := netconf.ParseSubnet(s, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sn
+	}
+	nodes := NewNodes(100)
+	if _, err := nodes.SetNetworks([]Layer3Network{
+		{Name: "blue", Subnets: []netconf.Subnet{parse("10.1.0.0/23/24")}}, // two slices
+		{Name: "red", Subnets: []netconf.Subnet{parse("10.2.0.0/16/24"), parse("fd00:2::/48/64")}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	uses := func(nets ...string) func(string) bool {
+		return func(n string) bool { return slices.Contains(nets, n) }
+	}
+	type step struct {
+		node, uses   string // uses: comma-separated networks ("" none, "*" every one)
+		want         string // the node's subnets annotation
+		wantReleased []string
+		wantLacking  []string // of blue, after the step
+	}
+	for i, s := range []step{
+		{node: "n1", uses: "", want: "{}"},
+		{node: "n1", uses: "blue", want: `{"blue":["10.1.0.0/24"]}`},
+		{node: "n2", uses: "*", want: `{"blue":["10.1.1.0/24"],"red":["10.2.0.0/24","fd00:2::/64"]}`},
+		{node: "n3", uses: "blue", want: "{}", wantLacking: []string{"n3"}}, // blue is full
+		{node: "n1", uses: "red", want: `{"red":["10.2.1.0/24","fd00:2:0:1::/64"]}`, wantReleased: []string{"blue"}, wantLacking: []string{"n3"}}, // n3 lacks until it tries again
+		{node: "n3", uses: "blue", want: `{"blue":["10.1.0.0/24"]}`}, // n1's old slice, now free
+		{node: "n2", uses: "red", want: `{"red":["10.2.0.0/24","fd00:2::/64"]}`, wantReleased: []string{"blue"}},
+		{node: "n1", uses: "blue,red", want: `{"blue":["10.1.1.0/24"],"red":["10.2.1.0/24","fd00:2:0:1::/64"]}`}, // its old one is n3's
+		{node: "n2", uses: "", want: "{}", wantReleased: []string{"red"}},
+		{node: "n2", uses: "red", want: `{"red":["10.2.0.0/24","fd00:2::/64"]}`}, // back to its own
+		{node: "n3", uses: "*", want: `{"blue":["10.1.0.0/24"],"red":["10.2.2.0/24","fd00:2:0:2::/64"]}`},
+	} {
+		var use func(string) bool
+		switch s.uses {
+		case "*":
+		case "":
+			use = uses()
+		default:
+			use = uses(strings.Split(s.uses, ",")...)
+		}
+		a := nodes.NodeUsing(s.node, use)
+		if got := a.Subnets.String(); got != s.want {
+			t.Errorf("step %d (%s uses %q): subnets %s, want %s", i, s.node, s.uses, got, s.want)
+		}
+		if diff := cmp.Diff(s.wantReleased, a.Released); diff != "" {
+			t.Errorf("step %d: released (-want +got):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(s.wantLacking, nodes.Lacking("blue"), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("step %d: blue lacking (-want +got):\n%s", i, diff)
+		}
+		var held []string // what it uses, but blue where it lacks a slice
+		for _, n := range strings.Split(strings.ReplaceAll(s.uses, "*", "blue,red"), ",") {
+			if n != "" && (n != "blue" || !slices.Contains(s.wantLacking, s.node)) {
+				held = append(held, n)
+			}
+		}
+		if diff := cmp.Diff(held, nodes.Held(s.node), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("step %d: held (-want +got):\n%s", i, diff)
+		}
 	}
 }

@@ -167,6 +167,11 @@ metadata:
   annotations: {k8s.ovn.org/network-id: "42"}
 spec:
   config: '{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"blue.extra","netAttachDefName":"blue/extra","topology":"layer2","role":"secondary","subnets":"10.20.0.0/24","mtu":1400}'
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: blue}
+spec: {nodeName: n1, containers: [{name: c, image: x}]}
 `)
 	res := run(t, docs, render.Options{})
 	if res.Invalid() {
@@ -191,6 +196,11 @@ spec:
 	}
 	if got := subnets["default"]; len(got) == 0 || got[0].String() != "10.244.9.0/24" {
 		t.Errorf("n1 default slice %v, want the input's 10.244.9.0/24", got)
+	}
+	// n2 has no pod of blue.net: no slice of it (cluster-manager allocates
+	// a primary network's slices only where used).
+	if n2, err := nodeinfo.ParseSubnets(nodes["n2"].Annotations[nodeinfo.NodeSubnetsAnnotation]); err != nil || n2["blue.net"] != nil || n2["default"] == nil {
+		t.Errorf("n2 subnets %v (%v), want the default network's and none of blue.net", n2, err)
 	}
 	ids := map[string]string{}
 	for _, n := range res.NetworkAttachmentDefinitions {

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
@@ -120,8 +121,15 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(testing.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())).
 		WithObjects(objs...).
 		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{}, &v1.ClusterNetworkConnect{})
+	indexed := map[string]bool{}
 	for _, i := range zone.Indexes() {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
+		indexed[fmt.Sprintf("%T/%s", i.Object, i.Field)] = true
+	}
+	for _, i := range netalloc.IndexUsage() { // those the zone's do not have already
+		if !indexed[fmt.Sprintf("%T/%s", i.Object, i.Field)] {
+			b = b.WithIndex(i.Object, i.Field, i.Extract)
+		}
 	}
 	e := &engine{c: newCachedClient(b.Build()), events: &recorder{}, warn: warn, zones: map[string]*zone.Reconciler{}, zoneOf: map[string]string{}, everywhere: opts.RenderEverywhere,
 		seen: map[string]map[types.NamespacedName]bool{}, observed: map[types.NamespacedName]*nadv1.NetworkAttachmentDefinition{}}
@@ -212,6 +220,12 @@ func (e *engine) converge(ctx context.Context, maxRounds int) error {
 // does (clustermanager.NewControllers), on the in-memory client.
 func (e *engine) build(cfg config.Cluster, logger logr.Logger) {
 	c := clustermanager.NewControllers(e.c, e.c, e.events, cfg, logger)
+	if !e.everywhere {
+		// Slices only where used, as cluster-manager; render is a snapshot:
+		// a slice its node no longer uses is released at once.
+		view := func(ctx context.Context) activity.NodeView { return &netalloc.UsageView{Ctx: ctx, Reader: e.c, Pods: e.c} }
+		c.Nodes.Usage, c.Nodes.Connects = &netalloc.Usage{Cache: view, Live: view}, true
+	}
 	e.udns, e.cudns = &udncontroller.UDNReconciler{Controller: c.Networks}, &udncontroller.CUDNReconciler{Controller: c.Networks}
 	e.nads, e.nodes, e.pods, e.connects = c.NADs, c.Nodes, c.Pods, c.Connects
 }

@@ -46,8 +46,8 @@ type Options struct {
 	// the routers and the gateway routers (0: FRR's 300 ms on the routers,
 	// OVN's 1 s on the gateway routers).
 	BFDInterval time.Duration
-	// InactiveGracePeriod is the zone controllers' --inactive-grace-period
-	// (0: their default).
+	// InactiveGracePeriod is the zone controllers' and cluster-manager's
+	// --inactive-grace-period (0: their default).
 	InactiveGracePeriod time.Duration
 }
 
@@ -181,8 +181,11 @@ func (s *supervisor) start(ctx context.Context) error {
 			return err
 		}
 	}
-	s.addComponent(&component{name: "cluster-manager", metrics: s.metricsAddr(), args: []string{"cluster-manager",
-		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("cluster-manager")), "--leader-elect=false"}})
+	cm := []string{"cluster-manager", "--kubeconfig=" + componentKubeconfig(s.l, roleOf("cluster-manager")), "--leader-elect=false"}
+	if s.opts.InactiveGracePeriod > 0 { // as the zone controllers'
+		cm = append(cm, "--inactive-grace-period="+s.opts.InactiveGracePeriod.String())
+	}
+	s.addComponent(&component{name: "cluster-manager", metrics: s.metricsAddr(), args: cm})
 	if err := s.waitReady(ctx); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/connect"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
@@ -34,6 +35,9 @@ type activeSets struct {
 	mu       sync.Mutex
 	set      map[string]activity.Nodes
 	planning map[string]int
+	// waiting are, by network, the nodes its last plan left out only
+	// because they hold no slice of it yet (withSlices).
+	waiting map[string]activity.Nodes
 }
 
 // lookup returns the network's set, whether it is known, and whether a
@@ -68,20 +72,36 @@ func (a *activeSets) begin(network string) (end func()) {
 	}
 }
 
-// put records the network's set.
-func (a *activeSets) put(network string, s activity.Nodes) {
+// put records the network's set, and the nodes left out of it waiting
+// for their slice.
+func (a *activeSets) put(network string, s, waiting activity.Nodes) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.set == nil {
-		a.set = map[string]activity.Nodes{}
+		a.set, a.waiting = map[string]activity.Nodes{}, map[string]activity.Nodes{}
 	}
 	a.set[network] = s
+	if waiting.Len() == 0 {
+		delete(a.waiting, network)
+	} else {
+		a.waiting[network] = waiting
+	}
+}
+
+// waits reports whether the network's last plan left node out waiting
+// for its slice.
+func (a *activeSets) waits(network, node string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w, ok := a.waiting[network]
+	return ok && w.Has(node)
 }
 
 func (a *activeSets) forget(network string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.set, network)
+	delete(a.waiting, network)
 }
 
 // dynamic reports whether n is rendered only where it is used.
@@ -89,19 +109,52 @@ func (r *Reconciler) dynamic(n topology.Network) bool {
 	return !r.RenderEverywhere && !n.IsDefault() && n.IsPrimary()
 }
 
-// computeActive returns the nodes n is active on now (activity.Of, with
-// the grace period), and how long until a node the grace period keeps
-// leaves (0: none). Only a network's plan calls it.
-func (r *Reconciler) computeActive(ctx context.Context, n topology.Network) (activity.Nodes, time.Duration, error) {
+// computeActive returns the nodes n is rendered for now (activity.Of, with
+// the grace period, withSlices), those left out waiting for their slice,
+// and how long until a node the grace period keeps leaves (0: none). Only
+// a network's plan calls it.
+func (r *Reconciler) computeActive(ctx context.Context, n topology.Network, nodes []nodeinfo.Info) (set, waiting activity.Nodes, graceLeft time.Duration, err error) {
 	if !r.dynamic(n) {
-		return activity.Everywhere(), 0, nil
+		return activity.Everywhere(), activity.On(), 0, nil
 	}
 	cur, err := activity.Of(zoneView{ctx: ctx, r: r}, n.Name)
 	if err != nil {
-		return activity.Nodes{}, 0, err
+		return activity.Nodes{}, activity.Nodes{}, 0, err
 	}
-	set, next := r.grace.Apply(n.Name, cur, time.Now())
-	return set, next, nil
+	set, graceLeft = r.grace.Apply(n.Name, cur, time.Now())
+	set, waiting = withSlices(n, set, nodes)
+	return set, waiting, graceLeft, nil
+}
+
+// withSlices leaves out of a Layer3 network's set the nodes that hold no
+// slice of it: cluster-manager gives a node its slice when the node starts
+// using the network (docs/allocation.md "Slices only where used"), and the
+// Node's update then plans the network again with it, instead of every
+// zone reporting the node left out meanwhile. Nodes not in nodes (not
+// parsed) stay, to be reported; every node stays every node.
+func withSlices(n topology.Network, set activity.Nodes, nodes []nodeinfo.Info) (kept, waiting activity.Nodes) {
+	waiting = activity.On()
+	if set.All() || n.Topology != netconf.TopologyLayer3 {
+		return set, waiting
+	}
+	lacks := map[string]bool{}
+	for _, node := range nodes {
+		if set.Has(node.Name) && len(node.Subnets[n.Name]) == 0 {
+			lacks[node.Name] = true
+		}
+	}
+	if len(lacks) == 0 {
+		return set, waiting
+	}
+	var keep, wait []string
+	for _, name := range set.Names() {
+		if lacks[name] {
+			wait = append(wait, name)
+		} else {
+			keep = append(keep, name)
+		}
+	}
+	return activity.On(keep...), activity.On(wait...)
 }
 
 // activeNodes returns the nodes n is rendered on: the set of its last plan,

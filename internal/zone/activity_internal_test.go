@@ -2,6 +2,7 @@ package zone
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,7 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
 // TestActivityKeys: which pod events queue their namespace's network in
@@ -66,7 +69,7 @@ func TestActivityKeys(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{Zone: "node-a", Client: c, RenderEverywhere: tc.everywhere}
 			if tc.set != nil {
-				r.active.put("ns1.net", *tc.set)
+				r.active.put("ns1.net", *tc.set, activity.On())
 			}
 			if tc.planning {
 				defer r.active.begin("ns1.net")()
@@ -79,3 +82,37 @@ func TestActivityKeys(t *testing.T) {
 }
 
 func setOf(s activity.Nodes) *activity.Nodes { return &s }
+
+// TestWithSlices: a Layer3 network's set leaves out, as waiting, the
+// parsed nodes holding no slice of it; other topologies, every node and
+// nodes not parsed are kept as they are.
+func TestWithSlices(t *testing.T) {
+	info := func(name string, nets ...string) nodeinfo.Info {
+		i := nodeinfo.Example(name, 1)
+		i.Subnets = nodeinfo.Subnets{}
+		for _, n := range nets {
+			i.Subnets[n] = []netip.Prefix{netip.MustParsePrefix("10.128.1.0/24")}
+		}
+		return i
+	}
+	nodes := []nodeinfo.Info{info("n1", "blue"), info("n2"), info("n3", "blue")}
+	l3 := topology.Network{Name: "blue", Topology: netconf.TopologyLayer3}
+	l2 := topology.Network{Name: "blue", Topology: netconf.TopologyLayer2}
+	for _, tc := range []struct {
+		name          string
+		n             topology.Network
+		set           activity.Nodes
+		want, waiting string
+	}{
+		{"a node without its slice waits", l3, activity.On("n1", "n2"), "n1", "n2"},
+		{"all have theirs", l3, activity.On("n1", "n3"), "n1,n3", "no node"},
+		{"a node not parsed stays, to be reported", l3, activity.On("n1", "gone"), "gone,n1", "no node"},
+		{"every node stays every node", l3, activity.Everywhere(), "every node", "no node"},
+		{"Layer2 has no slices", l2, activity.On("n2"), "n2", "no node"},
+	} {
+		got, waiting := withSlices(tc.n, tc.set, nodes)
+		if got.String() != tc.want || waiting.String() != tc.waiting {
+			t.Errorf("%s: %v waiting %v, want %s waiting %s", tc.name, got, waiting, tc.want, tc.waiting)
+		}
+	}
+}

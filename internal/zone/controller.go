@@ -307,7 +307,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	prev, known := r.active.get(name)
 	moved := known && !prev.Equal(d.active)
 	if d.exists {
-		r.active.put(name, d.active)
+		r.active.put(name, d.active, d.waiting)
 	} else {
 		r.active.forget(name)
 		r.grace.Forget(name)
@@ -476,6 +476,8 @@ type desiredNetwork struct {
 	// one kept by the grace period leaves (0: none).
 	active    activity.Nodes
 	graceLeft time.Duration
+	// waiting are the nodes left out of active until they hold a slice.
+	waiting activity.Nodes
 	// waitingForBFD: some default route goes without the BFD session it
 	// should refer to (not made yet by the default network).
 	waitingForBFD bool
@@ -494,11 +496,11 @@ func (r *Reconciler) desired(ctx context.Context, name string, withPorts bool) (
 	if err != nil {
 		return desiredNetwork{}, err
 	}
-	active, graceLeft, err := r.computeActive(ctx, n)
+	active, waiting, graceLeft, err := r.computeActive(ctx, n, nodes)
 	if err != nil {
 		return desiredNetwork{}, err
 	}
-	out := desiredNetwork{exists: true, active: active, graceLeft: graceLeft}
+	out := desiredNetwork{exists: true, active: active, waiting: waiting, graceLeft: graceLeft}
 	left := map[string]bool{}
 	for node, why := range bad {
 		if active.Has(node) {

@@ -103,8 +103,8 @@ func (r *Reconciler) networksRendering(networks []string, node string, changed f
 		if !changed(n) {
 			continue
 		}
-		if set, known, planning := r.active.lookup(n); known && !planning && !set.Has(node) {
-			continue // not rendered with the node
+		if set, known, planning := r.active.lookup(n); known && !planning && !set.Has(node) && !r.active.waits(n, node) {
+			continue // not rendered with the node, nor waiting for its slice
 		}
 		keys = append(keys, NetworkKey(n))
 	}

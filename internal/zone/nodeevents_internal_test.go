@@ -34,14 +34,16 @@ func TestNodeEventNetworks(t *testing.T) {
 		addPink = `{"default":["10.244.1.0/24"],"red":["10.128.1.0/24"],"blue":["10.132.1.0/24"],"pink":["10.136.1.0/24"]}`
 	)
 	chassis := func(a map[string]string) { a[nodeinfo.ChassisIDAnnotation] = "another-chassis" }
-	networks := []string{"blue", "default", "green", "pink", "red"}
+	networks := []string{"blue", "default", "green", "pink", "red", "violet"}
 	sets := map[string]activity.Nodes{
 		"default": activity.Everywhere(),
 		"red":     activity.On("node-a", "node-b"),
 		"blue":    activity.On("node-a", "node-b"),
 		"green":   activity.On("node-a", "node-c"), // not rendered with node-b
 		// pink: not planned yet
+		"violet": activity.On("node-a"), // node-b uses it, waiting for its slice
 	}
+	waiting := map[string]activity.Nodes{"violet": activity.On("node-b")}
 	for _, tc := range []struct {
 		name     string
 		old, cur *corev1.Node
@@ -49,22 +51,28 @@ func TestNodeEventNetworks(t *testing.T) {
 		want     []string
 	}{
 		{name: "its chassis changed: every network rendering it", old: node(before), cur: node(before, chassis),
-			want: []string{"net:blue", "net:default", "net:pink", "net:red"}},
+			want: []string{"net:blue", "net:default", "net:pink", "net:red", "net:violet"}},
 		{name: "one network's slice changed", old: node(before), cur: node(newBlue), want: []string{"net:blue"}},
 		{name: "a new network's slice (pink, not planned yet)", old: node(before), cur: node(addPink), want: []string{"net:pink"}},
 		{name: "a slice of a network not rendered with it", old: node(before),
 			cur: node(`{"default":["10.244.1.0/24"],"red":["10.128.1.0/24"],"blue":["10.132.1.0/24"],"green":["10.140.1.0/24"]}`)},
 		{name: "the same, while green is being planned", planning: "green", old: node(before),
 			cur: node(`{"default":["10.244.1.0/24"],"red":["10.128.1.0/24"],"blue":["10.132.1.0/24"],"green":["10.140.1.0/24"]}`), want: []string{"net:green"}},
-		{name: "created", cur: node(before), want: []string{"net:blue", "net:default", "net:pink", "net:red"}},
-		{name: "deleted", old: node(before), want: []string{"net:blue", "net:default", "net:pink", "net:red"}},
+		{name: "the slice a network left it out waiting for", old: node(before),
+			cur: node(`{"default":["10.244.1.0/24"],"red":["10.128.1.0/24"],"blue":["10.132.1.0/24"],"violet":["10.150.1.0/24"]}`), want: []string{"net:violet"}},
+		{name: "created", cur: node(before), want: []string{"net:blue", "net:default", "net:pink", "net:red", "net:violet"}},
+		{name: "deleted", old: node(before), want: []string{"net:blue", "net:default", "net:pink", "net:red", "net:violet"}},
 		{name: "subnets that do not parse: every network rendering it", old: node(before), cur: node("{"),
-			want: []string{"net:blue", "net:default", "net:pink", "net:red"}},
+			want: []string{"net:blue", "net:default", "net:pink", "net:red", "net:violet"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{Zone: "node-a"}
 			for n, s := range sets {
-				r.active.put(n, s)
+				w, ok := waiting[n]
+				if !ok {
+					w = activity.On()
+				}
+				r.active.put(n, s, w)
 			}
 			if tc.planning != "" {
 				defer r.active.begin(tc.planning)()

@@ -113,13 +113,22 @@ func ApplyClusterRoles(ctx context.Context, c client.Client, path string) error 
 }
 
 // Start runs a cluster-manager until the test ends or the returned stop is
-// called (stop waits until it has stopped, as a process exit would).
+// called (stop waits until it has stopped, as a process exit would). It
+// gives every node a slice of every network (RenderEverywhere), as most
+// tests expect; StartWith sets the options.
 //
 // OVN_UDN_TEST_LOGS=1 sends the manager's logs to stderr.
 func Start(t testing.TB, env *kubetest.Env, cfg config.Cluster) (stop func()) {
 	t.Helper()
+	return StartWith(t, env, clustermanager.Options{Cluster: cfg, RenderEverywhere: true})
+}
+
+// StartWith is Start with the options given (metrics and health off).
+func StartWith(t testing.TB, env *kubetest.Env, opts clustermanager.Options) (stop func()) {
+	t.Helper()
 	DumpLogsOnFailure(t)
-	mgr, err := clustermanager.New(Identity(t, env), clustermanager.Options{Cluster: cfg, MetricsAddr: "0", HealthAddr: "0"})
+	opts.MetricsAddr, opts.HealthAddr = "0", "0"
+	mgr, err := clustermanager.New(Identity(t, env), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
