@@ -18,6 +18,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
@@ -41,11 +42,14 @@ const (
 
 // WhereUsedDemo prints, for each primary user-defined network, the nodes
 // whose zone holds its rows next to the nodes internal/activity says use
+// it, and for a Layer3 network the nodes cluster-manager gave a slice of
 // it; then brings a pod of a network to a node that does not use it and
 // checks that the node's zone renders the network and that the pod is
-// reached from another node; then deletes it and times the node's zone
-// letting the network go after the grace period. It fails when a check
-// is not as expected.
+// reached from another node, and a pod of its own Layer3 tenant
+// (WhereUsedLayer3Namespace) to the same node, which gets a slice of that
+// network; then deletes them and times the node's zone letting the
+// network go after the grace period and cluster-manager releasing the
+// slice after its delay. It fails when a check is not as expected.
 func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, grace time.Duration, out io.Writer) error {
 	st, err := ReadState(NewLayoutMust(dir))
 	if err != nil {
@@ -55,7 +59,12 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 	for _, n := range st.Nodes {
 		nodes = append(nodes, n.Name)
 	}
-	nets, err := primaryNetworks(ctx, c)
+	l3net, removeL3, err := whereUsedLayer3(ctx, dir, c)
+	defer removeL3()
+	if err != nil {
+		return err
+	}
+	nets, layer3, err := primaryNetworks(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -84,13 +93,20 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 		}
 		got, err := renderedOn(dir, n)
 		checks = append(checks, AppCheck{Name: "rendered where used", From: "zones' Northbound", Target: n, Want: nodeList(want, nodes), Got: got, Err: err})
+		if layer3[n] {
+			// cluster-manager gives only those nodes a slice of it
+			// (docs/allocation.md); one released a moment ago may still
+			// be in its delay.
+			got, err := waitSlices(ctx, c, n, nodeList(want, nodes), 10*time.Second)
+			checks = append(checks, AppCheck{Name: "its slices where used", From: "Node annotations", Target: n, Want: nodeList(want, nodes), Got: got, Err: err})
+		}
 		// Its NetworkPolicies' rows follow it (docs/networkpolicy.md).
 		if has, err := hasPolicies(ctx, c, n); err != nil || has {
 			got, err2 := policiesOn(dir, n)
 			checks = append(checks, AppCheck{Name: "its policies where used", From: "zones' Northbound", Target: n, Want: nodeList(want, nodes), Got: got, Err: errors.Join(err, err2)})
 		}
 	}
-	fmt.Fprintf(out, "\nWhere networks are rendered (a primary UDN only on the nodes that use it: its pods, a connected network's, or a node-port service anywhere; docs/topology.md):\n\n")
+	fmt.Fprintf(out, "\nWhere networks are rendered (a primary UDN only on the nodes that use it: its pods, a connected network's, or a node-port service anywhere; docs/topology.md), and where a Layer3 one has node slices (docs/allocation.md):\n\n")
 	merr := PrintAppChecks(out, checks)
 
 	// The first pod of a network on a node, then the last one leaving.
@@ -108,6 +124,11 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 		return errors.Join(merr, err)
 	}
 	defer func() { _ = c.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) }()
+	// and the Layer3 tenant's first pod on the same node.
+	l3pod := whereUsedPod(WhereUsedLayer3Namespace, "late", WhereUsedNode)
+	if err := c.Create(ctx, l3pod); err != nil {
+		return errors.Join(merr, err)
+	}
 	if err := WaitPodsReady(ctx, dir, c, []string{ref}, 2*time.Minute); err != nil {
 		return errors.Join(merr, err)
 	}
@@ -136,8 +157,13 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 	})
 	after = append(after, AppCheck{Name: "its policies with it", From: "zones' Northbound", Target: pol.Namespace + "/" + pol.Name,
 		Want: "rendered on " + WhereUsedNode, Got: onNode(pon, err), Err: err})
-	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
-		return errors.Join(merr, err)
+	held, err := waitSlices(ctx, c, l3net, "node1,"+WhereUsedNode, 30*time.Second)
+	after = append(after, AppCheck{Name: "a Layer3 network's first pod on a node", From: "Node annotations", Target: l3net,
+		Want: "slices on node1," + WhereUsedNode, Got: "slices on " + held, Err: err})
+	for _, p := range []*corev1.Pod{pod, l3pod} {
+		if err := c.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+			return errors.Join(merr, err)
+		}
 	}
 	gone := time.Now()
 	err = proc.WaitFor(grace+time.Minute, 200*time.Millisecond, func() (bool, error) {
@@ -166,27 +192,68 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 	}
 	after = append(after, AppCheck{Name: "its policies with it", From: "zones' Northbound", Target: pol.Namespace + "/" + pol.Name,
 		Want: want, Got: pgot, Err: err})
+	// cluster-manager releases the node's slice of the Layer3 network a
+	// quarter of the grace period after the zones let the network go.
+	delay := netalloc.ReleaseDelay(grace)
+	held, err = waitSlices(ctx, c, l3net, "node1", delay+time.Minute)
+	took = time.Since(gone)
+	swant := fmt.Sprintf("released by %s after %s", WhereUsedNode, delay)
+	sgot := swant
+	switch {
+	case held != "node1":
+		sgot = "slices on " + held
+	case took < delay:
+		sgot = fmt.Sprintf("released by %s before %s", WhereUsedNode, delay)
+	}
+	after = append(after, AppCheck{Name: fmt.Sprintf("its last pod leaves (slice released after %s)", took.Round(100*time.Millisecond)),
+		From: "Node annotations", Target: l3net, Want: swant, Got: sgot, Err: err})
 	fmt.Fprintln(out)
 	return errors.Join(merr, PrintAppChecks(out, after))
 }
 
 // primaryNetworks returns the names of the primary user-defined networks
-// the NADs define, sorted.
-func primaryNetworks(ctx context.Context, c client.Client) ([]string, error) {
+// the NADs define, sorted, and which of them are Layer3.
+func primaryNetworks(ctx context.Context, c client.Client) ([]string, map[string]bool, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := c.List(ctx, &nads); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []string
+	layer3 := map[string]bool{}
 	for i := range nads.Items {
 		conf, err := netconf.Parse(&nads.Items[i])
 		if err != nil || conf == nil || !conf.IsPrimary() {
 			continue
 		}
 		out = append(out, conf.Name)
+		layer3[conf.Name] = conf.Topology == netconf.TopologyLayer3
 	}
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	return slices.Compact(out), layer3, nil
+}
+
+// slicesOn returns the nodes whose subnets annotation holds a slice of
+// the network, comma-separated, as renderedOn.
+func slicesOn(ctx context.Context, c client.Client, network string) (string, error) {
+	var list corev1.NodeList
+	if err := c.List(ctx, &list); err != nil {
+		return "", err
+	}
+	var on []string
+	for _, n := range list.Items {
+		s, err := nodeinfo.ParseSubnets(n.Annotations[nodeinfo.NodeSubnetsAnnotation])
+		if err != nil {
+			return "", fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		if len(s[network]) > 0 {
+			on = append(on, n.Name)
+		}
+	}
+	if len(on) == 0 {
+		return "none", nil
+	}
+	slices.Sort(on)
+	return strings.Join(on, ","), nil
 }
 
 // renderedOn returns the nodes whose zone holds a switch or router of the

@@ -166,7 +166,16 @@ func (r *Reconciler) activeNodes(ctx context.Context, n topology.Network) (activ
 	if s, ok := r.active.get(n.Name); ok {
 		return s, nil
 	}
-	return activity.Of(zoneView{ctx: ctx, r: r}, n.Name)
+	cur, err := activity.Of(zoneView{ctx: ctx, r: r}, n.Name)
+	if err != nil {
+		return activity.Nodes{}, err
+	}
+	nodes, _, err := r.nodes.nodes(ctx, r.Client)
+	if err != nil {
+		return activity.Nodes{}, err
+	}
+	cur, _ = withSlices(n, cur, nodes)
+	return cur, nil
 }
 
 // zoneView answers activity.Of from the controller's caches.

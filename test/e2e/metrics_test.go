@@ -142,7 +142,7 @@ func TestMetricsScrape(t *testing.T) {
 	wants := []want{
 		{cm, `ovn_udn_networks{role="primary",topology="layer3"}`, plusOne, "one more primary Layer3 network"},
 		{cm, `ovn_udn_network_ids_allocated`, plusOne, "one more network ID"},
-		{cm, `ovn_udn_node_subnets_allocated{network="` + network + `"}`, is(3), "a slice on each of the 3 nodes"},
+		{cm, `ovn_udn_node_subnets_allocated{network="` + network + `"}`, is(1), "a slice on the one node its pod runs on (slices only where used)"},
 		{cm, `ovn_udn_node_subnets_capacity{network="` + network + `"}`, is(256), "256 /24 slices in a /16"},
 		{cm, `ovn_udn_tunnel_keys_capacity`, func(_, n float64) bool { return n > 0 }, "a tunnel-key pool"},
 		{zone, `ovn_udn_pods{network="` + network + `",zone="node1"}`, is(1), "the pod's port in node1's zone"},
