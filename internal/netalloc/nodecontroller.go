@@ -66,13 +66,13 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1.Node{}).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.Funcs{
 			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.nadChanged(ctx, e.Object, false, q)
+				r.nadChanged(ctx, e.Object, nil, false, q)
 			},
 			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.nadChanged(ctx, e.ObjectNew, false, q)
+				r.nadChanged(ctx, e.ObjectNew, e.ObjectOld, false, q)
 			},
 			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.nadChanged(ctx, e.Object, true, q)
+				r.nadChanged(ctx, e.Object, nil, true, q)
 			},
 		})
 	if r.Usage != nil {
@@ -164,17 +164,22 @@ func (r *NodeController) addAllNodes(ctx context.Context, q workqueue.TypedRateL
 }
 
 // nadChanged updates the Layer3 network set and, when it changed, requeues
-// every node.
-func (r *NodeController) nadChanged(ctx context.Context, o client.Object, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// every node; with a Usage also when a NAD comes, goes or changes its
+// config (it can make a namespace's pods use a network), not when only its
+// annotations or status change (cluster-manager writes its network ID).
+func (r *NodeController) nadChanged(ctx context.Context, o, old client.Object, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	nad, ok := o.(*nadv1.NetworkAttachmentDefinition)
 	if !ok {
 		return
 	}
-	// With a Usage, a NAD can make a namespace's pods use a network.
-	if !r.ObserveNAD(nad, deleted) && r.Usage == nil {
-		return
+	changed := r.ObserveNAD(nad, deleted)
+	if !changed && r.Usage != nil {
+		prev, ok := old.(*nadv1.NetworkAttachmentDefinition)
+		changed = !ok || prev.Spec.Config != nad.Spec.Config
 	}
-	r.addAllNodes(ctx, q)
+	if changed {
+		r.addAllNodes(ctx, q)
+	}
 }
 
 // ObserveNAD records a NAD (or its deletion) in the set of Layer3 networks
@@ -370,6 +375,10 @@ type layer3Tracker struct {
 	refs    map[string]int           // network name -> NADs carrying it
 	nets    map[string]Layer3Network // network name -> slicing
 	version int
+	// sorted and names are nets by name as of sortedVersion (snapshot).
+	sorted        []Layer3Network
+	names         []string
+	sortedVersion int
 }
 
 // observe records a NAD (or its deletion) and reports whether the set of
@@ -416,16 +425,25 @@ func (t *layer3Tracker) observe(nad *nadv1.NetworkAttachmentDefinition, deleted 
 	return changed
 }
 
-// snapshot returns the Layer3 networks (sorted by name) and the version.
+// snapshot returns the Layer3 networks (sorted by name; shared, not to be
+// modified) and the version. It is computed once per version: every node's
+// reconcile asks for it.
 func (t *layer3Tracker) snapshot() ([]Layer3Network, int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]Layer3Network, 0, len(t.nets))
-	for _, n := range t.nets {
-		out = append(out, n)
+	if t.sorted == nil || t.sortedVersion != t.version {
+		t.sorted = make([]Layer3Network, 0, len(t.nets))
+		t.names = make([]string, 0, len(t.nets))
+		for _, n := range t.nets {
+			t.sorted = append(t.sorted, n)
+		}
+		sort.Slice(t.sorted, func(i, j int) bool { return t.sorted[i].Name < t.sorted[j].Name })
+		for _, n := range t.sorted {
+			t.names = append(t.names, n.Name)
+		}
+		t.sortedVersion = t.version
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, t.version
+	return slices.Clip(t.sorted), t.version
 }
 
 // primary reports whether network is a primary user-defined network.
@@ -435,11 +453,11 @@ func (t *layer3Tracker) primary(network string) bool {
 	return t.nets[network].Primary
 }
 
+// networkNames returns the networks' names, sorted (shared, not to be
+// modified).
 func (t *layer3Tracker) networkNames() []string {
-	nets, _ := t.snapshot()
-	out := make([]string, len(nets))
-	for i, n := range nets {
-		out[i] = n.Name
-	}
-	return out
+	t.snapshot()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clip(t.names)
 }
