@@ -86,9 +86,9 @@ func TestNodeUsing(t *testing.T) {
 		{node: "n1", uses: "", want: "{}"},
 		{node: "n1", uses: "blue", want: `{"blue":["10.1.0.0/24"]}`},
 		{node: "n2", uses: "*", want: `{"blue":["10.1.1.0/24"],"red":["10.2.0.0/24","fd00:2::/64"]}`},
-		{node: "n3", uses: "blue", want: "{}", wantLacking: []string{"n3"}}, // blue is full
+		{node: "n3", uses: "blue", want: "{}", wantLacking: []string{"n3"}},                                                                       // blue is full
 		{node: "n1", uses: "red", want: `{"red":["10.2.1.0/24","fd00:2:0:1::/64"]}`, wantReleased: []string{"blue"}, wantLacking: []string{"n3"}}, // n3 lacks until it tries again
-		{node: "n3", uses: "blue", want: `{"blue":["10.1.0.0/24"]}`}, // n1's old slice, now free
+		{node: "n3", uses: "blue", want: `{"blue":["10.1.0.0/24"]}`},                                                                              // n1's old slice, now free
 		{node: "n2", uses: "red", want: `{"red":["10.2.0.0/24","fd00:2::/64"]}`, wantReleased: []string{"blue"}},
 		{node: "n1", uses: "blue,red", want: `{"blue":["10.1.1.0/24"],"red":["10.2.1.0/24","fd00:2:0:1::/64"]}`}, // its old one is n3's
 		{node: "n2", uses: "", want: "{}", wantReleased: []string{"red"}},

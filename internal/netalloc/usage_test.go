@@ -34,8 +34,8 @@ func (v nodeView) NodePods(node string) ([]corev1.Pod, error) {
 	return out, nil
 }
 func (v nodeView) NamespaceNetworks(ns string) ([]string, error) { return []string{ns + ".net"}, nil }
-func (v nodeView) Connected(string) ([]string, error)           { return nil, nil }
-func (v nodeView) EveryNode() ([]string, error)                 { return nil, nil }
+func (v nodeView) Connected(string) ([]string, error)            { return nil, nil }
+func (v nodeView) EveryNode() ([]string, error)                  { return nil, nil }
 
 // TestUsageDecide steps a node through networks it uses, stops using and
 // uses again, with a clock: a slice is kept Delay after its last use, and
@@ -67,9 +67,9 @@ func TestUsageDecide(t *testing.T) {
 		{at: 0, cache: []string{"a"}, want: []string{"a.net", "default", "sec.net"}},
 		{at: time.Second, held: []string{"a.net"}, want: []string{"a.net", "default", "sec.net"}, wantNext: time.Minute}, // its pod left: kept
 		{at: 31 * time.Second, held: []string{"a.net"}, want: []string{"a.net", "default", "sec.net"}, wantNext: 30 * time.Second},
-		{at: 61 * time.Second, held: []string{"a.net"}, live: []string{"a"}, want: []string{"a.net", "default", "sec.net"}}, // due, but the API server has a pod
+		{at: 61 * time.Second, held: []string{"a.net"}, live: []string{"a"}, want: []string{"a.net", "default", "sec.net"}},   // due, but the API server has a pod
 		{at: 62 * time.Second, held: []string{"a.net"}, want: []string{"a.net", "default", "sec.net"}, wantNext: time.Minute}, // so a new period
-		{at: 122 * time.Second, held: []string{"a.net"}, liveFails: true, wantErr: true},                                     // nothing released unconfirmed
+		{at: 122 * time.Second, held: []string{"a.net"}, liveFails: true, wantErr: true},                                      // nothing released unconfirmed
 		{at: 122 * time.Second, held: []string{"a.net"}, want: []string{"default", "sec.net"}},                                // released
 		{at: 123 * time.Second, cache: []string{"b"}, held: []string{"b.net", "default", "sec.net"}, want: []string{"b.net", "default", "sec.net"}},
 	} {

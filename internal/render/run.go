@@ -223,7 +223,9 @@ func (e *engine) build(cfg config.Cluster, logger logr.Logger) {
 	if !e.everywhere {
 		// Slices only where used, as cluster-manager; render is a snapshot:
 		// a slice its node no longer uses is released at once.
-		view := func(ctx context.Context) activity.NodeView { return &netalloc.UsageView{Ctx: ctx, Reader: e.c, Pods: e.c} }
+		view := func(ctx context.Context) activity.NodeView {
+			return &netalloc.UsageView{Ctx: ctx, Reader: e.c, Pods: e.c}
+		}
 		c.Nodes.Usage, c.Nodes.Connects = &netalloc.Usage{Cache: view, Live: view}, true
 	}
 	e.udns, e.cudns = &udncontroller.UDNReconciler{Controller: c.Networks}, &udncontroller.CUDNReconciler{Controller: c.Networks}
