@@ -109,8 +109,10 @@ func parseNode(node *corev1.Node) parsedNode {
 	if err != nil {
 		return p
 	}
-	for network := range subnets {
-		p.networks = append(p.networks, network)
+	for network, list := range subnets {
+		if len(list) > 0 { // not a network the node lacks
+			p.networks = append(p.networks, network)
+		}
 	}
 	return p
 }

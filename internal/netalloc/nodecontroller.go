@@ -279,9 +279,6 @@ func (r *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.retry(ctx, res.retry); err != nil {
-		return ctrl.Result{}, err
-	}
 	var out ctrl.Result
 	if !res.complete {
 		out.RequeueAfter = time.Minute
@@ -292,8 +289,8 @@ func (r *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	return out, nil
 }
 
-// retry syncs nodes that lacked a slice where one was freed (once: what
-// their syncs free waits for their own reconciles).
+// retry syncs nodes that lacked a slice where a deleted node's were freed
+// (once: what their syncs free waits for their own reconciles).
 func (r *NodeController) retry(ctx context.Context, nodes []string) error {
 	for _, name := range nodes {
 		other := &corev1.Node{}
@@ -310,8 +307,6 @@ func (r *NodeController) retry(ctx context.Context, nodes []string) error {
 type synced struct {
 	// complete: the node got everything it is to hold.
 	complete bool
-	// retry are nodes lacking a slice of a network whose slice it released.
-	retry []string
 	// next is when a slice it keeps without using it is due (0: none).
 	next time.Duration
 }
@@ -330,11 +325,11 @@ func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (synced, e
 	}
 	a := r.Nodes.NodeUsing(node.Name, use)
 	for _, network := range a.Released {
-		out.retry = append(out.retry, r.Nodes.Lacking(network)...)
+		// Nodes lacking a slice of the network take it at their own next
+		// try (within a minute), not at once: a pod that lands on this
+		// node as its slice is released gets the same slice back first.
 		log.FromContext(ctx).V(1).Info("released a slice the node no longer uses", "node", node.Name, "network", network)
 	}
-	slices.Sort(out.retry)
-	out.retry = slices.Compact(out.retry)
 	want := map[string]string{nodeinfo.NodeSubnetsAnnotation: a.Subnets.String()}
 	if a.IDErr == nil {
 		want[nodeinfo.NodeIDAnnotation] = strconv.Itoa(a.ID)
@@ -398,7 +393,7 @@ func (t *layer3Tracker) observe(nad *nadv1.NetworkAttachmentDefinition, deleted 
 			cur, has = Layer3FromConfig(c)
 		}
 	}
-	if had == has && (!has || (old.Name == cur.Name && old.key() == cur.key())) {
+	if had == has && (!has || (old.Name == cur.Name && old.key() == cur.key() && old.Primary == cur.Primary)) {
 		return false
 	}
 	changed := false
@@ -414,7 +409,7 @@ func (t *layer3Tracker) observe(nad *nadv1.NetworkAttachmentDefinition, deleted 
 	if has {
 		t.byNAD[key] = cur
 		t.refs[cur.Name]++
-		if prev, ok := t.nets[cur.Name]; !ok || prev.key() != cur.key() {
+		if prev, ok := t.nets[cur.Name]; !ok || prev.key() != cur.key() || prev.Primary != cur.Primary {
 			t.nets[cur.Name] = cur
 			changed = true
 		}

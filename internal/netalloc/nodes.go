@@ -172,7 +172,9 @@ func poolFor(p *pools, s netip.Prefix) *allocator.SubnetPool {
 type Allocation struct {
 	ID int
 	// IDErr is set when the node has no ID (the range is exhausted).
-	IDErr   error
+	IDErr error
+	// Subnets are the node's slices; a network in Failed is listed with
+	// none, so that zones know it is not coming (nodeinfo.Subnets.Lacks).
 	Subnets nodeinfo.Subnets
 	// Failed maps networks to why the node has no subnet there.
 	Failed map[string]error
@@ -205,6 +207,7 @@ func (n *Nodes) NodeUsing(node string, use func(network string) bool) Allocation
 		}
 		if p.err != nil {
 			a.Failed[name] = p.err
+			a.Subnets[name] = []netip.Prefix{} // listed, lacking (nodeinfo.Subnets.Lacks)
 			n.markLacking(name, node, true)
 			continue
 		}
@@ -224,6 +227,7 @@ func (n *Nodes) NodeUsing(node string, use func(network string) bool) Allocation
 				sp.Release(node)
 			}
 			a.Failed[name] = failed
+			a.Subnets[name] = []netip.Prefix{} // listed, lacking (nodeinfo.Subnets.Lacks)
 			n.markLacking(name, node, true)
 			continue
 		}

@@ -39,8 +39,8 @@ func TestUnsplittableNetwork(t *testing.T) {
 		t.Errorf("ns.ok slice %v, want 10.30.0.0/29 (default host prefix capped at /29)", got)
 	}
 	for _, name := range []string{"ns.tiny", "ns.small"} {
-		if _, ok := a.Subnets[name]; ok {
-			t.Errorf("%s: node got a slice %v", name, a.Subnets[name])
+		if !a.Subnets.Lacks(name) {
+			t.Errorf("%s: node got a slice %v, want the network listed with none", name, a.Subnets[name])
 		}
 		if a.Failed[name] == nil || nodes.Unsplittable(name) == nil {
 			t.Errorf("%s: failed %v, unsplittable %v; want both", name, a.Failed[name], nodes.Unsplittable(name))
@@ -86,7 +86,7 @@ func TestNodeUsing(t *testing.T) {
 		{node: "n1", uses: "", want: "{}"},
 		{node: "n1", uses: "blue", want: `{"blue":["10.1.0.0/24"]}`},
 		{node: "n2", uses: "*", want: `{"blue":["10.1.1.0/24"],"red":["10.2.0.0/24","fd00:2::/64"]}`},
-		{node: "n3", uses: "blue", want: "{}", wantLacking: []string{"n3"}},                                                                       // blue is full
+		{node: "n3", uses: "blue", want: `{"blue":[]}`, wantLacking: []string{"n3"}},                                                              // blue is full
 		{node: "n1", uses: "red", want: `{"red":["10.2.1.0/24","fd00:2:0:1::/64"]}`, wantReleased: []string{"blue"}, wantLacking: []string{"n3"}}, // n3 lacks until it tries again
 		{node: "n3", uses: "blue", want: `{"blue":["10.1.0.0/24"]}`},                                                                              // n1's old slice, now free
 		{node: "n2", uses: "red", want: `{"red":["10.2.0.0/24","fd00:2::/64"]}`, wantReleased: []string{"blue"}},

@@ -2,9 +2,10 @@ package netalloc
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 )
@@ -34,6 +35,10 @@ type Usage struct {
 	since map[string]map[string]time.Time
 }
 
+// LiveRetry is how soon Decide asks to be called again when the API server
+// could not confirm a release.
+const LiveRetry = 5 * time.Second
+
 // ReleaseDelay is how long cluster-manager keeps a node's slice of a
 // network the node stopped using, given the zone controllers' grace period.
 func ReleaseDelay(grace time.Duration) time.Duration { return grace + grace/4 }
@@ -56,7 +61,12 @@ func (u *Usage) Decide(ctx context.Context, node string, held []string, primary 
 		// The cache may not show a pod that just landed; the API server does.
 		live, err := activity.NetworksOn(u.Live(ctx), node)
 		if err != nil {
-			return nil, 0, fmt.Errorf("confirming what node %s no longer uses: %w", node, err)
+			// Nothing is released unconfirmed; the rest goes on.
+			log.FromContext(ctx).Error(err, "cannot confirm what the node no longer uses; its slices are kept", "node", node)
+			for _, n := range due {
+				kept[n] = true
+			}
+			return func(n string) bool { return !primary(n) || used[n] || kept[n] }, LiveRetry, nil
 		}
 		for _, n := range due {
 			if live[n] {

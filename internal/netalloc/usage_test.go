@@ -67,10 +67,10 @@ func TestUsageDecide(t *testing.T) {
 		{at: 0, cache: []string{"a"}, want: []string{"a.net", "default", "sec.net"}},
 		{at: time.Second, held: []string{"a.net"}, want: []string{"a.net", "default", "sec.net"}, wantNext: time.Minute}, // its pod left: kept
 		{at: 31 * time.Second, held: []string{"a.net"}, want: []string{"a.net", "default", "sec.net"}, wantNext: 30 * time.Second},
-		{at: 61 * time.Second, held: []string{"a.net"}, live: []string{"a"}, want: []string{"a.net", "default", "sec.net"}},   // due, but the API server has a pod
-		{at: 62 * time.Second, held: []string{"a.net"}, want: []string{"a.net", "default", "sec.net"}, wantNext: time.Minute}, // so a new period
-		{at: 122 * time.Second, held: []string{"a.net"}, liveFails: true, wantErr: true},                                      // nothing released unconfirmed
-		{at: 122 * time.Second, held: []string{"a.net"}, want: []string{"default", "sec.net"}},                                // released
+		{at: 61 * time.Second, held: []string{"a.net"}, live: []string{"a"}, want: []string{"a.net", "default", "sec.net"}},                   // due, but the API server has a pod
+		{at: 62 * time.Second, held: []string{"a.net"}, want: []string{"a.net", "default", "sec.net"}, wantNext: time.Minute},                 // so a new period
+		{at: 122 * time.Second, held: []string{"a.net"}, liveFails: true, want: []string{"a.net", "default", "sec.net"}, wantNext: LiveRetry}, // nothing released unconfirmed
+		{at: 122 * time.Second, held: []string{"a.net"}, want: []string{"default", "sec.net"}},                                                // released
 		{at: 123 * time.Second, cache: []string{"b"}, held: []string{"b.net", "default", "sec.net"}, want: []string{"b.net", "default", "sec.net"}},
 	} {
 		now = t0.Add(s.at)

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
@@ -21,10 +22,11 @@ import (
 // TestSlicesWhereUsed: with slices only where used (cluster-manager's
 // default), a node holds a primary Layer3 network's slice while a pod of
 // the network runs there, every node does while a node-port Service of the
-// network exists, and a slice is released a delay after its last use and
-// given back to the same node when it uses the network again. The default
-// network and a secondary Layer3 network stay on every node, and a
-// cluster-manager restart changes nothing.
+// network exists, and a slice is released no sooner than the delay after
+// its last use and given back to the same node when it uses the network
+// again. The default network and a secondary Layer3 network stay on every
+// node; a restarted cluster-manager keeps a slice no longer used for a
+// whole delay and writes no Node it need not.
 func TestSlicesWhereUsed(t *testing.T) {
 	ctx := context.Background()
 	c := cmtest.Admin(t, env)
@@ -101,6 +103,7 @@ func TestSlicesWhereUsed(t *testing.T) {
 	expect("a pod of blue on the first node", map[string][]string{blue: nodes[:1]})
 	slice := first[blue]
 
+	delay := netalloc.ReleaseDelay(opts.InactiveGracePeriod)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: redNS, Name: "np"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}
 	if err := c.Create(ctx, svc); err != nil {
@@ -110,35 +113,52 @@ func TestSlicesWhereUsed(t *testing.T) {
 	if err := c.Delete(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
+	gone := time.Now()
 	expect("red's Service deleted, after the delay", map[string][]string{blue: nodes[:1]})
+	if took := time.Since(gone); took < delay {
+		t.Errorf("red's slices were released %s after its Service left, before the delay (%s)", took, delay)
+	}
 
-	// A restarted cluster-manager keeps what is held: the nodes that hold
-	// nothing of blue or red are not written, through the restart and the
-	// release of blue on the first node.
-	stop()
-	before := resourceVersions(t, c)
-	cmtest.StartWith(t, env, opts)
+	// blue on the second node too, then no longer on the first: released
+	// after the delay, and given back when a pod of blue comes back
+	// (next-fit alone would give it the third slice).
+	newPod := func(name, node string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: blueNS, Name: name},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	second := newPod("q", nodes[1])
+	expect("a pod of blue on the second node", map[string][]string{blue: nodes[:2]})
 	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)
 	}
-	expect("blue's pod deleted, after the delay", nil)
-	after := resourceVersions(t, c)
-	for _, n := range nodes[1:] {
-		if before["node/"+n] != after["node/"+n] {
-			t.Errorf("node %s was written (resource version %s, then %s)", n, before["node/"+n], after["node/"+n])
-		}
-	}
-	if before["node/"+nodes[0]] == after["node/"+nodes[0]] {
-		t.Errorf("node %s was not written: blue's slice not released", nodes[0])
-	}
-
-	pod.ResourceVersion = ""
-	if err := c.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	expect("blue's pod back", map[string][]string{blue: nodes[:1]})
+	expect("blue's pod left the first node, after the delay", map[string][]string{blue: nodes[1:2]})
+	pod = newPod("p", nodes[0])
+	expect("blue's pod back on the first node", map[string][]string{blue: nodes[:2]})
 	if !slices.Equal(first[blue], slice) {
 		t.Errorf("the first node got %v of blue back, want its old slice %v", first[blue], slice)
+	}
+
+	// A restarted cluster-manager keeps what is held, a slice no longer
+	// used for a whole delay from the restart; the third node, which
+	// holds nothing of blue or red, is not written through all this.
+	if err := c.Delete(ctx, second, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	before := resourceVersions(t, c)
+	restart := time.Now()
+	cmtest.StartWith(t, env, opts)
+	expect("blue's pod left the second node, after the delay from the restart", map[string][]string{blue: nodes[:1]})
+	if took := time.Since(restart); took < delay {
+		t.Errorf("the second node's slice was released %s after the restart, before the delay (%s)", took, delay)
+	}
+	after := resourceVersions(t, c)
+	if before["node/"+nodes[2]] != after["node/"+nodes[2]] {
+		t.Errorf("node %s was written (resource version %s, then %s)", nodes[2], before["node/"+nodes[2]], after["node/"+nodes[2]])
 	}
 	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
 		t.Fatal(err)

@@ -44,7 +44,9 @@ func NodeID(annotations map[string]string) (id int, ok bool, err error) {
 // Subnets maps network names to a node's subnets in that network.
 type Subnets map[string][]netip.Prefix
 
-// ParseSubnets parses the node-subnets annotation ("" is an empty map).
+// ParseSubnets parses the node-subnets annotation ("" is an empty map). A
+// network listed with no CIDR ("net": []) stays in the map with an empty
+// list: cluster-manager could not give the node a slice of it (Lacks).
 func ParseSubnets(v string) (Subnets, error) {
 	out := Subnets{}
 	if v == "" {
@@ -55,6 +57,9 @@ func ParseSubnets(v string) (Subnets, error) {
 		return nil, fmt.Errorf("annotation %s is not a JSON object of CIDR lists: %w", NodeSubnetsAnnotation, err)
 	}
 	for name, list := range raw {
+		if len(list) == 0 {
+			out[name] = []netip.Prefix{}
+		}
 		for _, s := range list {
 			p, err := netip.ParsePrefix(s)
 			if err != nil {
@@ -78,6 +83,15 @@ func (s Subnets) String() string {
 	}
 	b, _ := json.Marshal(raw)
 	return string(b)
+}
+
+// Lacks reports whether the annotation lists the network with no slice:
+// cluster-manager tried and could not give the node one (the network's
+// subnets are exhausted, or cannot be split). A network not listed at all
+// has no slice yet, or none to have.
+func (s Subnets) Lacks(network string) bool {
+	list, listed := s[network]
+	return listed && len(list) == 0
 }
 
 // Networks returns the network names, sorted.

@@ -29,6 +29,15 @@ func TestSubnetsRoundTrip(t *testing.T) {
 	if got, _ := ParseSubnets(""); len(got) != 0 {
 		t.Errorf("empty annotation parsed as %v", got)
 	}
+	// A network listed with no slice is one the node lacks (cluster-manager
+	// could not give one); a network not listed is not that.
+	lacking, err := ParseSubnets(`{"a.b":["10.128.0.0/24"],"c.d":[]}`)
+	if err != nil || !lacking.Lacks("c.d") || lacking.Lacks("a.b") || lacking.Lacks("e.f") || len(lacking["c.d"]) != 0 {
+		t.Errorf("lacking networks: %v (%v)", lacking, err)
+	}
+	if v := lacking.String(); v != `{"a.b":["10.128.0.0/24"],"c.d":[]}` {
+		t.Errorf("String() of a lacking network = %s", v)
+	}
 	if _, ok, err := NodeID(map[string]string{NodeIDAnnotation: "x"}); ok || err == nil {
 		t.Error("bad node-id accepted")
 	}

@@ -131,26 +131,39 @@ func (r *Reconciler) computeActive(ctx context.Context, n topology.Network, node
 // using the network (docs/allocation.md "Slices only where used"), and the
 // Node's update then plans the network again with it, instead of every
 // zone reporting the node left out meanwhile. Nodes not in nodes (not
-// parsed) stay, to be reported; every node stays every node.
+// parsed) stay, to be reported. Every node stays every node while every
+// node has its slice; until then (a node-port Service just came) it is
+// the nodes that have one.
 func withSlices(n topology.Network, set activity.Nodes, nodes []nodeinfo.Info) (kept, waiting activity.Nodes) {
 	waiting = activity.On()
-	if set.All() || n.Topology != netconf.TopologyLayer3 {
+	if n.Topology != netconf.TopologyLayer3 {
 		return set, waiting
 	}
 	lacks := map[string]bool{}
+	var have []string
 	for _, node := range nodes {
-		if set.Has(node.Name) && len(node.Subnets[n.Name]) == 0 {
+		if !set.Has(node.Name) {
+			continue
+		}
+		if len(node.Subnets[n.Name]) == 0 {
 			lacks[node.Name] = true
+		} else {
+			have = append(have, node.Name)
 		}
 	}
 	if len(lacks) == 0 {
 		return set, waiting
 	}
-	var keep, wait []string
+	wait := make([]string, 0, len(lacks))
+	for name := range lacks {
+		wait = append(wait, name)
+	}
+	if set.All() {
+		return activity.On(have...), activity.On(wait...)
+	}
+	var keep []string
 	for _, name := range set.Names() {
-		if lacks[name] {
-			wait = append(wait, name)
-		} else {
+		if !lacks[name] {
 			keep = append(keep, name)
 		}
 	}

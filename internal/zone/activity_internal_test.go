@@ -14,6 +14,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
@@ -96,6 +97,7 @@ func TestWithSlices(t *testing.T) {
 		return i
 	}
 	nodes := []nodeinfo.Info{info("n1", "blue"), info("n2"), info("n3", "blue")}
+	all := []nodeinfo.Info{info("n1", "blue"), info("n3", "blue")}
 	l3 := topology.Network{Name: "blue", Topology: netconf.TopologyLayer3}
 	l2 := topology.Network{Name: "blue", Topology: netconf.TopologyLayer2}
 	for _, tc := range []struct {
@@ -103,16 +105,48 @@ func TestWithSlices(t *testing.T) {
 		n             topology.Network
 		set           activity.Nodes
 		want, waiting string
+		nodes         []nodeinfo.Info
 	}{
-		{"a node without its slice waits", l3, activity.On("n1", "n2"), "n1", "n2"},
-		{"all have theirs", l3, activity.On("n1", "n3"), "n1,n3", "no node"},
-		{"a node not parsed stays, to be reported", l3, activity.On("n1", "gone"), "gone,n1", "no node"},
-		{"every node stays every node", l3, activity.Everywhere(), "every node", "no node"},
-		{"Layer2 has no slices", l2, activity.On("n2"), "n2", "no node"},
+		{"every node while one has no slice yet: those that have", l3, activity.Everywhere(), "n1,n3", "n2", nil},
+		{"a node without its slice waits", l3, activity.On("n1", "n2"), "n1", "n2", nil},
+		{"all have theirs", l3, activity.On("n1", "n3"), "n1,n3", "no node", nil},
+		{"a node not parsed stays, to be reported", l3, activity.On("n1", "gone"), "gone,n1", "no node", nil},
+		{"every node, all with their slice, stays every node", l3, activity.Everywhere(), "every node", "no node", all},
+		{"Layer2 has no slices", l2, activity.On("n2"), "n2", "no node", nil},
 	} {
-		got, waiting := withSlices(tc.n, tc.set, nodes)
+		if tc.nodes == nil {
+			tc.nodes = nodes
+		}
+		got, waiting := withSlices(tc.n, tc.set, tc.nodes)
 		if got.String() != tc.want || waiting.String() != tc.waiting {
 			t.Errorf("%s: %v waiting %v, want %s waiting %s", tc.name, got, waiting, tc.want, tc.waiting)
+		}
+	}
+}
+
+// TestRoomForSliceComing: a pod of a namespace with several primary
+// networks is placed on a Layer3 network whose slice its node does not
+// hold yet (cluster-manager gives it with the pod), not on the next
+// network; a network the node lacks (cluster-manager could not give a
+// slice) has no room.
+func TestRoomForSliceComing(t *testing.T) {
+	r := &Reconciler{Zone: "node-a"}
+	blue := podnet.Primary{Network: "ns.blue", Conf: &netconf.NetConf{Topology: netconf.TopologyLayer3}}
+	for _, tc := range []struct {
+		subnets string
+		want    bool
+	}{
+		{`{"default":["10.244.0.0/24"]}`, true}, // coming
+		{`{"default":["10.244.0.0/24"],"ns.blue":[]}`, false},
+		{`{"default":["10.244.0.0/24"],"ns.blue":["10.128.0.0/24"]}`, true},
+	} {
+		s, err := nodeinfo.ParseSubnets(tc.subnets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := nodeinfo.Info{Name: "node-a", Subnets: s}
+		if got := r.roomFor(context.Background(), local)(blue); got != tc.want {
+			t.Errorf("subnets %s: room %v, want %v", tc.subnets, got, tc.want)
 		}
 	}
 }

@@ -26,7 +26,8 @@ func placementKeys(o client.Object) []string {
 
 // roomFor answers, for the zone's node, whether a primary network has an
 // address left for one more pod (podnet.HasRoom): a Layer3 network when
-// the node's slice pools do; a Layer2 network when its subnets do, counting
+// the node's slice pools do, or when the node has no slice of it yet and
+// cluster-manager has not said it cannot give one; a Layer2 network when its subnets do, counting
 // the addresses of its pods' attachments and one per pod already placed on
 // it whose attachment cluster-manager has not written yet. The zone places
 // pods (docs/pods.md); cluster-manager, which allocates Layer2 addresses,
@@ -37,7 +38,11 @@ func (r *Reconciler) roomFor(ctx context.Context, local nodeinfo.Info) podnet.Ha
 		case netconf.TopologyLayer3:
 			slices := local.Subnets[p.Network]
 			if len(slices) == 0 {
-				return false // the node's slice is coming; its Node update requeues the pod
+				// Not given (exhausted): no room. Not given yet: it is
+				// coming (cluster-manager gives a node its slices of its
+				// pods' networks), so the network has room as it would
+				// with its slice; the pod's attachment waits for it.
+				return !local.Subnets.Lacks(p.Network)
 			}
 			pools, err := r.ipam.poolsFor(p.Network, slices, p.Conf.ExcludePrefixes())
 			if err != nil {
