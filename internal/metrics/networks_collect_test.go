@@ -138,8 +138,9 @@ func TestNetworksCollect(t *testing.T) {
 	scrape("first scrape: every object", 5)
 	scrape("nothing changed", 0)
 
-	// node2 loses its slice of blue (a new resource version); n2 goes.
-	src.nodes[1] = testNode("node2", "2", `{"default":["10.244.1.0/24"]}`)
+	// node2 loses its slice of blue (a new resource version), and lacks
+	// one (listed with none: it is not counted); n2 goes.
+	src.nodes[1] = testNode("node2", "2", `{"default":["10.244.1.0/24"],"blue":[]}`)
 	src.nads = src.nads[:1:1]
 	src.nads = append(src.nads, testNAD("n3", "1", "c", "green", netconf.TopologyLayer2, netconf.RoleSecondary, 2))
 	want["ovn_udn_node_subnets_allocated,network=blue"] = 1

@@ -250,6 +250,8 @@ func (n *Nodes) allocate(network, node string, sp *allocator.SubnetPool) (netip.
 			return s, nil
 		}
 	}
+	// Not free any more (another node has it): forget it.
+	delete(n.released[network], node)
 	return sp.Allocate(node)
 }
 
