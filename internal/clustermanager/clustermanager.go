@@ -33,6 +33,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/podalloc"
 	"github.com/ovn-udn/ovn-udn/internal/udncontroller"
 )
@@ -58,7 +59,7 @@ type Options struct {
 	RenderEverywhere bool
 	// InactiveGracePeriod is the zone controllers' --inactive-grace-period:
 	// a node keeps a slice of a network it stopped using
-	// netalloc.ReleaseDelay of it.
+	// whereused.ReleaseDelay of it.
 	InactiveGracePeriod time.Duration
 }
 
@@ -90,14 +91,14 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	c := NewControllers(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorderFor("ovn-udn-cluster-manager"), opts.Cluster, mgr.GetLogger())
 	if !opts.RenderEverywhere {
 		c.Nodes.Connects = !opts.DisableNetworkConnect
-		c.Nodes.Usage = &netalloc.Usage{
+		c.Nodes.Usage = &whereused.Usage{
 			Cache: func(ctx context.Context) activity.NodeView {
-				return &netalloc.UsageView{Ctx: ctx, Reader: mgr.GetClient(), Pods: mgr.GetClient(), NoConnects: opts.DisableNetworkConnect}
+				return &whereused.View{Ctx: ctx, Reader: mgr.GetClient(), Pods: mgr.GetClient(), NoConnects: opts.DisableNetworkConnect}
 			},
 			Live: func(ctx context.Context) activity.NodeView {
-				return &netalloc.UsageView{Ctx: ctx, Reader: mgr.GetClient(), Pods: mgr.GetAPIReader(), NoConnects: opts.DisableNetworkConnect}
+				return &whereused.View{Ctx: ctx, Reader: mgr.GetClient(), Pods: mgr.GetAPIReader(), NoConnects: opts.DisableNetworkConnect}
 			},
-			Delay: netalloc.ReleaseDelay(opts.InactiveGracePeriod),
+			Delay: whereused.ReleaseDelay(opts.InactiveGracePeriod),
 		}
 	}
 	if !opts.DisableNetworkConnect {

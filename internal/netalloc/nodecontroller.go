@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
@@ -44,7 +44,7 @@ type NodeController struct {
 	Reporter *SubnetReporter
 	// Usage, when set, limits primary user-defined networks' slices to the
 	// nodes that use them; nil gives every node a slice of every network.
-	Usage *Usage
+	Usage *whereused.Usage
 	// Connects says whether ClusterNetworkConnects are watched (a connect
 	// makes a network used where its peers have pods).
 	Connects bool
@@ -76,7 +76,7 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 			},
 		})
 	if r.Usage != nil {
-		for _, i := range IndexUsage() {
+		for _, i := range whereused.Indexes() {
 			if err := mgr.GetFieldIndexer().IndexField(context.Background(), i.Object, i.Field, i.Extract); err != nil {
 				return fmt.Errorf("indexing %T by %s: %w", i.Object, i.Field, err)
 			}
@@ -107,79 +107,6 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 		}
 	}
 	return b.Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
-}
-
-// podNode requeues a pod's node when the pod starts or stops using it.
-func podNode(cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	uses := func(o client.Object) string {
-		if p, ok := o.(*corev1.Pod); ok && activity.UsesNode(p) {
-			return p.Spec.NodeName
-		}
-		return ""
-	}
-	a, b := uses(cur), uses(old)
-	if a == b {
-		return
-	}
-	for _, n := range []string{a, b} {
-		if n != "" {
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
-		}
-	}
-}
-
-// serviceChanged requeues every node when a Service starts or stops being
-// served on every node (or one that is comes or goes).
-func (r *NodeController) serviceChanged(ctx context.Context, cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	every := func(o client.Object) bool {
-		s, ok := o.(*corev1.Service)
-		return ok && activity.NeedsEveryNode(s)
-	}
-	switch {
-	case !every(cur) && !every(old):
-		return // neither is served on every node
-	case cur != nil && old != nil && every(cur) == every(old):
-		return // still served on every node
-	}
-	r.addAllNodes(ctx, q)
-}
-
-func (r *NodeController) allNodes(ctx context.Context, _ client.Object) []reconcile.Request {
-	var nodes corev1.NodeList
-	if err := r.Client.List(ctx, &nodes); err != nil {
-		log.FromContext(ctx).Error(err, "listing nodes")
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(nodes.Items))
-	for _, n := range nodes.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
-	}
-	return out
-}
-
-func (r *NodeController) addAllNodes(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	for _, req := range r.allNodes(ctx, nil) {
-		q.Add(req)
-	}
-}
-
-// nadChanged updates the Layer3 network set and, when it changed, requeues
-// every node; with a Usage also when a NAD comes, goes or changes its
-// config (it can make a namespace's pods use a network), not when only its
-// annotations or status change (cluster-manager writes its network ID).
-func (r *NodeController) nadChanged(ctx context.Context, o, old client.Object, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	nad, ok := o.(*nadv1.NetworkAttachmentDefinition)
-	if !ok {
-		return
-	}
-	changed := r.ObserveNAD(nad, deleted)
-	if !changed && r.Usage != nil {
-		prev, ok := old.(*nadv1.NetworkAttachmentDefinition)
-		changed = !ok || prev.Spec.Config != nad.Spec.Config
-	}
-	if changed {
-		r.addAllNodes(ctx, q)
-	}
 }
 
 // ObserveNAD records a NAD (or its deletion) in the set of Layer3 networks

@@ -14,7 +14,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
@@ -103,7 +103,7 @@ func TestSlicesWhereUsed(t *testing.T) {
 	expect("a pod of blue on the first node", map[string][]string{blue: nodes[:1]})
 	slice := first[blue]
 
-	delay := netalloc.ReleaseDelay(opts.InactiveGracePeriod)
+	delay := whereused.ReleaseDelay(opts.InactiveGracePeriod)
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: redNS, Name: "np"},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Ports: []corev1.ServicePort{{Port: 80}}}}
 	if err := c.Create(ctx, svc); err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podalloc"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -126,7 +127,7 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
 		indexed[fmt.Sprintf("%T/%s", i.Object, i.Field)] = true
 	}
-	for _, i := range netalloc.IndexUsage() { // those the zone's do not have already
+	for _, i := range whereused.Indexes() { // those the zone's do not have already
 		if !indexed[fmt.Sprintf("%T/%s", i.Object, i.Field)] {
 			b = b.WithIndex(i.Object, i.Field, i.Extract)
 		}
@@ -224,9 +225,9 @@ func (e *engine) build(cfg config.Cluster, logger logr.Logger) {
 		// Slices only where used, as cluster-manager; render is a snapshot:
 		// a slice its node no longer uses is released at once.
 		view := func(ctx context.Context) activity.NodeView {
-			return &netalloc.UsageView{Ctx: ctx, Reader: e.c, Pods: e.c}
+			return &whereused.View{Ctx: ctx, Reader: e.c, Pods: e.c}
 		}
-		c.Nodes.Usage, c.Nodes.Connects = &netalloc.Usage{Cache: view, Live: view}, true
+		c.Nodes.Usage, c.Nodes.Connects = &whereused.Usage{Cache: view, Live: view}, true
 	}
 	e.udns, e.cudns = &udncontroller.UDNReconciler{Controller: c.Networks}, &udncontroller.CUDNReconciler{Controller: c.Networks}
 	e.nads, e.nodes, e.pods, e.connects = c.NADs, c.Nodes, c.Pods, c.Connects

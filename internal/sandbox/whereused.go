@@ -18,7 +18,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
-	"github.com/ovn-udn/ovn-udn/internal/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
@@ -194,7 +194,7 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 		Want: want, Got: pgot, Err: err})
 	// cluster-manager releases the node's slice of the Layer3 network a
 	// quarter of the grace period after the zones let the network go.
-	delay := netalloc.ReleaseDelay(grace)
+	delay := whereused.ReleaseDelay(grace)
 	held, err = waitSlices(ctx, c, l3net, "node1", delay+time.Minute)
 	took = time.Since(gone)
 	swant := fmt.Sprintf("released by %s after %s", WhereUsedNode, delay)

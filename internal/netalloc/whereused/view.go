@@ -1,4 +1,4 @@
-package netalloc
+package whereused
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
 
-// Indexes the usage view reads through (IndexUsage registers them on a
-// cache; the API server answers PodNodeField itself).
+// Indexes the view reads through (Indexes lists them for a cache; the API
+// server answers PodNodeField itself).
 const (
 	// PodNodeField indexes pods by spec.nodeName.
 	PodNodeField = "spec.nodeName"
@@ -26,8 +26,8 @@ const (
 	EveryNodeServiceField = "netalloc.everyNode"
 )
 
-// IndexUsage returns the indexes the cache behind a UsageView needs.
-func IndexUsage() []Index {
+// Indexes returns the indexes the cache behind a View needs.
+func Indexes() []Index {
 	return []Index{
 		{Object: &corev1.Pod{}, Field: PodNodeField, Extract: func(o client.Object) []string {
 			if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
@@ -51,10 +51,10 @@ type Index struct {
 	Extract client.IndexerFunc
 }
 
-// UsageView answers activity.NetworksOn from Kubernetes objects: pods
+// View answers activity.NetworksOn from Kubernetes objects: pods
 // through Pods (the cache, or the API server for a live read), everything
 // else through Reader (the cache). Connects count unless NoConnects.
-type UsageView struct {
+type View struct {
 	Ctx        context.Context
 	Reader     client.Reader
 	Pods       client.Reader
@@ -64,17 +64,17 @@ type UsageView struct {
 	keys map[string]connect.Key
 }
 
-var _ activity.NodeView = (*UsageView)(nil)
+var _ activity.NodeView = (*View)(nil)
 
 // NodePods lists the pods scheduled on node.
-func (v *UsageView) NodePods(node string) ([]corev1.Pod, error) {
+func (v *View) NodePods(node string) ([]corev1.Pod, error) {
 	var list corev1.PodList
 	err := v.Pods.List(v.Ctx, &list, client.MatchingFields{PodNodeField: node})
 	return list.Items, err
 }
 
 // NamespaceNetworks returns the primary networks of the namespace's NADs.
-func (v *UsageView) NamespaceNetworks(namespace string) ([]string, error) {
+func (v *View) NamespaceNetworks(namespace string) ([]string, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := v.Reader.List(v.Ctx, &nads, client.InNamespace(namespace)); err != nil {
 		return nil, err
@@ -99,7 +99,7 @@ func (v *UsageView) NamespaceNetworks(namespace string) ([]string, error) {
 // Connected returns the primary networks an accepted connect joins the
 // network to, for pods or for services (as the zone controllers read
 // them). NetworksOn asks only for networks NamespaceNetworks named.
-func (v *UsageView) Connected(network string) ([]string, error) {
+func (v *View) Connected(network string) ([]string, error) {
 	k, ok := v.keys[network]
 	if v.NoConnects || !ok {
 		return nil, nil
@@ -143,7 +143,7 @@ func (v *UsageView) Connected(network string) ([]string, error) {
 
 // EveryNode returns the primary networks of namespaces with a Service
 // served on every node.
-func (v *UsageView) EveryNode() ([]string, error) {
+func (v *View) EveryNode() ([]string, error) {
 	var svcs corev1.ServiceList
 	if err := v.Reader.List(v.Ctx, &svcs, client.MatchingFields{EveryNodeServiceField: strconv.FormatBool(true)}); err != nil {
 		return nil, err

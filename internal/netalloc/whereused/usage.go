@@ -1,4 +1,9 @@
-package netalloc
+// Package whereused decides which slices of primary Layer3 networks a node
+// holds when cluster-manager gives them only where they are used
+// (docs/allocation.md "Slices only where used"): the rule node by node
+// (activity.NetworksOn) over Kubernetes objects (View), and when a slice no
+// longer used is released (Usage). netalloc's node controller asks it.
+package whereused
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package netalloc
+package whereused
 
 import (
 	"context"

@@ -1,0 +1,90 @@
+package netalloc
+
+import (
+	"context"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ovn-udn/ovn-udn/internal/activity"
+)
+
+// What requeues which node (SetupWithManager).
+
+// podNode requeues a pod's node when the pod starts or stops using it.
+func podNode(cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	uses := func(o client.Object) string {
+		if p, ok := o.(*corev1.Pod); ok && activity.UsesNode(p) {
+			return p.Spec.NodeName
+		}
+		return ""
+	}
+	a, b := uses(cur), uses(old)
+	if a == b {
+		return
+	}
+	for _, n := range []string{a, b} {
+		if n != "" {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+		}
+	}
+}
+
+// serviceChanged requeues every node when a Service starts or stops being
+// served on every node (or one that is comes or goes).
+func (r *NodeController) serviceChanged(ctx context.Context, cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	every := func(o client.Object) bool {
+		s, ok := o.(*corev1.Service)
+		return ok && activity.NeedsEveryNode(s)
+	}
+	switch {
+	case !every(cur) && !every(old):
+		return // neither is served on every node
+	case cur != nil && old != nil && every(cur) == every(old):
+		return // still served on every node
+	}
+	r.addAllNodes(ctx, q)
+}
+
+func (r *NodeController) allNodes(ctx context.Context, _ client.Object) []reconcile.Request {
+	var nodes corev1.NodeList
+	if err := r.Client.List(ctx, &nodes); err != nil {
+		log.FromContext(ctx).Error(err, "listing nodes")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(nodes.Items))
+	for _, n := range nodes.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: n.Name}})
+	}
+	return out
+}
+
+func (r *NodeController) addAllNodes(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for _, req := range r.allNodes(ctx, nil) {
+		q.Add(req)
+	}
+}
+
+// nadChanged updates the Layer3 network set and, when it changed, requeues
+// every node; with a Usage also when a NAD comes, goes or changes its
+// config (it can make a namespace's pods use a network), not when only its
+// annotations or status change (cluster-manager writes its network ID).
+func (r *NodeController) nadChanged(ctx context.Context, o, old client.Object, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	nad, ok := o.(*nadv1.NetworkAttachmentDefinition)
+	if !ok {
+		return
+	}
+	changed := r.ObserveNAD(nad, deleted)
+	if !changed && r.Usage != nil {
+		prev, ok := old.(*nadv1.NetworkAttachmentDefinition)
+		changed = !ok || prev.Spec.Config != nad.Spec.Config
+	}
+	if changed {
+		r.addAllNodes(ctx, q)
+	}
+}
