@@ -19,9 +19,10 @@ import (
 const (
 	// NodeIDAnnotation holds the node's cluster-wide ID (2..32767).
 	NodeIDAnnotation = "k8s.ovn.org/node-id"
-	// NodeSubnetsAnnotation holds the node's slice of every Layer3 network, as a
-	// JSON object from network name ("default" for the cluster default network)
-	// to a list of CIDRs (one per IP family).
+	// NodeSubnetsAnnotation holds the node's slices of Layer3 networks (of a
+	// primary user-defined one only while the node uses it), as a JSON
+	// object from network name ("default" for the cluster default network)
+	// to a list of CIDRs (one per IP family; none: Subnets.Lacks).
 	NodeSubnetsAnnotation = "k8s.ovn.org/node-subnets"
 )
 

@@ -27,9 +27,10 @@ var renderedAnnotations = []string{nodeinfo.NodeIDAnnotation, nodeinfo.NodeSubne
 // links, and only the networks that render it: those whose last plan's
 // node set holds it (activity; a network not planned yet, or being
 // planned, counts), and when only its subnets changed, only those whose
-// slice on it changed. Every Layer3 network's slice is in every node's
-// subnets annotation, so without that a network created in a cluster of
-// 500 nodes re-planned every key of every zone once per node annotated.
+// slice on it changed. With slices everywhere every Layer3 network's slice
+// is in every node's subnets annotation, so without that a network created
+// in a cluster of 500 nodes re-planned every key of every zone once per
+// node annotated.
 func (r *Reconciler) nodeEvents() handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur *corev1.Node) {
 		for _, k := range r.nodeKeys(ctx, old, cur) {
