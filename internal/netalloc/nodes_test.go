@@ -17,13 +17,7 @@ import (
 // slices the zone controllers cannot render; the other networks are not
 // affected.
 func TestUnsplittableNetwork(t *testing.T) {
-	parse := func(s string) netconf.Subnet {
-		sn, err := netconf.ParseSubnet(s, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sn
-	}
+	parse := func(s string) netconf.Subnet { return subnet(t, s) }
 	nodes := NewNodes(100)
 	_, err := nodes.SetNetworks([]Layer3Network{
 		{Name: "ns.tiny", Subnets: []netconf.Subnet{parse("10.10.0.0/16/31")}},
@@ -59,13 +53,7 @@ func TestUnsplittableNetwork(t *testing.T) {
 // goes back to its node when still free, goes to another node when the
 // pool needs it, and a lacking node gets one once a slice is released.
 func TestNodeUsing(t *testing.T) {
-	parse := func(s string) netconf.Subnet {
-		sn, err := netconf.ParseSubnet(s, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sn
-	}
+	parse := func(s string) netconf.Subnet { return subnet(t, s) }
 	nodes := NewNodes(100)
 	if _, err := nodes.SetNetworks([]Layer3Network{
 		{Name: "blue", Subnets: []netconf.Subnet{parse("10.1.0.0/23/24")}}, // two slices
@@ -123,4 +111,14 @@ func TestNodeUsing(t *testing.T) {
 			t.Errorf("step %d: held (-want +got):\n%s", i, diff)
 		}
 	}
+}
+
+// subnet parses a CIDR with its host prefix ("10.1.0.0/16/24").
+func subnet(t *testing.T, s string) netconf.Subnet {
+	t.Helper()
+	sn, err := netconf.ParseSubnet(s, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sn
 }
