@@ -110,10 +110,10 @@ func TestSlicesWhereUsed(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("a node-port Service of red", map[string][]string{blue: nodes[:1], red: nodes})
+	gone := time.Now() // before the deletion: the delay cannot start earlier
 	if err := c.Delete(ctx, svc); err != nil {
 		t.Fatal(err)
 	}
-	gone := time.Now()
 	expect("red's Service deleted, after the delay", map[string][]string{blue: nodes[:1]})
 	if took := time.Since(gone); took < delay {
 		t.Errorf("red's slices were released %s after its Service left, before the delay (%s)", took, delay)

@@ -160,12 +160,14 @@ func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, gra
 	held, err := waitSlices(ctx, c, l3net, "node1,"+WhereUsedNode, 30*time.Second)
 	after = append(after, AppCheck{Name: "a Layer3 network's first pod on a node", From: "Node annotations", Target: l3net,
 		Want: "slices on node1," + WhereUsedNode, Got: "slices on " + held, Err: err})
+	// Timed from before the deletions: neither the zones' nor
+	// cluster-manager's period can start earlier.
+	gone := time.Now()
 	for _, p := range []*corev1.Pod{pod, l3pod} {
 		if err := c.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
 			return errors.Join(merr, err)
 		}
 	}
-	gone := time.Now()
 	err = proc.WaitFor(grace+time.Minute, 200*time.Millisecond, func() (bool, error) {
 		on, err := renderedOn(dir, network)
 		return err == nil && !slices.Contains(strings.Split(on, ","), WhereUsedNode), err
