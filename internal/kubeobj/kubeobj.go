@@ -84,3 +84,21 @@ func SortOldestFirst[T any, PT interface {
 		return a.GetNamespace()+"/"+a.GetName() < b.GetNamespace()+"/"+b.GetName()
 	})
 }
+
+// Index is a cache field index: objects like Object listed by Field's
+// values, which Extract gives.
+type Index struct {
+	Object  client.Object
+	Field   string
+	Extract client.IndexerFunc
+}
+
+// AddIndexes registers indexes with a cache's field indexer.
+func AddIndexes(ctx context.Context, indexer client.FieldIndexer, indexes ...Index) error {
+	for _, i := range indexes {
+		if err := indexer.IndexField(ctx, i.Object, i.Field, i.Extract); err != nil {
+			return fmt.Errorf("indexing %T by %s: %w", i.Object, i.Field, err)
+		}
+	}
+	return nil
+}

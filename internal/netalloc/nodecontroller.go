@@ -76,10 +76,8 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 			},
 		})
 	if r.Usage != nil {
-		for _, i := range whereused.Indexes() {
-			if err := mgr.GetFieldIndexer().IndexField(context.Background(), i.Object, i.Field, i.Extract); err != nil {
-				return fmt.Errorf("indexing %T by %s: %w", i.Object, i.Field, err)
-			}
+		if err := kubeobj.AddIndexes(context.Background(), mgr.GetFieldIndexer(), whereused.Indexes()...); err != nil {
+			return err
 		}
 		b = b.Watches(&corev1.Pod{}, handler.Funcs{
 			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 
@@ -75,7 +77,7 @@ func (s *snapshot) indexOne(field string, extract client.IndexerFunc, o client.O
 func newCachedClient(c client.Client) *cachedClient {
 	cc := &cachedClient{Client: c, indexes: map[schema.GroupVersionKind]map[string]client.IndexerFunc{},
 		snaps: map[schema.GroupVersionKind]*snapshot{}}
-	for _, i := range zone.Indexes() {
+	for _, i := range indexes() {
 		gvk, err := apiutil.GVKForObject(i.Object, c.Scheme())
 		if err != nil {
 			continue
@@ -298,4 +300,19 @@ func (s *cachedSubResource) Update(ctx context.Context, obj client.Object, opts 
 
 func (s *cachedSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 	return s.c.stored(obj, s.SubResourceClient.Patch(ctx, obj, patch, opts...))
+}
+
+// indexes are the cache indexes the controllers render runs list with:
+// the zone controllers' and cluster-manager's slices-where-used view's,
+// each field once (both index pods by spec.nodeName).
+func indexes() []kubeobj.Index {
+	var out []kubeobj.Index
+	seen := map[string]bool{}
+	for _, i := range append(zone.Indexes(), whereused.Indexes()...) {
+		if k := fmt.Sprintf("%T/%s", i.Object, i.Field); !seen[k] {
+			seen[k] = true
+			out = append(out, i)
+		}
+	}
+	return out
 }

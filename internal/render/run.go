@@ -122,15 +122,8 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(testing.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())).
 		WithObjects(objs...).
 		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{}, &v1.ClusterNetworkConnect{})
-	indexed := map[string]bool{}
-	for _, i := range zone.Indexes() {
+	for _, i := range indexes() {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
-		indexed[fmt.Sprintf("%T/%s", i.Object, i.Field)] = true
-	}
-	for _, i := range whereused.Indexes() { // those the zone's do not have already
-		if !indexed[fmt.Sprintf("%T/%s", i.Object, i.Field)] {
-			b = b.WithIndex(i.Object, i.Field, i.Extract)
-		}
 	}
 	e := &engine{c: newCachedClient(b.Build()), events: &recorder{}, warn: warn, zones: map[string]*zone.Reconciler{}, zoneOf: map[string]string{}, everywhere: opts.RenderEverywhere,
 		seen: map[string]map[types.NamespacedName]bool{}, observed: map[types.NamespacedName]*nadv1.NetworkAttachmentDefinition{}}
@@ -227,7 +220,7 @@ func (e *engine) build(cfg config.Cluster, logger logr.Logger) {
 		view := func(ctx context.Context) activity.NodeView {
 			return &whereused.View{Ctx: ctx, Reader: e.c, Pods: e.c}
 		}
-		c.Nodes.Usage, c.Nodes.Connects = &whereused.Usage{Cache: view, Live: view}, true
+		c.Nodes.Usage = &whereused.Usage{Cache: view, Live: view} // no watches here: Connects does not apply
 	}
 	e.udns, e.cudns = &udncontroller.UDNReconciler{Controller: c.Networks}, &udncontroller.CUDNReconciler{Controller: c.Networks}
 	e.nads, e.nodes, e.pods, e.connects = c.NADs, c.Nodes, c.Pods, c.Connects

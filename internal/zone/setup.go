@@ -167,32 +167,25 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	return nil
 }
 
-// Index is a cache index the reconciler lists with.
-type Index struct {
-	Object  client.Object
-	Field   string
-	Extract client.IndexerFunc
-}
-
 // Indexes are the cache indexes the reconciler lists with: NADs by network
 // name, pods by node and by attachment key, NetworkPolicies by peer. A manager's cache (IndexNADs) or
 // a fake client (render) must have them.
-func Indexes() []Index {
-	return []Index{
-		{&nadv1.NetworkAttachmentDefinition{}, networkNameIndex, func(o client.Object) []string {
+func Indexes() []kubeobj.Index {
+	return []kubeobj.Index{
+		{Object: &nadv1.NetworkAttachmentDefinition{}, Field: networkNameIndex, Extract: func(o client.Object) []string {
 			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
 				return []string{name}
 			}
 			return nil
 		}},
-		{&corev1.Pod{}, podNodeIndex, func(o client.Object) []string {
+		{Object: &corev1.Pod{}, Field: podNodeIndex, Extract: func(o client.Object) []string {
 			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
 				return []string{n}
 			}
 			return nil
 		}},
-		{&networkingv1.NetworkPolicy{}, policyPeersIndex, policyPeerKeys},
-		{&corev1.Pod{}, podKeysIndex, func(o client.Object) []string {
+		{Object: &networkingv1.NetworkPolicy{}, Field: policyPeersIndex, Extract: policyPeerKeys},
+		{Object: &corev1.Pod{}, Field: podKeysIndex, Extract: func(o client.Object) []string {
 			nets, err := podnet.ParsePod(o)
 			if err != nil {
 				return nil
@@ -203,18 +196,13 @@ func Indexes() []Index {
 			}
 			return out
 		}},
-		{&corev1.Pod{}, podPlacementIndex, placementKeys},
+		{Object: &corev1.Pod{}, Field: podPlacementIndex, Extract: placementKeys},
 	}
 }
 
 // IndexNADs registers Indexes in the manager's cache.
 func IndexNADs(ctx context.Context, mgr manager.Manager) error {
-	for _, i := range Indexes() {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, i.Object, i.Field, i.Extract); err != nil {
-			return err
-		}
-	}
-	return nil
+	return kubeobj.AddIndexes(ctx, mgr.GetFieldIndexer(), Indexes()...)
 }
 
 // attachmentChanged reports whether a pod update changes its attachments or

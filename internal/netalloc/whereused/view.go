@@ -13,6 +13,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/connect"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
 
@@ -27,8 +28,8 @@ const (
 )
 
 // Indexes returns the indexes the cache behind a View needs.
-func Indexes() []Index {
-	return []Index{
+func Indexes() []kubeobj.Index {
+	return []kubeobj.Index{
 		{Object: &corev1.Pod{}, Field: PodNodeField, Extract: func(o client.Object) []string {
 			if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
 				return []string{p.Spec.NodeName}
@@ -42,13 +43,6 @@ func Indexes() []Index {
 			return nil
 		}},
 	}
-}
-
-// Index is a cache field index.
-type Index struct {
-	Object  client.Object
-	Field   string
-	Extract client.IndexerFunc
 }
 
 // View answers activity.NetworksOn from Kubernetes objects: pods
