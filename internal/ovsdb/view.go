@@ -1,26 +1,27 @@
 package ovsdb
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"reflect"
+	"sort"
 	"sync"
 
 	"github.com/ovn-org/libovsdb/cache"
+	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 )
 
-// View is a read-only view of some tables of an own monitor's cache: the
-// rows as the monitor last applied them, read without a copy. A libovsdb
-// cache hands out a deep copy of a row on every read, which for a switch
-// with 10,000 ports is 160 KB of garbage per read, several times per pod
-// added. The view holds the models the monitor built (the cache stores
-// copies of them), so the tables it follows are held twice; the models it
-// returns, and those the cache's event handlers receive, must not be
-// changed.
-//
-// The monitor updates the view before it updates the cache with the same
-// rows (for rows it builds itself), or with its readers held until it has
-// (for rows it leaves to libovsdb), so a reader that saw the cache show a
-// write sees it in the view too.
+// View holds some tables of an own monitor's database (ClientOptions.Views)
+// in place of the libovsdb cache, whose copies of those tables stay empty:
+// the rows as the monitor last applied them, read without a copy, indexed
+// by name and by the external ID of the cache's client index. A libovsdb
+// cache copies each row it stores and hands out another copy on every
+// read (for a switch with 10,000 ports, 160 KB of garbage per read); a
+// converging zone controller spent a sixth of its CPU on the copies it
+// stores alone. The models it returns are shared by every reader and must
+// not be changed: the monitor replaces a changed row by a new model.
 type View struct {
 	tc     *cache.TableCache
 	mu     sync.RWMutex
@@ -34,6 +35,12 @@ type viewTable struct {
 	// named its rows' UUIDs by name.
 	name  int
 	named map[string]map[string]bool
+	// extIDs is the index of the model's external_ids field (-1 if it has
+	// none), key the external ID the cache's client index names (""
+	// without one), and keyed its rows' UUIDs by that key's value.
+	extIDs int
+	key    string
+	keyed  map[string]map[string]bool
 }
 
 // newView is a view of the given tables of tc (nil when there are none).
@@ -47,32 +54,51 @@ func newView(tc *cache.TableCache, f fields, tables []string) *View {
 		if tf == nil {
 			continue
 		}
-		vt := &viewTable{rows: map[string]model.Model{}, name: -1}
+		vt := &viewTable{rows: map[string]model.Model{}, name: -1, extIDs: -1}
 		if fl, ok := tf.columns["name"]; ok && fl.typ.Kind() == reflect.String {
 			vt.name = fl.index
 			vt.named = map[string]map[string]bool{}
+		}
+		if fl, ok := tf.columns["external_ids"]; ok && fl.typ == reflect.TypeOf(map[string]string(nil)) {
+			if key := externalIDIndex(tc.DatabaseModel().Client().Indexes(t)); key != "" {
+				vt.extIDs, vt.key = fl.index, key
+				vt.keyed = map[string]map[string]bool{}
+			}
 		}
 		v.tables[t] = vt
 	}
 	return v
 }
 
-// Follows reports whether the view holds table.
-func (v *View) Follows(table string) bool {
-	if v == nil {
-		return false
+// externalIDIndex is the key of the first client index that is one
+// external ID ("" if there is none): the view indexes its rows by it too.
+func externalIDIndex(indexes []model.ClientIndex) string {
+	for _, ix := range indexes {
+		if len(ix.Columns) == 1 && ix.Columns[0].Column == "external_ids" && ix.Columns[0].Key != nil {
+			if k, ok := ix.Columns[0].Key.(string); ok {
+				return k
+			}
+		}
 	}
-	_, ok := v.tables[table]
-	return ok
+	return ""
+}
+
+// Follows reports whether the view holds table.
+func (v *View) Follows(table string) bool { return v.table(table) != nil }
+
+// table is the view's table of that name, nil if it holds none (or v is
+// nil).
+func (v *View) table(name string) *viewTable {
+	if v == nil {
+		return nil
+	}
+	return v.tables[name]
 }
 
 // Row returns the row of table with the given UUID (nil if there is none);
 // ok is false if the view does not hold the table.
 func (v *View) Row(table, uuid string) (m model.Model, ok bool) {
-	if v == nil {
-		return nil, false
-	}
-	vt := v.tables[table]
+	vt := v.table(table)
 	if vt == nil {
 		return nil, false
 	}
@@ -84,10 +110,7 @@ func (v *View) Row(table, uuid string) (m model.Model, ok bool) {
 // Named returns the UUIDs of the rows of table with the given name; ok is
 // false if the view does not hold the table or its rows have no name.
 func (v *View) Named(table, name string) (uuids []string, ok bool) {
-	if v == nil {
-		return nil, false
-	}
-	vt := v.tables[table]
+	vt := v.table(table)
 	if vt == nil || vt.name < 0 {
 		return nil, false
 	}
@@ -99,13 +122,74 @@ func (v *View) Named(table, name string) (uuids []string, ok bool) {
 	return uuids, true
 }
 
+// Has reports whether table holds the row with the given UUID; ok is false
+// if the view does not hold the table.
+func (v *View) Has(table, uuid string) (has, ok bool) {
+	m, ok := v.Row(table, uuid)
+	return m != nil, ok
+}
+
+// Rows returns every row of table by UUID (a new map of the shared
+// models); ok is false if the view does not hold the table.
+func (v *View) Rows(table string) (rows map[string]model.Model, ok bool) {
+	vt := v.table(table)
+	if vt == nil {
+		return nil, false
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	rows = make(map[string]model.Model, len(vt.rows))
+	for u, m := range vt.rows {
+		rows[u] = m
+	}
+	return rows, true
+}
+
+// KeyValues returns the values the rows of table have for the indexed
+// external ID key (see Keyed), each once; ok is false if the view does not
+// hold the table or does not index it by key.
+func (v *View) KeyValues(table, key string) (values []string, ok bool) {
+	vt := v.table(table)
+	if vt == nil || vt.extIDs < 0 || vt.key != key {
+		return nil, false
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	values = make([]string, 0, len(vt.keyed))
+	for k := range vt.keyed {
+		values = append(values, k)
+	}
+	return values, true
+}
+
+// Keyed returns the rows of table whose external ID key (the one the
+// cache's client index names) is value, by UUID, as one consistent
+// reading; ok is false if the view does not hold the table or does not
+// index it by key.
+func (v *View) Keyed(table, key, value string) (rows map[string]model.Model, ok bool) {
+	vt := v.table(table)
+	if vt == nil || vt.extIDs < 0 || vt.key != key {
+		return nil, false
+	}
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	rows = make(map[string]model.Model, len(vt.keyed[value]))
+	for u := range vt.keyed[value] {
+		rows[u] = vt.rows[u]
+	}
+	return rows, true
+}
+
 // set records a row (nil: deleted). Callers hold v.mu.
 func (vt *viewTable) set(uuid string, m model.Model) {
-	if old, ok := vt.rows[uuid]; ok && vt.name >= 0 {
-		n := reflect.ValueOf(old).Elem().Field(vt.name).String()
-		delete(vt.named[n], uuid)
-		if len(vt.named[n]) == 0 {
-			delete(vt.named, n)
+	if old, ok := vt.rows[uuid]; ok {
+		if vt.name >= 0 {
+			unindex(vt.named, reflect.ValueOf(old).Elem().Field(vt.name).String(), uuid)
+		}
+		if vt.extIDs >= 0 {
+			if k, ok := vt.keyOf(old); ok {
+				unindex(vt.keyed, k, uuid)
+			}
 		}
 	}
 	if m == nil {
@@ -114,15 +198,39 @@ func (vt *viewTable) set(uuid string, m model.Model) {
 	}
 	vt.rows[uuid] = m
 	if vt.name >= 0 {
-		n := reflect.ValueOf(m).Elem().Field(vt.name).String()
-		if vt.named[n] == nil {
-			vt.named[n] = map[string]bool{}
+		index(vt.named, reflect.ValueOf(m).Elem().Field(vt.name).String(), uuid)
+	}
+	if vt.extIDs >= 0 {
+		if k, ok := vt.keyOf(m); ok {
+			index(vt.keyed, k, uuid)
 		}
-		vt.named[n][uuid] = true
 	}
 }
 
-// setModels records the models apply built (before the cache gets them).
+// keyOf is a row's value of the indexed external ID (ok false without one).
+func (vt *viewTable) keyOf(m model.Model) (string, bool) {
+	ext := reflect.ValueOf(m).Elem().Field(vt.extIDs).Interface().(map[string]string)
+	k, ok := ext[vt.key]
+	return k, ok
+}
+
+// index adds uuid to the set of value in idx.
+func index(idx map[string]map[string]bool, value, uuid string) {
+	if idx[value] == nil {
+		idx[value] = map[string]bool{}
+	}
+	idx[value][uuid] = true
+}
+
+// unindex removes uuid from the set of value in idx.
+func unindex(idx map[string]map[string]bool, value, uuid string) {
+	delete(idx[value], uuid)
+	if len(idx[value]) == 0 {
+		delete(idx, value)
+	}
+}
+
+// setModels records the rows apply built and changed.
 func (v *View) setModels(u *modelUpdates) {
 	if v == nil {
 		return
@@ -140,21 +248,72 @@ func (v *View) setModels(u *modelUpdates) {
 	}
 }
 
-// setFromCache records the rows libovsdb applied (after it did), read back
-// from the cache: a copy of each, the view's own. Callers hold v.mu.
-func (v *View) setFromCache(updated map[string][]string) {
-	for table, uuids := range updated {
-		vt := v.tables[table]
-		if vt == nil {
-			continue
-		}
-		rc := v.tc.Table(table)
-		for _, uuid := range uuids {
-			var m model.Model
-			if rc != nil {
-				m = rc.Row(uuid) // nil once deleted
+// List returns the rows of T's table that match pred: from the client's
+// view when it holds the table (the shared models: read only), from its
+// libovsdb cache otherwise (copies). T is a model pointer, e.g.
+// *nbdb.BFD.
+func List[T model.Model](ctx context.Context, c client.Client, pred func(T) bool) ([]T, error) {
+	tc := c.Cache()
+	if tc == nil {
+		return nil, errors.New("not connected to the database")
+	}
+	table := tc.DatabaseModel().FindTable(reflect.TypeFor[T]())
+	if table == "" {
+		return nil, fmt.Errorf("%v is not a model of %s", reflect.TypeFor[T](), tc.DatabaseModel().Schema.Name)
+	}
+	var out []T
+	if v, ok := c.(interface{ View(*cache.TableCache) *View }); ok {
+		if rows, viewed := v.View(tc).Rows(table); viewed {
+			for _, m := range rows {
+				if t := m.(T); pred(t) {
+					out = append(out, t)
+				}
 			}
-			vt.set(uuid, m)
+			return out, nil
 		}
 	}
+	if err := c.WhereCache(pred).List(ctx, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Get fills m (a model pointer with its UUID or its name set) with the
+// row it names, as libovsdb's Get does (client.ErrNotFound if there is
+// none): from the client's view when it holds the table (m then shares the
+// row's sets and maps: read only), from its libovsdb cache otherwise.
+func Get(ctx context.Context, c client.Client, m model.Model) error {
+	tc := c.Cache()
+	if tc == nil {
+		return errors.New("not connected to the database")
+	}
+	v, _ := c.(interface{ View(*cache.TableCache) *View })
+	var view *View
+	if v != nil {
+		view = v.View(tc)
+	}
+	table := tc.DatabaseModel().FindTable(reflect.TypeOf(m))
+	if !view.Follows(table) {
+		return c.Get(ctx, m)
+	}
+	dst := reflect.ValueOf(m).Elem()
+	var found model.Model
+	if f := dst.FieldByName("UUID"); f.IsValid() && f.String() != "" {
+		found, _ = view.Row(table, f.String())
+	} else if f := dst.FieldByName("Name"); f.IsValid() && f.Kind() == reflect.String {
+		uuids, _ := view.Named(table, f.String())
+		sort.Strings(uuids) // several of one name: one, always the same
+		for _, u := range uuids {
+			if found, _ = view.Row(table, u); found != nil {
+				break
+			}
+		}
+	} else {
+		return fmt.Errorf("a %s to get names neither its UUID nor its name", table)
+	}
+	if found == nil {
+		return client.ErrNotFound
+	}
+	dst.Set(reflect.ValueOf(found).Elem())
+	return nil
 }

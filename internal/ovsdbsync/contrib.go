@@ -15,7 +15,7 @@ import (
 // heldByReference fills held for tables without external_ids: the rows the
 // owner's held rows refer to through columns that are not shared.
 func (s *Syncer) heldByReference(held map[*table]map[string]existing) error {
-	c, err := s.cache()
+	r, err := s.rows()
 	if err != nil {
 		return err
 	}
@@ -31,8 +31,8 @@ func (s *Syncer) heldByReference(held map[*table]map[string]existing) error {
 				}
 				for _, e := range held[from] {
 					for _, u := range refs(e.row.Elem().Field(col.index)) {
-						if r := c.Table(t.name).Row(u); r != nil {
-							h["ref:"+u] = existing{uuid: u, row: reflect.ValueOf(r)}
+						if m := r.row(t, u); m != nil {
+							h["ref:"+u] = existing{uuid: u, row: reflect.ValueOf(m)}
 						}
 					}
 				}
@@ -93,7 +93,7 @@ func (s *Syncer) targets(contribs []Contribution) ([]target, error) {
 			return nil, fmt.Errorf("ovsdbsync: contribution to %s.%s of %s, which is not shared", t.name, cb.Column, indexString(t, reflect.ValueOf(cb.Target)))
 		}
 		out[i] = target{t: t, col: col}
-		if e, found := s.targetRow(t, reflect.ValueOf(cb.Target)); found {
+		if e, found := s.byIndex(t, reflect.ValueOf(cb.Target)); found {
 			out[i].row = &e
 		}
 	}
@@ -112,31 +112,6 @@ func (s *Syncer) view(tc *cache.TableCache) *ovsdbclient.View {
 		return v.View(tc)
 	}
 	return nil
-}
-
-// targetRow finds a contribution's target as byIndex does, through the
-// client's view when it holds the table (the row is then shared with the
-// cache, not copied: read only, as targets are).
-func (s *Syncer) targetRow(t *table, target reflect.Value) (existing, bool) {
-	tc, err := s.cache()
-	if err != nil {
-		return existing{}, false
-	}
-	v := s.view(tc)
-	if !v.Follows(t.name) || len(t.indexCols) != 1 || t.typ.Field(t.indexCols[0]).Tag.Get("ovsdb") != "name" {
-		return s.byIndex(t, target)
-	}
-	uuids, ok := v.Named(t.name, target.Elem().Field(t.indexCols[0]).String())
-	if !ok {
-		return s.byIndex(t, target)
-	}
-	sort.Strings(uuids) // several rows of one name: the one byIndex picks
-	for _, u := range uuids {
-		if m, _ := v.Row(t.name, u); m != nil {
-			return existing{uuid: u, row: reflect.ValueOf(m)}, true
-		}
-	}
-	return existing{}, false
 }
 
 // unanchored returns the desired rows of non-root tables that no desired row
@@ -171,11 +146,11 @@ func unanchored(rows []reflect.Value, tabs []*table, ids []string, contribs []Co
 // ownerOf returns the owner of the row u of table t ("" for a row without
 // one); known is false when the cache does not hold the row.
 func (s *Syncer) ownerOf(t *table, u string) (owner string, known bool) {
-	c, err := s.cache()
+	rs, err := s.rows()
 	if err != nil {
 		return "", false
 	}
-	r := c.Table(t.name).Row(u)
+	r := rs.row(t, u)
 	if r == nil {
 		return "", false
 	}
@@ -379,10 +354,7 @@ func (s *Syncer) contributed(owner string, held map[*table]map[string]existing, 
 		}
 		rv, ok := rowOf[k.row]
 		if !ok {
-			r, viewed := s.view(tc).Row(k.t.name, k.row) // read only
-			if !viewed {
-				r = tc.Table(k.t.name).Row(k.row)
-			}
+			r := rows{c: tc, v: s.view(tc)}.row(k.t, k.row) // read only
 			if r == nil {
 				continue
 			}
@@ -491,6 +463,7 @@ func (m *contribMemory) remembered() int {
 // indexContributions scans every shared column once for members that
 // refer to rows of another owner than the row holding them.
 func (s *Syncer) indexContributions(tc *cache.TableCache) map[string][]memberKey {
+	rs := rows{c: tc, v: s.view(tc)}
 	ownerOf := map[string]map[string]string{} // table -> UUID -> owner
 	owners := func(t *table) map[string]string {
 		if m, ok := ownerOf[t.name]; ok {
@@ -498,7 +471,7 @@ func (s *Syncer) indexContributions(tc *cache.TableCache) map[string][]memberKey
 		}
 		m := map[string]string{}
 		if t.extIDs >= 0 {
-			for u, r := range tc.Table(t.name).RowsShallow() {
+			for u, r := range rs.all(t) {
 				m[u] = reflect.ValueOf(r).Elem().Field(t.extIDs).Interface().(map[string]string)[OwnerKey]
 			}
 		}
@@ -512,7 +485,7 @@ func (s *Syncer) indexContributions(tc *cache.TableCache) map[string][]memberKey
 				continue
 			}
 			rowOwners, memberOwners := owners(t), owners(s.byName[col.refTable])
-			for u, r := range tc.Table(t.name).RowsShallow() {
+			for u, r := range rs.all(t) {
 				if !t.sharedIn(col, reflect.ValueOf(r)) {
 					continue
 				}

@@ -22,9 +22,8 @@ import (
 
 var lbTables = []model.Model{&nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.ACL{}, &nbdb.PortGroup{}, &nbdb.LogicalSwitch{}}
 
-// viewed: connectLB's clients monitor with the own monitor and keep a
-// view of the shared tables, which the Syncer then reads its targets from
-// (as a zone's does); TestContributions runs both ways.
+// viewed: connectLB's clients monitor with the own monitor, whose view
+// holds every table (as a zone's does); TestContributions runs both ways.
 var viewed bool
 
 func connectLB(t *testing.T, z *ovntest.Zone) (client.Client, *ovsdbsync.Syncer) {
@@ -34,7 +33,7 @@ func connectLB(t *testing.T, z *ovntest.Zone) (client.Client, *ovsdbsync.Syncer)
 	opts := ovsdb.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(
 		nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.ACLTable, nbdb.PortGroupTable, nbdb.LogicalSwitchTable)}
 	if viewed {
-		opts.OwnMonitor, opts.Views = true, []string{nbdb.LoadBalancerGroupTable, nbdb.PortGroupTable}
+		opts.OwnMonitor, opts.Views = true, []string{nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.ACLTable, nbdb.PortGroupTable, nbdb.LogicalSwitchTable}
 	}
 	c, err := ovsdb.ConnectNB(ctx, opts)
 	if err != nil {

@@ -398,22 +398,6 @@ func (s *Syncer) ShareRows(m model.Model, column string, rows func(model.Model) 
 	return fmt.Errorf("ovsdbsync: table %s has no column %s", t.name, column)
 }
 
-// SharedTables lists the tables with a shared column (Share), sorted: the
-// ones whose rows contributions read.
-func (s *Syncer) SharedTables() []string {
-	var out []string
-	for _, t := range s.order {
-		for _, c := range t.columns {
-			if c.shared {
-				out = append(out, t.name)
-				break
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // WithWriter makes the Syncer commit through w, a second connection to the
 // same database without a monitor. libovsdb decodes a monitor update in the
 // connection's read loop before it reads the reply of the transaction that
@@ -640,13 +624,8 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 		}
 		sort.Strings(stale)
 		for _, u := range stale {
-			m := reflect.New(t.typ)
-			m.Elem().Field(t.uuid).SetString(u)
-			ops, err := s.client.Where(m.Interface().(model.Model)).Delete()
-			if err != nil {
-				return nil, fmt.Errorf("ovsdbsync: delete %s %s: %w", t.name, u, err)
-			}
-			deletes = append(deletes, ops...)
+			deletes = append(deletes, ovsdb.Operation{Op: ovsdb.OperationDelete, Table: t.name,
+				Where: []ovsdb.Condition{ovsdb.NewCondition("_uuid", ovsdb.ConditionEqual, ovsdb.UUID{GoUUID: u})}})
 			p.Deleted++
 			if p.deleted == nil {
 				p.deleted = map[string][]string{}
@@ -658,70 +637,7 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 	return p, nil
 }
 
-// held returns the rows of table t that the owner holds, by ID.
-func (s *Syncer) held(t *table, owner string) (map[string]existing, error) {
-	c, err := s.cache()
-	if err != nil {
-		return nil, err
-	}
-	probe := reflect.New(t.typ)
-	probe.Elem().Field(t.extIDs).Set(reflect.ValueOf(map[string]string{OwnerKey: owner}))
-	rows, err := c.Table(t.name).RowsByModels([]model.Model{probe.Interface().(model.Model)})
-	if err != nil {
-		return nil, fmt.Errorf("ovsdbsync: looking up %s rows of %s: %w", t.name, owner, err)
-	}
-	out := make(map[string]existing, len(rows))
-	for u, r := range rows {
-		v := reflect.ValueOf(r)
-		ext := v.Elem().Field(t.extIDs).Interface().(map[string]string)
-		if ext[OwnerKey] != owner {
-			continue // RowsByModels may also match on schema indexes
-		}
-		id := ext[IDKey]
-		if id == "" {
-			id = "legacy:" + u // held without an ID: stale
-		}
-		out[id] = existing{uuid: u, row: v}
-	}
-	return out, nil
-}
-
-// byIndex finds a row with the same index values (unique schema indexes, or
-// the name) as desired.
-func (s *Syncer) byIndex(t *table, desired reflect.Value) (existing, bool) {
-	probe := reflect.New(t.typ)
-	for _, i := range t.indexCols {
-		probe.Elem().Field(i).Set(desired.Elem().Field(i))
-	}
-	if t.extIDs >= 0 {
-		// libovsdb tries the client indexes in order, the owner key first
-		// (Indexes), and reads a missing key as "": a probe without one
-		// would match every row without an owner and never reach the
-		// name. No owner is named this.
-		probe.Elem().Field(t.extIDs).Set(reflect.ValueOf(map[string]string{OwnerKey: noOwner}))
-	}
-	c, err := s.cache()
-	if err != nil {
-		return existing{}, false
-	}
-	rows, err := c.Table(t.name).RowsByModels([]model.Model{probe.Interface().(model.Model)})
-	if err != nil {
-		return existing{}, false
-	}
-	var uuids []string
-	for u, m := range rows {
-		if sameIndex(t, reflect.ValueOf(m), probe) {
-			uuids = append(uuids, u)
-		}
-	}
-	if len(uuids) == 0 {
-		return existing{}, false
-	}
-	sort.Strings(uuids) // several rows of one name: adopt one, deterministically
-	return existing{uuid: uuids[0], row: reflect.ValueOf(rows[uuids[0]])}, true
-}
-
-// noOwner is an owner key value no owner has (byIndex).
+// noOwner is an owner key value no owner has (byIndexInCache).
 const noOwner = "\x00"
 
 // sameIndex reports whether rows a and b (model pointers) agree on every
@@ -1112,7 +1028,7 @@ func (s *Syncer) Apply(ctx context.Context, p *Plan) (err error) {
 // target went before the commit, the rows it was to anchor (a pod's port,
 // a service's ACL) were garbage collected at once and never show.
 func (s *Syncer) reflected(p *Plan, res []ovsdb.OperationResult, rootsOnly bool) bool {
-	c, err := s.cache()
+	r, err := s.rows()
 	if err != nil {
 		return false
 	}
@@ -1123,13 +1039,13 @@ func (s *Syncer) reflected(p *Plan, res []ovsdb.OperationResult, rootsOnly bool)
 		if t := s.byName[op.Table]; rootsOnly && (t == nil || !t.root) {
 			continue
 		}
-		if !c.Table(op.Table).HasRow(res[i].UUID.GoUUID) {
+		if !r.has(op.Table, res[i].UUID.GoUUID) {
 			return false
 		}
 	}
 	for table, uuids := range p.deleted {
 		for _, u := range uuids {
-			if c.Table(table).HasRow(u) {
+			if r.has(table, u) {
 				return false
 			}
 		}
@@ -1149,31 +1065,14 @@ func (s *Syncer) Sync(ctx context.Context, owner string, desired []model.Model, 
 // Owners returns every owner holding rows in the managed tables whose owner
 // key starts with prefix (to find and remove owners that no longer exist).
 func (s *Syncer) Owners(prefix string) (map[string]bool, error) {
-	c, err := s.cache()
+	r, err := s.rows()
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]bool{}
 	for _, t := range s.order {
-		if t.extIDs < 0 {
-			continue
-		}
-		// The owner index holds each owner once: much less to go through
-		// than every row (83,000 rows, about 1,000 owners in a zone of
-		// 1,000 networks).
-		if idx, err := c.Table(t.name).Index(OwnerIndex); err == nil {
-			for v := range idx {
-				if o, _ := v.(string); o != "" && strings.HasPrefix(o, prefix) {
-					out[o] = true
-				}
-			}
-			continue
-		}
-		for _, r := range c.Table(t.name).RowsShallow() {
-			ext := reflect.ValueOf(r).Elem().Field(t.extIDs).Interface().(map[string]string)
-			if o, ok := ext[OwnerKey]; ok && strings.HasPrefix(o, prefix) {
-				out[o] = true
-			}
+		if t.extIDs >= 0 {
+			r.owners(t, prefix, out)
 		}
 	}
 	return out, nil

@@ -26,13 +26,33 @@ var tables = []model.Model{
 	&nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{},
 }
 
+// viewAll: connect's clients monitor with the own monitor, whose view holds
+// every table (as a zone's does), and the Syncer reads nothing from
+// libovsdb's cache; bothWays runs a test with and without.
+var viewAll bool
+
+// bothWays runs f with the Syncer reading libovsdb's cache, then the own
+// monitor's view.
+func bothWays(t *testing.T, f func(t *testing.T)) {
+	t.Run("libovsdb cache", f)
+	t.Run("view", func(t *testing.T) {
+		viewAll = true
+		defer func() { viewAll = false }()
+		f(t)
+	})
+}
+
 func connect(t *testing.T, z *ovntest.Zone) (client.Client, *ovsdbsync.Syncer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(
-		nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable,
-		nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable)})
+	names := []string{nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable,
+		nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable}
+	opts := ovsdb.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(names...)}
+	if viewAll {
+		opts.OwnMonitor, opts.Views = true, names
+	}
+	c, err := ovsdb.ConnectNB(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +99,9 @@ func portNames(t *testing.T, z *ovntest.Zone) []string {
 	return names
 }
 
-func TestSyncLifecycle(t *testing.T) {
+func TestSyncLifecycle(t *testing.T) { bothWays(t, testSyncLifecycle) }
+
+func testSyncLifecycle(t *testing.T) {
 	z := ovntest.StartZone(t, "sync")
 	_, s := connect(t, z)
 
@@ -138,7 +160,9 @@ func TestSyncLifecycle(t *testing.T) {
 	}
 }
 
-func TestAdoptsRowWithSameName(t *testing.T) {
+func TestAdoptsRowWithSameName(t *testing.T) { bothWays(t, testAdoptsRowWithSameName) }
+
+func testAdoptsRowWithSameName(t *testing.T) {
 	z := ovntest.StartZone(t, "adopt")
 	// A port of the same name exists (an earlier controller, or a hand-made one).
 	z.MustNBCtl("ls-add", "sw", "--", "lsp-add", "sw", "p1")
@@ -165,7 +189,9 @@ func TestAdoptsRowWithSameName(t *testing.T) {
 // TestAdoptsOnlyByName: a row without an owner but of another name is
 // never adopted (libovsdb's lookup tries the owner index first, where a
 // probe without an owner matched every row without one).
-func TestAdoptsOnlyByName(t *testing.T) {
+func TestAdoptsOnlyByName(t *testing.T) { bothWays(t, testAdoptsOnlyByName) }
+
+func testAdoptsOnlyByName(t *testing.T) {
 	z := ovntest.StartZone(t, "adoptname")
 	z.MustNBCtl("ls-add", "stray")
 	_, s := connect(t, z)
@@ -180,7 +206,9 @@ func TestAdoptsOnlyByName(t *testing.T) {
 
 func sorted(s []string) []string { sort.Strings(s); return s }
 
-func TestRejectsBadInput(t *testing.T) {
+func TestRejectsBadInput(t *testing.T) { bothWays(t, testRejectsBadInput) }
+
+func testRejectsBadInput(t *testing.T) {
 	z := ovntest.StartZone(t, "bad")
 	_, s := connect(t, z)
 	for name, rows := range map[string][]model.Model{
@@ -197,13 +225,18 @@ func TestRejectsBadInput(t *testing.T) {
 
 // TestOwnersFromIndex: Owners reads the owner index (so libovsdb must still
 // name it OwnerIndex) and finds owners by prefix across tables.
-func TestOwnersFromIndex(t *testing.T) {
+func TestOwnersFromIndex(t *testing.T) { bothWays(t, testOwnersFromIndex) }
+
+func testOwnersFromIndex(t *testing.T) {
 	z := ovntest.StartZone(t, "owners")
 	c, s := connect(t, z)
 	sync(t, s, "net:a", topo("10.0.0.254", "p1"))
 	sync(t, s, "net:b", []model.Model{&nbdb.LogicalRouter{UUID: "lr:b", Name: "b"}})
 	sync(t, s, "svc:x", []model.Model{&nbdb.LogicalSwitch{UUID: "ls:x", Name: "x"}})
 	for _, table := range []string{nbdb.LogicalSwitchTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchPortTable} {
+		if viewAll {
+			break // the view indexes the owner itself
+		}
 		if _, err := c.Cache().Table(table).Index(ovsdbsync.OwnerIndex); err != nil {
 			t.Fatalf("%s: no owner index: %v", table, err)
 		}

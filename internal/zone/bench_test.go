@@ -170,7 +170,7 @@ func connectBench(b *testing.B, z *ovntest.Zone, writeOnly bool) client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := ovsdbclient.ConnectNB(ctx, ovsdbclient.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(zone.NBTableNames...),
-		Tables: zone.NBTables, NoMonitor: writeOnly, OwnMonitor: os.Getenv("OVN_UDN_BENCH_MONITOR") != "libovsdb", Views: zone.NBViewTables,
+		Tables: zone.NBTables, NoMonitor: writeOnly, OwnMonitor: os.Getenv("OVN_UDN_BENCH_MONITOR") != "libovsdb", Views: zone.NBTableNames,
 		OwnTransact: os.Getenv("OVN_UDN_BENCH_TRANSACT") != "libovsdb"})
 	if err != nil {
 		b.Fatal(err)

@@ -42,6 +42,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -64,16 +65,13 @@ var NBTables = []model.Model{
 }
 
 // NBTableNames are the names of NBTables (for client indexes and monitors).
+// The zone's Northbound client holds all of them in its own monitor's view
+// (ovsdb.ClientOptions.Views) instead of libovsdb's cache: rows read
+// without a copy, stored once.
 var NBTableNames = []string{
 	nbdb.BFDTable, nbdb.AddressSetTable, nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.ACLTable,
 	nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable, nbdb.PortGroupTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable,
 }
-
-// NBViewTables are the tables whose set columns NewSyncer shares: the zone's
-// Northbound client keeps a view of them (ovsdb.ClientOptions.Views), so a
-// pod's plan reads its switch and port group without copying their 10,000
-// ports.
-var NBViewTables = []string{nbdb.LogicalSwitchTable, nbdb.PortGroupTable, nbdb.LogicalRouterTable, nbdb.LoadBalancerGroupTable}
 
 // NewSyncer returns the Syncer of a zone's Northbound over nb: NBTables, with
 // the set columns other owners contribute to declared shared (services put
@@ -392,8 +390,8 @@ func (r *Reconciler) sharedBFD(ctx context.Context, local nodeinfo.Info) (map[ne
 	for i, u := range local.Gateway.Uplinks() {
 		ports[def.UplinkExternalPort(local.Name, i, u.PhysicalNetwork)] = true
 	}
-	var rows []nbdb.BFD
-	if err := r.NB.WhereCache(func(b *nbdb.BFD) bool { return ports[b.LogicalPort] }).List(ctx, &rows); err != nil {
+	rows, err := ovsdb.List(ctx, r.NB, func(b *nbdb.BFD) bool { return ports[b.LogicalPort] })
+	if err != nil {
 		return nil, err
 	}
 	out := map[netip.Addr]string{}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -116,8 +117,8 @@ func (r *Reconciler) observeNetworkReady(ctx context.Context, network string) {
 // podPortsByNetwork counts the pod ports in the zone's Northbound cache by
 // network (ovn_udn_pods).
 func (r *Reconciler) podPortsByNetwork() (map[string]int, error) {
-	var ports []nbdb.LogicalSwitchPort
-	if err := r.NB.WhereCache(func(p *nbdb.LogicalSwitchPort) bool { return p.ExternalIDs[PodKey] != "" }).List(context.Background(), &ports); err != nil {
+	ports, err := ovsdb.List(context.Background(), r.NB, func(p *nbdb.LogicalSwitchPort) bool { return p.ExternalIDs[PodKey] != "" })
+	if err != nil {
 		return nil, err
 	}
 	out := map[string]int{}

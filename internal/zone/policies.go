@@ -24,6 +24,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -128,7 +129,7 @@ func (w *portWaiters) ready(exists func(port string) bool) []string {
 // inserted.
 func (r *Reconciler) wakeWaiters(ctx context.Context) {
 	for _, k := range r.waiters.ready(func(port string) bool {
-		return r.NB.Get(ctx, &nbdb.LogicalSwitchPort{Name: port}) == nil
+		return ovsdb.Get(ctx, r.NB, &nbdb.LogicalSwitchPort{Name: port}) == nil
 	}) {
 		select {
 		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k)}}:
@@ -250,7 +251,7 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 		keep := map[string]bool{}
 		if r.NB != nil {
 			for _, dir := range []string{"Ingress", "Egress"} {
-				if r.NB.Get(ctx, &nbdb.PortGroup{Name: netpol.DenyPortGroupName(net.network.Name, namespace, dir)}) == nil {
+				if ovsdb.Get(ctx, r.NB, &nbdb.PortGroup{Name: netpol.DenyPortGroupName(net.network.Name, namespace, dir)}) == nil {
 					keep[dir] = true
 				}
 			}
@@ -300,7 +301,7 @@ func (r *Reconciler) policyPods(ctx context.Context, namespace string, local nod
 			continue
 		}
 		lsp := &nbdb.LogicalSwitchPort{Name: name}
-		switch err := r.NB.Get(ctx, lsp); {
+		switch err := ovsdb.Get(ctx, r.NB, lsp); {
 		case errors.Is(err, libovsdbclient.ErrNotFound):
 			waiting = append(waiting, name)
 		case err != nil:
