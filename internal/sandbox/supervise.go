@@ -106,8 +106,11 @@ type component struct {
 	metrics  string
 	p        *proc.Process
 	restarts int
-	started  time.Time
-	next     time.Time // no restart before
+	// quickExits counts its exits in a row within crashLoopWindow of its
+	// start (restartDelay).
+	quickExits int
+	started    time.Time
+	next       time.Time // no restart before
 }
 
 // Supervise runs a sandbox until ctx ends, then stops it and removes its
@@ -429,14 +432,8 @@ func (s *supervisor) watch(ctx context.Context) {
 				continue
 			}
 			s.log.Printf("%s exited; restarting it. %v", c.name, c.p.ExitError())
-			// Back off from a process that keeps crashing: 1 s, 2 s, ... 30 s,
-			// unless it had been running for a minute.
-			backoff := time.Second << min(c.restarts, 5)
-			if now.Sub(c.started) > time.Minute {
-				backoff = time.Second
-			}
 			c.restarts++
-			c.next = now.Add(min(backoff, 30*time.Second))
+			c.next = now.Add(restartDelay(&c.quickExits, now.Sub(c.started)))
 			if err := s.startComponent(c); err != nil {
 				s.log.Printf("restarting %s: %v", c.name, err)
 			}
@@ -481,15 +478,31 @@ func (s *supervisor) heal(key, node, prefix string, heal func() ([]string, error
 	if len(restarted) == 0 && err == nil {
 		return
 	}
-	if now.Sub(b.last) > time.Minute {
-		b.count = 0
-	}
+	b.next = now.Add(restartDelay(&b.count, now.Sub(b.last)))
 	b.last = now
-	b.next = now.Add(min(time.Second<<min(b.count, 5), 30*time.Second))
-	b.count++
 }
 
-// healBackoff paces the restarts of one zone's or node's processes.
+// crashLoopWindow: a process that exits sooner than this after it was
+// started is crash-looping.
+const crashLoopWindow = 10 * time.Second
+
+// restartDelay is how long to wait before restarting a process that exited
+// after running for ran: 1 s, then, while it keeps exiting within
+// crashLoopWindow, 2 s, 4 s, ... up to 30 s. quick counts its quick exits
+// in a row (updated); one that ran longer starts the count again, so a
+// process killed now and then (the chaos test's kills) is restarted after
+// a second each time.
+func restartDelay(quick *int, ran time.Duration) time.Duration {
+	if ran >= crashLoopWindow {
+		*quick = 0
+	}
+	d := min(time.Second<<min(*quick, 5), 30*time.Second)
+	*quick++
+	return d
+}
+
+// healBackoff paces the restarts of one zone's or node's processes: count
+// is their quick exits in a row, last the last restart (restartDelay).
 type healBackoff struct {
 	count      int
 	last, next time.Time
