@@ -54,6 +54,11 @@ type ClientOptions struct {
 	// without a copy (see View; ovsdbsync reads the rows it contributes
 	// to through it). Without OwnMonitor there is no view.
 	Views []string
+	// Unmonitored are columns the own monitor leaves out of every table it
+	// monitors: the server then sends no update for a change to them alone.
+	// Their fields stay unset in the rows read. Without OwnMonitor every
+	// column is monitored.
+	Unmonitored []string
 	// Indexes are client indexes to maintain in the cache (see
 	// ovsdbsync.Indexes).
 	Indexes map[string][]model.ClientIndex
@@ -219,7 +224,7 @@ func (s *supervised) connectAndMonitor(ctx context.Context) error {
 		return nil
 	}
 	if s.opts.OwnMonitor {
-		m, err := startMonitor(ctx, s.opts.Endpoint, s.Client.Cache(), s.opts.Tables, s.opts.Views)
+		m, err := startMonitor(ctx, s.opts.Endpoint, s.Client.Cache(), s.opts.Tables, s.opts.Views, s.opts.Unmonitored)
 		if err == nil {
 			s.mon.Store(m)
 			return nil

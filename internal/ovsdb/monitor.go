@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -59,8 +60,9 @@ func dialAddress(endpoint string) (network, address string, err error) {
 }
 
 // monitorRequests are the monitor_cond requests for the given tables (all
-// of the database model's when none), every column as libovsdb asks for.
-func monitorRequests(dbModel model.DatabaseModel, tables []model.Model) (map[string]any, error) {
+// of the database model's when none), every column as libovsdb asks for
+// but those unmonitored.
+func monitorRequests(dbModel model.DatabaseModel, tables []model.Model, unmonitored []string) (map[string]any, error) {
 	var names []string
 	if len(tables) == 0 {
 		for name := range dbModel.Types() {
@@ -82,7 +84,9 @@ func monitorRequests(dbModel model.DatabaseModel, tables []model.Model) (map[str
 		}
 		columns := make([]string, 0, len(ts.Columns))
 		for c := range ts.Columns {
-			columns = append(columns, c)
+			if !slices.Contains(unmonitored, c) {
+				columns = append(columns, c)
+			}
 		}
 		requests[name] = map[string]any{"columns": columns}
 	}
@@ -92,13 +96,13 @@ func monitorRequests(dbModel model.DatabaseModel, tables []model.Model) (map[str
 // startMonitor dials endpoint, monitors tables of the database and fills tc
 // from the server's reply before it returns; then it applies each update
 // until it stops.
-func startMonitor(ctx context.Context, endpoint string, tc *cache.TableCache, tables []model.Model, views []string) (*monitor, error) {
+func startMonitor(ctx context.Context, endpoint string, tc *cache.TableCache, tables []model.Model, views, unmonitored []string) (*monitor, error) {
 	network, address, err := dialAddress(endpoint)
 	if err != nil {
 		return nil, err
 	}
 	dbModel := tc.DatabaseModel()
-	requests, err := monitorRequests(dbModel, tables)
+	requests, err := monitorRequests(dbModel, tables, unmonitored)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
 
@@ -188,4 +189,34 @@ func rows(t *testing.T, tc *cache.TableCache) map[string]map[string]model.Model 
 		}
 	}
 	return out
+}
+
+// TestUnmonitoredColumns: columns left out of the own monitor stay unset
+// in the rows it holds while the others follow every change.
+func TestUnmonitoredColumns(t *testing.T) {
+	z := ovntest.StartNB(t, "unmonitored")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, OwnMonitor: true,
+		Views: []string{"Logical_Switch", "Logical_Switch_Port"}, Unmonitored: []string{"up", "tag"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	z.MustNBCtl("ls-add", "sw0", "--", "lsp-add", "sw0", "p0", "--", "set", "logical_switch_port", "p0", "up=true", "tag_request=7")
+	z.MustNBCtl("lsp-set-addresses", "p0", "0a:58:0a:00:00:05 10.0.0.5")
+	err = proc.WaitFor(10*time.Second, 10*time.Millisecond, func() (bool, error) {
+		ports, err := ovsdb.List(ctx, c, func(*nbdb.LogicalSwitchPort) bool { return true })
+		if err != nil || len(ports) != 1 {
+			return false, err
+		}
+		p := ports[0]
+		if p.Up != nil {
+			return false, fmt.Errorf("the unmonitored up column is %v", *p.Up)
+		}
+		return p.TagRequest != nil && *p.TagRequest == 7 && slices.Equal(p.Addresses, []string{"0a:58:0a:00:00:05 10.0.0.5"}), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -57,6 +57,22 @@ const (
 // back into the Northbound): never compared, never written.
 var ignored = map[string]bool{"_uuid": true, "up": true, "dynamic_addresses": true, "status": true, "tag": true}
 
+// OthersColumns are the columns (of any table) that other writers own, which
+// a Syncer never reads: a client monitoring for a Syncer need not monitor
+// them (ovsdb.ClientOptions.Unmonitored), and is then not sent the changes
+// they alone make (northd setting a port up, ovn-controller a BFD
+// session's status).
+func OthersColumns() []string {
+	var out []string
+	for c := range ignored {
+		if c != "_uuid" {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // nameIndexed are tables whose "name" column has no unique schema index but
 // must still be unique for operators and tools (ovn-nbctl, ovn-trace address
 // datapaths by name): a row of the same name is adopted, never duplicated.

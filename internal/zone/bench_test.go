@@ -166,11 +166,21 @@ func benchSyncer(b *testing.B, z *ovntest.Zone) (s *ovsdbsync.Syncer, monitor, w
 	return s, monitor, writer
 }
 
+// unmonitored are the columns the benchmark's monitor leaves out, as the
+// zone's does (OVN_UDN_BENCH_UNMONITORED=none: every column).
+func unmonitored() []string {
+	if os.Getenv("OVN_UDN_BENCH_UNMONITORED") == "none" {
+		return nil
+	}
+	return ovsdbsync.OthersColumns()
+}
+
 func connectBench(b *testing.B, z *ovntest.Zone, writeOnly bool) client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := ovsdbclient.ConnectNB(ctx, ovsdbclient.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(zone.NBTableNames...),
 		Tables: zone.NBTables, NoMonitor: writeOnly, OwnMonitor: os.Getenv("OVN_UDN_BENCH_MONITOR") != "libovsdb", Views: zone.NBTableNames,
+		Unmonitored: unmonitored(),
 		OwnTransact: os.Getenv("OVN_UDN_BENCH_TRANSACT") != "libovsdb"})
 	if err != nil {
 		b.Fatal(err)

@@ -97,7 +97,8 @@ func Connect(ctx context.Context, opts Options, onReconnect func()) (nb, nbWrite
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("zone", opts.Zone)
 	nbOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Log: log.WithValues("database", "nb"), Reconnect: true, OnReconnect: counted("nb"),
-		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables, OwnMonitor: true, Views: NBTableNames}
+		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables, OwnMonitor: true, Views: NBTableNames,
+		Unmonitored: ovsdbsync.OthersColumns()}
 	writerOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, NoMonitor: true, OwnTransact: true}
 	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Log: log.WithValues("database", "sb"), Reconnect: true, OnReconnect: counted("sb"), Tables: sbTables,
 		OwnMonitor: true}
