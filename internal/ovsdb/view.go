@@ -146,7 +146,7 @@ func (v *View) Rows(table string) (rows map[string]model.Model, ok bool) {
 }
 
 // KeyValues returns the values the rows of table have for the indexed
-// external ID key (see Keyed), each once; ok is false if the view does not
+// external ID key (see KeyedAll), each once; ok is false if the view does not
 // hold the table or does not index it by key.
 func (v *View) KeyValues(table, key string) (values []string, ok bool) {
 	vt := v.table(table)
@@ -162,22 +162,38 @@ func (v *View) KeyValues(table, key string) (values []string, ok bool) {
 	return values, true
 }
 
-// Keyed returns the rows of table whose external ID key (the one the
-// cache's client index names) is value, by UUID, as one consistent
-// reading; ok is false if the view does not hold the table or does not
-// index it by key.
-func (v *View) Keyed(table, key, value string) (rows map[string]model.Model, ok bool) {
+// IndexedBy reports whether the view holds table and indexes its rows by
+// the external ID key.
+func (v *View) IndexedBy(table, key string) bool {
 	vt := v.table(table)
-	if vt == nil || vt.extIDs < 0 || vt.key != key {
-		return nil, false
+	return vt != nil && vt.extIDs >= 0 && vt.key == key
+}
+
+// KeyedAll returns the rows whose external ID key (the one the cache's
+// client index names) is value, in every table the view indexes by key, by
+// table and UUID, as one consistent reading (tables without any left out).
+func (v *View) KeyedAll(key, value string) map[string]map[string]model.Model {
+	if v == nil {
+		return nil
 	}
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	rows = make(map[string]model.Model, len(vt.keyed[value]))
-	for u := range vt.keyed[value] {
-		rows[u] = vt.rows[u]
+	var out map[string]map[string]model.Model
+	for name, vt := range v.tables {
+		uuids := vt.keyed[value]
+		if vt.extIDs < 0 || vt.key != key || len(uuids) == 0 {
+			continue
+		}
+		rows := make(map[string]model.Model, len(uuids))
+		for u := range uuids {
+			rows[u] = vt.rows[u]
+		}
+		if out == nil {
+			out = map[string]map[string]model.Model{}
+		}
+		out[name] = rows
 	}
-	return rows, true
+	return out
 }
 
 // set records a row (nil: deleted). Callers hold v.mu.

@@ -520,16 +520,9 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 	}
 
 	// Rows the owner holds now, by table and ID.
-	held := map[*table]map[string]existing{}
-	for _, t := range s.order {
-		if t.extIDs < 0 {
-			continue
-		}
-		h, err := s.held(t, owner)
-		if err != nil {
-			return nil, err
-		}
-		held[t] = h
+	held, err := s.held(owner)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.heldByReference(held); err != nil {
 		return nil, err

@@ -57,34 +57,44 @@ func (r rows) all(t *table) map[string]model.Model {
 	return r.c.Table(t.name).RowsShallow()
 }
 
-// held returns the rows of table t that the owner holds, by ID.
-func (s *Syncer) held(t *table, owner string) (map[string]existing, error) {
+// held returns the rows the owner holds in the tables with external IDs,
+// by table and ID: those of the tables the view indexes by owner in one
+// reading of it, the others from libovsdb's cache.
+func (s *Syncer) held(owner string) (map[*table]map[string]existing, error) {
 	r, err := s.rows()
 	if err != nil {
 		return nil, err
 	}
-	found, viewed := r.v.Keyed(t.name, OwnerKey, owner)
-	if !viewed {
-		probe := reflect.New(t.typ)
-		probe.Elem().Field(t.extIDs).Set(reflect.ValueOf(map[string]string{OwnerKey: owner}))
-		if found, err = r.c.Table(t.name).RowsByModels([]model.Model{probe.Interface().(model.Model)}); err != nil {
-			return nil, fmt.Errorf("ovsdbsync: looking up %s rows of %s: %w", t.name, owner, err)
+	viewed := r.v.KeyedAll(OwnerKey, owner)
+	held := make(map[*table]map[string]existing, len(s.order))
+	for _, t := range s.order {
+		if t.extIDs < 0 {
+			continue
 		}
+		found := viewed[t.name]
+		if !r.v.IndexedBy(t.name, OwnerKey) {
+			probe := reflect.New(t.typ)
+			probe.Elem().Field(t.extIDs).Set(reflect.ValueOf(map[string]string{OwnerKey: owner}))
+			if found, err = r.c.Table(t.name).RowsByModels([]model.Model{probe.Interface().(model.Model)}); err != nil {
+				return nil, fmt.Errorf("ovsdbsync: looking up %s rows of %s: %w", t.name, owner, err)
+			}
+		}
+		out := make(map[string]existing, len(found))
+		for u, m := range found {
+			v := reflect.ValueOf(m)
+			ext := v.Elem().Field(t.extIDs).Interface().(map[string]string)
+			if ext[OwnerKey] != owner {
+				continue // RowsByModels may also match on schema indexes
+			}
+			id := ext[IDKey]
+			if id == "" {
+				id = "legacy:" + u // held without an ID: stale
+			}
+			out[id] = existing{uuid: u, row: v}
+		}
+		held[t] = out
 	}
-	out := make(map[string]existing, len(found))
-	for u, m := range found {
-		v := reflect.ValueOf(m)
-		ext := v.Elem().Field(t.extIDs).Interface().(map[string]string)
-		if ext[OwnerKey] != owner {
-			continue // RowsByModels may also match on schema indexes
-		}
-		id := ext[IDKey]
-		if id == "" {
-			id = "legacy:" + u // held without an ID: stale
-		}
-		out[id] = existing{uuid: u, row: v}
-	}
-	return out, nil
+	return held, nil
 }
 
 // byIndex finds a row with the same index values (unique schema indexes,
