@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/config"
@@ -48,6 +49,11 @@ type NodeController struct {
 	// Connects says whether ClusterNetworkConnects are watched (a connect
 	// makes a network used where its peers have pods).
 	Connects bool
+
+	// retries carries the nodes a deleted node's freed slices are for to
+	// the controller's queue (retry), once it is set up with a manager;
+	// without one they are synced in place.
+	retries chan event.TypedGenericEvent[*corev1.Node]
 
 	tracker   layer3Tracker
 	mu        sync.Mutex
@@ -104,6 +110,8 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 			b = b.Watches(&v1.ClusterNetworkConnect{}, handler.EnqueueRequestsFromMapFunc(r.allNodes))
 		}
 	}
+	r.retries = make(chan event.TypedGenericEvent[*corev1.Node], 1024)
+	b = b.WatchesRawSource(source.Channel(r.retries, &handler.TypedEnqueueRequestForObject[*corev1.Node]{}))
 	return b.Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
 
@@ -212,20 +220,6 @@ func (r *NodeController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		out.RequeueAfter = res.next
 	}
 	return out, nil
-}
-
-// retry syncs nodes that lacked a slice where a deleted node's were freed
-// (once: what their syncs free waits for their own reconciles).
-func (r *NodeController) retry(ctx context.Context, nodes []string) error {
-	for _, name := range nodes {
-		other := &corev1.Node{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, other); err == nil {
-			if _, err := r.sync(ctx, other); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 // synced is what a node's sync did.

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -87,4 +88,29 @@ func (r *NodeController) nadChanged(ctx context.Context, o, old client.Object, d
 	if changed {
 		r.addAllNodes(ctx, q)
 	}
+}
+
+// retry has the nodes that lacked a slice where a deleted node's were freed
+// reconciled again: queued, so that each gets its own result (its release
+// timer, its retry while incomplete); synced in place without a queue
+// (once: what their syncs free waits for their own reconciles).
+func (r *NodeController) retry(ctx context.Context, nodes []string) error {
+	for _, name := range nodes {
+		other := &corev1.Node{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, other); err != nil {
+			continue // gone too: its own deletion frees what it held
+		}
+		if r.retries != nil {
+			select {
+			case r.retries <- event.TypedGenericEvent[*corev1.Node]{Object: other}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
+		}
+		if _, err := r.sync(ctx, other); err != nil {
+			return err
+		}
+	}
+	return nil
 }
