@@ -112,7 +112,15 @@ func startMonitor(ctx context.Context, endpoint string, tc *cache.TableCache, ta
 		return nil, err
 	}
 	f := newFields(dbModel)
-	m := &monitor{conn: conn, done: make(chan struct{}), fields: f, view: newView(tc, f, views)}
+	// A view holds only tables the monitor follows: one of a table not
+	// monitored would read as empty where libovsdb's cache would say so.
+	var monitored []string
+	for _, t := range views {
+		if requests[t] != nil {
+			monitored = append(monitored, t)
+		}
+	}
+	m := &monitor{conn: conn, done: make(chan struct{}), fields: f, view: newView(tc, f, monitored)}
 	stopOnCancel := context.AfterFunc(ctx, func() { conn.Close() })
 	rd, err := m.initial(dbModel.Schema.Name, requests, tc)
 	if !stopOnCancel() && err == nil {

@@ -220,3 +220,24 @@ func TestUnmonitoredColumns(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestViewOnlyOfMonitoredTables: a view asked for a table the monitor does
+// not follow leaves it to libovsdb (it would read as empty otherwise).
+func TestViewOnlyOfMonitoredTables(t *testing.T) {
+	z := ovntest.StartNB(t, "viewmonitored")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, OwnMonitor: true,
+		Tables: []model.Model{&nbdb.LogicalSwitch{}}, Views: []string{"Logical_Switch", "Logical_Switch_Port"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	v := c.(interface {
+		View(*cache.TableCache) *ovsdb.View
+	}).View(c.Cache())
+	if !v.Follows("Logical_Switch") || v.Follows("Logical_Switch_Port") {
+		t.Errorf("the view follows Logical_Switch %v (want true) and Logical_Switch_Port %v (want false: not monitored)",
+			v.Follows("Logical_Switch"), v.Follows("Logical_Switch_Port"))
+	}
+}

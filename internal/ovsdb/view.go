@@ -264,29 +264,40 @@ func (v *View) setModels(u *modelUpdates) {
 	}
 }
 
+// viewOf returns the client's cache and its own monitor's view of it (nil
+// when it keeps none), or an error while it has no cache (reconnecting).
+func viewOf(c client.Client) (*cache.TableCache, *View, error) {
+	tc := c.Cache()
+	if tc == nil {
+		return nil, nil, errors.New("not connected to the database")
+	}
+	if v, ok := c.(interface{ View(*cache.TableCache) *View }); ok {
+		return tc, v.View(tc), nil
+	}
+	return tc, nil, nil
+}
+
 // List returns the rows of T's table that match pred: from the client's
 // view when it holds the table (the shared models: read only), from its
 // libovsdb cache otherwise (copies). T is a model pointer, e.g.
 // *nbdb.BFD.
 func List[T model.Model](ctx context.Context, c client.Client, pred func(T) bool) ([]T, error) {
-	tc := c.Cache()
-	if tc == nil {
-		return nil, errors.New("not connected to the database")
+	tc, view, err := viewOf(c)
+	if err != nil {
+		return nil, err
 	}
 	table := tc.DatabaseModel().FindTable(reflect.TypeFor[T]())
 	if table == "" {
 		return nil, fmt.Errorf("%v is not a model of %s", reflect.TypeFor[T](), tc.DatabaseModel().Schema.Name)
 	}
 	var out []T
-	if v, ok := c.(interface{ View(*cache.TableCache) *View }); ok {
-		if rows, viewed := v.View(tc).Rows(table); viewed {
-			for _, m := range rows {
-				if t := m.(T); pred(t) {
-					out = append(out, t)
-				}
+	if rows, viewed := view.Rows(table); viewed {
+		for _, m := range rows {
+			if t := m.(T); pred(t) {
+				out = append(out, t)
 			}
-			return out, nil
 		}
+		return out, nil
 	}
 	if err := c.WhereCache(pred).List(ctx, &out); err != nil {
 		return nil, err
@@ -299,14 +310,9 @@ func List[T model.Model](ctx context.Context, c client.Client, pred func(T) bool
 // none): from the client's view when it holds the table (m then shares the
 // row's sets and maps: read only), from its libovsdb cache otherwise.
 func Get(ctx context.Context, c client.Client, m model.Model) error {
-	tc := c.Cache()
-	if tc == nil {
-		return errors.New("not connected to the database")
-	}
-	v, _ := c.(interface{ View(*cache.TableCache) *View })
-	var view *View
-	if v != nil {
-		view = v.View(tc)
+	tc, view, err := viewOf(c)
+	if err != nil {
+		return err
 	}
 	table := tc.DatabaseModel().FindTable(reflect.TypeOf(m))
 	if !view.Follows(table) {

@@ -354,7 +354,7 @@ func (s *Syncer) contributed(owner string, held map[*table]map[string]existing, 
 		}
 		rv, ok := rowOf[k.row]
 		if !ok {
-			r := rows{c: tc, v: s.view(tc)}.row(k.t, k.row) // read only
+			r := s.rowsOf(tc).row(k.t, k.row) // read only
 			if r == nil {
 				continue
 			}
@@ -463,7 +463,7 @@ func (m *contribMemory) remembered() int {
 // indexContributions scans every shared column once for members that
 // refer to rows of another owner than the row holding them.
 func (s *Syncer) indexContributions(tc *cache.TableCache) map[string][]memberKey {
-	rs := rows{c: tc, v: s.view(tc)}
+	rs := s.rowsOf(tc)
 	ownerOf := map[string]map[string]string{} // table -> UUID -> owner
 	owners := func(t *table) map[string]string {
 		if m, ok := ownerOf[t.name]; ok {

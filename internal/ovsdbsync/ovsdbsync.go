@@ -1,7 +1,8 @@
 // Package ovsdbsync makes the rows an owner holds in an OVSDB database equal to
 // a desired set, in one transaction: plan (diff desired rows against the
-// libovsdb cache), then apply (transact, and wait until the cache shows the
-// result, so the next plan never works from a stale view).
+// rows the client last saw: its own monitor's view, or its libovsdb cache;
+// rows.go), then apply (transact, and wait until the client shows the
+// result, so the next plan never works from stale rows).
 //
 // Desired rows are libovsdb models whose UUID field holds a stable ID chosen by
 // the caller (e.g. "lsp:stor-net_node1"), and whose reference columns hold IDs

@@ -29,8 +29,11 @@ func (s *Syncer) rows() (rows, error) {
 	if err != nil {
 		return rows{}, err
 	}
-	return rows{c: c, v: s.view(c)}, nil
+	return s.rowsOf(c), nil
 }
+
+// rowsOf is the reader of the cache c and the client's view of it.
+func (s *Syncer) rowsOf(c *cache.TableCache) rows { return rows{c: c, v: s.view(c)} }
 
 // row returns the row u of table t, nil if there is none.
 func (r rows) row(t *table, u string) model.Model {
