@@ -484,14 +484,16 @@ func TestSubnetExhaustion(t *testing.T) {
 	if !hasEvent(t, c, lacking, "NodeSubnetExhausted") {
 		t.Errorf("no NodeSubnetExhausted event on node %s", lacking)
 	}
-	// Free a slice: the lacking node gets it, the condition recovers.
+	// Free a slice: the lacking node gets it, the condition recovers. The
+	// deleted node's reconcile queues the lacking node at once: well
+	// within its own next try, a minute after its last.
 	for _, n := range nodes {
 		if n != lacking {
 			f.deleteNode(n)
 			break
 		}
 	}
-	cmtest.Eventually(t, time.Minute, func() error {
+	cmtest.Eventually(t, 20*time.Second, func() error {
 		s, err := observe(t, c)
 		if err != nil {
 			return err

@@ -98,7 +98,10 @@ func (r *NodeController) retry(ctx context.Context, nodes []string) error {
 	for _, name := range nodes {
 		other := &corev1.Node{}
 		if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, other); err != nil {
-			continue // gone too: its own deletion frees what it held
+			// Gone too (its own deletion frees what it held), or not
+			// readable now: it takes its slice at its own next try,
+			// within a minute.
+			continue
 		}
 		if r.retries != nil {
 			select {
