@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"reflect"
 	"sort"
 	"strconv"
@@ -28,6 +29,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
@@ -41,6 +43,8 @@ type rawTxn struct {
 	params []byte
 	// ops is the number of operations (all inserts).
 	ops int
+	// pending are the operations before encoding.
+	pending []any
 }
 
 // rawTable is what the conversion needs to know about a model type.
@@ -129,28 +133,40 @@ func rawTransactions(b *testing.B, nets []topology.Network, infos []nodeinfo.Inf
 	}
 	var txns []rawTxn
 	rows := 0
-	for _, n := range nets {
+	batch := 1
+	if k, err := strconv.Atoi(os.Getenv("OVN_UDN_BENCH_RAW_BATCH")); err == nil && k > 1 {
+		batch = k
+	}
+	for i, n := range nets {
 		res, err := topology.Render(topology.Input{Network: n, Nodes: infos, Zone: "node0", Cluster: cfg})
 		if err != nil {
 			b.Fatal(err)
 		}
-		ops, err := rawInserts(tables, zone.NetworkKey(n.Name), res.Rows)
+		ops, err := rawInserts(tables, zone.NetworkKey(n.Name), res.Rows, "n"+strconv.Itoa(i)+"r")
 		if err != nil {
 			b.Fatalf("network %s: %v", n.Name, err)
 		}
-		params, err := json.Marshal(append([]any{"OVN_Northbound"}, ops...))
+		if i%batch == 0 {
+			txns = append(txns, rawTxn{})
+		}
+		t := &txns[len(txns)-1]
+		t.pending = append(t.pending, ops...)
+		t.ops += len(ops)
+		rows += len(ops)
+	}
+	for i := range txns {
+		params, err := json.Marshal(append([]any{"OVN_Northbound"}, txns[i].pending...))
 		if err != nil {
 			b.Fatal(err)
 		}
-		txns = append(txns, rawTxn{params: params, ops: len(ops)})
-		rows += len(ops)
+		txns[i].params, txns[i].pending = params, nil
 	}
 	return txns, rows
 }
 
 // rawInserts converts one owner's desired rows into insert operations, as
 // plain JSON values.
-func rawInserts(tables map[reflect.Type]*rawTable, owner string, desired []model.Model) ([]any, error) {
+func rawInserts(tables map[reflect.Type]*rawTable, owner string, desired []model.Model, prefix string) ([]any, error) {
 	type row struct {
 		t  *rawTable
 		v  reflect.Value // the struct
@@ -169,7 +185,7 @@ func rawInserts(tables map[reflect.Type]*rawTable, owner string, desired []model
 			return nil, fmt.Errorf("row ID %q is empty or desired twice", id)
 		}
 		rows[i] = row{t: t, v: v.Elem(), id: id}
-		names[id] = "r" + strconv.Itoa(i)
+		names[id] = prefix + strconv.Itoa(i)
 	}
 	// Rows other rows refer to (ovsdbsync leaves out non-root rows nothing
 	// refers to: the server would garbage collect them at commit).
@@ -534,4 +550,54 @@ func totalRows(counts map[string]int) int {
 		n += c
 	}
 	return n
+}
+
+// caughtUpWithin bounds northdCaughtUp.
+var caughtUpWithin = func() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("OVN_UDN_BENCH_CAUGHTUP")); err == nil {
+		return d
+	}
+	return 10 * time.Minute
+}()
+
+// northdCaughtUp waits until the northd beside the NB at endpoint has
+// translated every change committed so far, as `ovn-nbctl --wait=sb sync`
+// does (bump NB_Global's nb_cfg, wait until northd copies it to sb_cfg,
+// which it does once it has translated every earlier change), without
+// loading the whole NB into an IDL as ovn-nbctl does. Raw JSON-RPC,
+// polled every 10 ms for up to 10 minutes.
+func northdCaughtUp(b *testing.B, endpoint string) {
+	b.Helper()
+	cfg := func(txn rawTxn, column string) int64 {
+		var v int64
+		err := rawTransact(endpoint, []rawTxn{txn}, 1, func(_ int, res []*rawResult) error {
+			last := res[txn.ops-1]
+			if len(last.Rows) != 1 {
+				return fmt.Errorf("NB_Global has %d rows", len(last.Rows))
+			}
+			var row map[string]int64
+			if err := json.Unmarshal(last.Rows[0], &row); err != nil {
+				return err
+			}
+			v = row[column]
+			return nil
+		})
+		if err != nil {
+			b.Fatalf("NB_Global %s: %v", column, err)
+		}
+		return v
+	}
+	selectCfg := func(column string) string {
+		return `{"op":"select","table":"NB_Global","where":[],"columns":["` + column + `"]}`
+	}
+	want := cfg(rawTxn{ops: 2, params: []byte(`["OVN_Northbound",` +
+		`{"op":"mutate","table":"NB_Global","where":[],"mutations":[["nb_cfg","+=",1]]},` +
+		selectCfg("nb_cfg") + `]`)}, "nb_cfg")
+	poll := rawTxn{ops: 1, params: []byte(`["OVN_Northbound",` + selectCfg("sb_cfg") + `]`)}
+	err := proc.WaitFor(caughtUpWithin, 10*time.Millisecond, func() (bool, error) {
+		return cfg(poll, "sb_cfg") >= want, nil
+	})
+	if err != nil {
+		b.Fatalf("northd never caught up with nb_cfg %d: %v", want, err)
+	}
 }
