@@ -219,7 +219,9 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	untilTranslated := os.Getenv("OVN_UDN_BENCH_TRANSLATED") == "1"
 	var translated time.Duration
 	if untilTranslated {
-		northdCaughtUp(b, z.NB)
+		if err := z.Sync(translatedWithin); err != nil {
+			b.Fatalf("the controller's zone: %v", err)
+		}
 		translated = time.Since(start)
 		b.ReportMetric(translated.Seconds(), "s/converge-translated")
 		b.ReportMetric(cpuSeconds(pid("northd"))-northdCPU0, "s-cpu-northd-translated")
@@ -272,7 +274,9 @@ func benchConverge(b *testing.B, networks, nodes int) {
 		}
 		took, cpu := rawFloor(b, zr, raw)
 		if f.northd && untilTranslated {
-			northdCaughtUp(b, zr.NB)
+			if err := zr.Sync(translatedWithin); err != nil {
+				b.Fatalf("%s: %v", f.name, err)
+			}
 			all := time.Since(floorStart)
 			b.ReportMetric(all.Seconds(), "s/"+f.name+"-translated")
 			b.ReportMetric(cpuSeconds(strconv.Itoa(zr.Processes()["northd"].PID()))-northd0, "s-cpu-northd-"+f.name+"-translated")

@@ -29,7 +29,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
-	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
@@ -43,8 +42,6 @@ type rawTxn struct {
 	params []byte
 	// ops is the number of operations (all inserts).
 	ops int
-	// pending are the operations before encoding.
-	pending []any
 }
 
 // rawTable is what the conversion needs to know about a model type.
@@ -114,7 +111,7 @@ func isRef(b *ovsdb.BaseType) bool {
 
 // rawTransactions renders every network as the controller does (same
 // renderer, same inputs) and encodes each network's rows as one transaction
-// of inserts, the way ovsdbsync would insert them into an empty database:
+// of inserts (OVN_UDN_BENCH_RAW_BATCH=K: K networks per transaction), the way ovsdbsync would insert them into an empty database:
 // the same columns (libovsdb leaves out columns at their Go zero value except
 // booleans, and so does this), the same order (referenced tables first), the
 // same rows (a non-root row no other row refers to is not written), and the
@@ -123,20 +120,21 @@ func isRef(b *ovsdb.BaseType) bool {
 // (ovsdbsync.IDKey), so the floor writes the same data as the
 // controller (checked while developing: equal to ovsdbsync's inserts, row by
 // row, up to named-UUID spelling). References, which hold row IDs in the models
-// ("lsp:..."), become ["named-uuid", "rN"] (N the row's index in its
-// network). It returns the transactions and the number of rows.
+// ("lsp:..."), become ["named-uuid", "nIrJ"] (J the row's index in network
+// I, unique in a transaction of several networks). It returns the transactions and the number of rows.
 func rawTransactions(b *testing.B, nets []topology.Network, infos []nodeinfo.Info, cfg config.Cluster) ([]rawTxn, int) {
 	b.Helper()
 	tables, err := rawTables()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var txns []rawTxn
-	rows := 0
+	// One network per transaction, or OVN_UDN_BENCH_RAW_BATCH networks.
 	batch := 1
 	if k, err := strconv.Atoi(os.Getenv("OVN_UDN_BENCH_RAW_BATCH")); err == nil && k > 1 {
 		batch = k
 	}
+	var batches [][]any
+	rows := 0
 	for i, n := range nets {
 		res, err := topology.Render(topology.Input{Network: n, Nodes: infos, Zone: "node0", Cluster: cfg})
 		if err != nil {
@@ -147,25 +145,24 @@ func rawTransactions(b *testing.B, nets []topology.Network, infos []nodeinfo.Inf
 			b.Fatalf("network %s: %v", n.Name, err)
 		}
 		if i%batch == 0 {
-			txns = append(txns, rawTxn{})
+			batches = append(batches, []any{"OVN_Northbound"})
 		}
-		t := &txns[len(txns)-1]
-		t.pending = append(t.pending, ops...)
-		t.ops += len(ops)
+		batches[len(batches)-1] = append(batches[len(batches)-1], ops...)
 		rows += len(ops)
 	}
-	for i := range txns {
-		params, err := json.Marshal(append([]any{"OVN_Northbound"}, txns[i].pending...))
+	txns := make([]rawTxn, len(batches))
+	for i, ops := range batches {
+		params, err := json.Marshal(ops)
 		if err != nil {
 			b.Fatal(err)
 		}
-		txns[i].params, txns[i].pending = params, nil
+		txns[i] = rawTxn{params: params, ops: len(ops) - 1}
 	}
 	return txns, rows
 }
 
 // rawInserts converts one owner's desired rows into insert operations, as
-// plain JSON values.
+// plain JSON values, naming row i prefix+i.
 func rawInserts(tables map[reflect.Type]*rawTable, owner string, desired []model.Model, prefix string) ([]any, error) {
 	type row struct {
 		t  *rawTable
@@ -552,52 +549,11 @@ func totalRows(counts map[string]int) int {
 	return n
 }
 
-// caughtUpWithin bounds northdCaughtUp.
-var caughtUpWithin = func() time.Duration {
+// translatedWithin bounds the wait for northd in the until-translated
+// timings (OVN_UDN_BENCH_CAUGHTUP, default 10 minutes).
+var translatedWithin = func() time.Duration {
 	if d, err := time.ParseDuration(os.Getenv("OVN_UDN_BENCH_CAUGHTUP")); err == nil {
 		return d
 	}
 	return 10 * time.Minute
 }()
-
-// northdCaughtUp waits until the northd beside the NB at endpoint has
-// translated every change committed so far, as `ovn-nbctl --wait=sb sync`
-// does (bump NB_Global's nb_cfg, wait until northd copies it to sb_cfg,
-// which it does once it has translated every earlier change), without
-// loading the whole NB into an IDL as ovn-nbctl does. Raw JSON-RPC,
-// polled every 10 ms for up to 10 minutes.
-func northdCaughtUp(b *testing.B, endpoint string) {
-	b.Helper()
-	cfg := func(txn rawTxn, column string) int64 {
-		var v int64
-		err := rawTransact(endpoint, []rawTxn{txn}, 1, func(_ int, res []*rawResult) error {
-			last := res[txn.ops-1]
-			if len(last.Rows) != 1 {
-				return fmt.Errorf("NB_Global has %d rows", len(last.Rows))
-			}
-			var row map[string]int64
-			if err := json.Unmarshal(last.Rows[0], &row); err != nil {
-				return err
-			}
-			v = row[column]
-			return nil
-		})
-		if err != nil {
-			b.Fatalf("NB_Global %s: %v", column, err)
-		}
-		return v
-	}
-	selectCfg := func(column string) string {
-		return `{"op":"select","table":"NB_Global","where":[],"columns":["` + column + `"]}`
-	}
-	want := cfg(rawTxn{ops: 2, params: []byte(`["OVN_Northbound",` +
-		`{"op":"mutate","table":"NB_Global","where":[],"mutations":[["nb_cfg","+=",1]]},` +
-		selectCfg("nb_cfg") + `]`)}, "nb_cfg")
-	poll := rawTxn{ops: 1, params: []byte(`["OVN_Northbound",` + selectCfg("sb_cfg") + `]`)}
-	err := proc.WaitFor(caughtUpWithin, 10*time.Millisecond, func() (bool, error) {
-		return cfg(poll, "sb_cfg") >= want, nil
-	})
-	if err != nil {
-		b.Fatalf("northd never caught up with nb_cfg %d: %v", want, err)
-	}
-}
