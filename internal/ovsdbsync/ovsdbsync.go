@@ -462,6 +462,8 @@ type Plan struct {
 	contribs []Contribution
 	// contribOps are the indexes in Ops of the contributions' mutations.
 	contribOps []int
+	// part is the part of the owner's rows planned (PlanPart), nil for all.
+	part *Part
 	// deleted are the UUIDs the plan deletes, by table.
 	deleted map[string][]string
 }
@@ -470,7 +472,11 @@ type Plan struct {
 func (p *Plan) Empty() bool { return len(p.Ops) == 0 }
 
 func (p *Plan) String() string {
-	out := fmt.Sprintf("owner %s: %d inserted, %d updated, %d deleted", p.Owner, p.Inserted, p.Updated, p.Deleted)
+	owner := p.Owner
+	if p.part != nil {
+		owner += " (" + p.part.Key + "=" + p.part.Value + ")"
+	}
+	out := fmt.Sprintf("owner %s: %d inserted, %d updated, %d deleted", owner, p.Inserted, p.Updated, p.Deleted)
 	if p.Added+p.Removed > 0 {
 		out += fmt.Sprintf(", %d members contributed, %d withdrawn", p.Added, p.Removed)
 	}
@@ -486,7 +492,13 @@ type existing struct {
 // Plan diffs desired rows and contributions against the cache. desired is
 // not modified.
 func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribution) (*Plan, error) {
-	p := &Plan{Owner: owner, desired: desired, contribs: contribs}
+	return s.plan(owner, nil, desired, contribs)
+}
+
+// plan is Plan, or PlanPart when part is not nil (contribs are then the
+// part's parents).
+func (s *Syncer) plan(owner string, part *Part, desired []model.Model, contribs []Contribution) (*Plan, error) {
+	p := &Plan{Owner: owner, desired: desired, contribs: contribs, part: part}
 	rows := make([]reflect.Value, len(desired)) // clones, rewritten below
 	tabs := make([]*table, len(desired))
 	ids := make([]string, len(desired))
@@ -508,6 +520,9 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 		if _, dup := byID[id]; dup {
 			return nil, fmt.Errorf("ovsdbsync: ID %q is desired twice", id)
 		}
+		if part != nil && (t.extIDs < 0 || v.Elem().Field(t.extIDs).Interface().(map[string]string)[part.Key] != part.Value) {
+			return nil, fmt.Errorf("ovsdbsync: desired %s row %s is not in part %s=%s", t.name, id, part.Key, part.Value)
+		}
 		if t.extIDs >= 0 {
 			cur := v.Elem().Field(t.extIDs).Interface().(map[string]string)
 			ext := make(map[string]string, len(cur)+2)
@@ -525,7 +540,9 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 	if err != nil {
 		return nil, err
 	}
-	if err := s.heldByReference(held); err != nil {
+	if part != nil {
+		part.only(held)
+	} else if err := s.heldByReference(held); err != nil {
 		return nil, err
 	}
 
@@ -607,6 +624,10 @@ func (s *Syncer) Plan(owner string, desired []model.Model, contribs ...Contribut
 	}
 	var contributed []ovsdb.Operation
 	switch {
+	case part != nil:
+		if contributed, err = s.memberships(p, targets, held, uuidOf); err != nil {
+			return nil, err
+		}
 	case s.contributes(owner):
 		if contributed, err = s.contribute(p, targets, held, uuidOf); err != nil {
 			return nil, err
@@ -948,7 +969,7 @@ var ErrNotConverged = errors.New("the cache did not show the transaction's resul
 // Apply commits a plan in one transaction (none when it is empty) and waits
 // until the cache shows the result.
 func (s *Syncer) Apply(ctx context.Context, p *Plan) (err error) {
-	if len(p.desired) == 0 && len(p.contribs) == 0 {
+	if p.part == nil && len(p.desired) == 0 && len(p.contribs) == 0 {
 		// The owner is going: once its plan is committed it holds nothing,
 		// and where it contributed need not be remembered.
 		defer func() {
@@ -1013,7 +1034,7 @@ func (s *Syncer) Apply(ctx context.Context, p *Plan) (err error) {
 		return nil
 	}
 	for {
-		again, err := s.Plan(p.Owner, p.desired, p.contribs...)
+		again, err := s.plan(p.Owner, p.part, p.desired, p.contribs)
 		if err != nil {
 			return err
 		}

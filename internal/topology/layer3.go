@@ -202,41 +202,14 @@ func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	// The transit switch: this zone's router port, and a remote port for every
 	// other node, whose subnets are routed to it.
 	ts := n.TransitSwitch()
-	transitIP := func(node nodeinfo.Info) []netip.Prefix {
-		var out []netip.Prefix
-		for _, t := range n.Transit {
-			ip, err := allocator.TransitSwitchIP(t, node.ID)
-			if err == nil {
-				out = append(out, ip)
-			}
-		}
-		return out
-	}
 	rtots := routerToTransitSwitch(n, local.Name)
-	crPorts = append(crPorts, b.routerPort(rtots, local.Name, transitIP(local), nil))
+	crPorts = append(crPorts, b.routerPort(rtots, local.Name, transitIPs(n, local.ID), nil))
 	tsPorts := []string{b.routerTypePort(transitSwitchToRouter(n, local.Name), rtots, local.Name,
 		map[string]string{"requested-tnl-key": strconv.Itoa(local.ID)})}
 	for _, r := range remotes {
-		rt := transitIP(r)
-		port := transitSwitchToRouter(n, r.Name)
-		b.add(&nbdb.LogicalSwitchPort{UUID: lspID(port), Name: port, Type: "remote",
-			Addresses:   []string{joinAddrs(PortMAC(rt), PrefixStrings(rt)...)},
-			Options:     map[string]string{"requested-chassis": r.ChassisID, "requested-tnl-key": strconv.Itoa(r.ID)},
-			ExternalIDs: b.ext(r.Name)})
-		tsPorts = append(tsPorts, lspID(port))
-		for _, s := range r.Subnets[n.Name] {
-			if hop, ok := FamilyOf(rt, s.Addr()); ok {
-				crRoutes = append(crRoutes, b.route(cr, "", s, hop.Addr().String(), "", r.Name))
-			}
-		}
-		if n.IsPrimary() {
-			for _, j := range n.Join {
-				grJoin, err := allocator.GatewayJoinIP(j, r.ID)
-				if hop, ok := FamilyOf(rt, j.Addr()); ok && err == nil {
-					crRoutes = append(crRoutes, b.route(cr, "", hostPrefix(grJoin.Addr()), hop.Addr().String(), "", r.Name))
-				}
-			}
-		}
+		port, routes := b.remoteNode(RemoteOf(n, r))
+		tsPorts = append(tsPorts, port)
+		crRoutes = append(crRoutes, routes...)
 	}
 	b.add(&nbdb.LogicalSwitch{UUID: lsID(ts), Name: ts, Ports: tsPorts, ExternalIDs: b.ext(""),
 		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(allocator.TransitSwitchKey(n.ID)), "interconn-ts": ts}})

@@ -155,7 +155,7 @@ func syncAll(b *testing.B, s *ovsdbsync.Syncer, nets []topology.Network, infos [
 
 // benchSyncer is a zone controller's Syncer on z: a monitoring connection
 // (its cache) and a write-only one, as the controller has.
-func benchSyncer(b *testing.B, z *ovntest.Zone) (s *ovsdbsync.Syncer, monitor, writer client.Client) {
+func benchSyncer(b testing.TB, z *ovntest.Zone) (s *ovsdbsync.Syncer, monitor, writer client.Client) {
 	monitor = connectBench(b, z, false)
 	s, err := zone.NewSyncer(monitor)
 	if err != nil {
@@ -175,7 +175,7 @@ func unmonitored() []string {
 	return ovsdbsync.OthersColumns()
 }
 
-func connectBench(b *testing.B, z *ovntest.Zone, writeOnly bool) client.Client {
+func connectBench(b testing.TB, z *ovntest.Zone, writeOnly bool) client.Client {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := ovsdbclient.ConnectNB(ctx, ovsdbclient.ClientOptions{Endpoint: z.NB, Indexes: ovsdbsync.Indexes(zone.NBTableNames...),

@@ -1,0 +1,121 @@
+package ovsdbsync
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/ovn-org/libovsdb/model"
+	"github.com/ovn-org/libovsdb/ovsdb"
+)
+
+// Part is a slice of one owner's rows that can be planned without the rest:
+// the rows tagged external_ids:Key=Value (a network's rows for one remote
+// node), and their membership in set columns of the owner's other rows
+// (the network's transit switch's ports, its cluster router's routes).
+//
+// A part's plan leaves every other row of the owner alone, so planning the
+// owner whole afterwards finds nothing to do when the part's rows are what
+// the whole would have given them. That is the caller's promise: the part's
+// desired rows are exactly the whole's rows with the tag, and its Parents
+// name every row of the owner that refers to them.
+type Part struct {
+	// Key and Value are the external ID that tags the part's rows.
+	Key, Value string
+	// Parents are the owner's rows whose set columns list the part's rows:
+	// Target (with its index set) and Column (declared with Share) as for a
+	// Contribution, Members the IDs of the part's desired rows the column
+	// lists (none: the part's rows leave it). Members of the column that
+	// are not the part's rows are kept.
+	Parents []Contribution
+}
+
+// PlanPart diffs an owner's part against the cache: the part's rows are
+// inserted, updated and deleted as Plan would, the Parents' columns gain
+// and lose the part's members by mutation, and nothing else is read or
+// written. A parent that does not exist is listed in Plan.Missing (plan
+// the owner whole instead); one held by another owner is an error.
+func (s *Syncer) PlanPart(owner string, part Part, desired []model.Model) (*Plan, error) {
+	return s.plan(owner, &part, desired, part.Parents)
+}
+
+// SyncPart plans a part and applies it in one step.
+func (s *Syncer) SyncPart(ctx context.Context, owner string, part Part, desired []model.Model) (*Plan, error) {
+	p, err := s.PlanPart(owner, part, desired)
+	if err != nil {
+		return nil, err
+	}
+	return p, s.Apply(ctx, p)
+}
+
+// only keeps of held the part's rows.
+func (part *Part) only(held map[*table]map[string]existing) {
+	for t, h := range held {
+		if t.extIDs < 0 {
+			delete(held, t)
+			continue
+		}
+		for id, e := range h {
+			if e.row.Elem().Field(t.extIDs).Interface().(map[string]string)[part.Key] != part.Value {
+				delete(h, id)
+			}
+		}
+	}
+}
+
+// memberships returns the mutations that make the part's members of its
+// parents' columns those the plan's parents list: members that are the
+// part's desired rows are inserted, members that are rows the part holds
+// and does not list are deleted.
+func (s *Syncer) memberships(p *Plan, targets []target, held map[*table]map[string]existing, uuidOf map[string]string) ([]ovsdb.Operation, error) {
+	var ops []ovsdb.Operation
+	for i, cb := range p.contribs {
+		tg := targets[i]
+		if tg.row == nil {
+			p.Missing = append(p.Missing, fmt.Sprintf("%s %s", tg.t.name, indexString(tg.t, reflect.ValueOf(cb.Target))))
+			continue
+		}
+		if o := tg.row.row.Elem().Field(tg.t.extIDs).Interface().(map[string]string)[OwnerKey]; o != p.Owner {
+			return nil, fmt.Errorf("ovsdbsync: part %s=%s of %s: parent %s %s is held by %q", p.part.Key, p.part.Value, p.Owner,
+				tg.t.name, indexString(tg.t, reflect.ValueOf(cb.Target)), o)
+		}
+		want := make(map[string]bool, len(cb.Members))
+		for _, id := range cb.Members {
+			u, ok := uuidOf[id]
+			if !ok {
+				return nil, fmt.Errorf("ovsdbsync: part %s=%s of %s: parent %s.%s lists %q, which is not desired", p.part.Key, p.part.Value, p.Owner, tg.t.name, cb.Column, id)
+			}
+			want[u] = true
+		}
+		mine := map[string]bool{}
+		for _, e := range held[s.byName[tg.col.refTable]] {
+			mine[e.uuid] = true
+		}
+		cur := tg.row.row.Elem().Field(tg.col.index)
+		have := map[string]bool{}
+		for j := 0; j < cur.Len(); j++ {
+			have[cur.Index(j).String()] = true
+		}
+		var add, del []string
+		for u := range want {
+			if !have[u] {
+				add = append(add, u)
+			}
+		}
+		for u := range have {
+			if mine[u] && !want[u] {
+				del = append(del, u)
+			}
+		}
+		if len(add)+len(del) == 0 {
+			continue
+		}
+		sort.Strings(add)
+		sort.Strings(del)
+		ops = append(ops, memberMutation(memberKey{t: tg.t, col: tg.col, row: tg.row.uuid}, del, add))
+		p.Added += len(add)
+		p.Removed += len(del)
+	}
+	return ops, nil
+}

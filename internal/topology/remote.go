@@ -1,0 +1,139 @@
+package topology
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+)
+
+// Remote is all a zone's rendering of a Layer3 network reads of a remote
+// node (one of another zone) ready for it: the node's rows (its port on the
+// transit switch, the cluster router's routes to its subnets and to its
+// gateway router) follow from it and the network alone. Two nodes with the
+// same Remote render the same rows, so a zone can tell which nodes' rows a
+// Node's change alters without rendering the network (RenderRemote).
+type Remote struct {
+	Name      string
+	Zone      string
+	ID        int
+	ChassisID string
+	// Subnets is the node's slice of the network.
+	Subnets []netip.Prefix
+}
+
+// RemoteOf returns what network n's rendering reads of node.
+func RemoteOf(n Network, node nodeinfo.Info) Remote {
+	return Remote{Name: node.Name, Zone: node.Zone, ID: node.ID, ChassisID: node.ChassisID, Subnets: node.Subnets[n.Name]}
+}
+
+// HasRemoteParts reports whether network n's rows for each remote node can
+// be rendered and planned apart from the rest (RenderRemote): Layer3
+// networks, whose remote nodes are a port and routes each. A Layer2
+// network's remote nodes are its remote pods' ports, which pods own.
+func HasRemoteParts(n Network) bool { return n.Topology == netconf.TopologyLayer3 }
+
+// Membership lists rows of a part in a set column of another row of the
+// same rendering: Parent is a model with its index set (the name), Column
+// the column's OVSDB name, Members the IDs of the part's rows it lists.
+type Membership struct {
+	Parent  model.Model
+	Column  string
+	Members []string
+}
+
+// RemotePart is the part of a network's rendering in a zone that one
+// remote node makes: its rows (tagged NodeKey=node), where they are listed
+// (the transit switch's ports, the cluster router's routes, listed even
+// when the node has no rows so that rows it had leave them), and the node
+// when it is left out for a problem.
+type RemotePart struct {
+	Rows    []model.Model
+	Parents []Membership
+	Skipped []Problem
+}
+
+// RenderRemote returns the part of Render(in)'s rows that the remote node
+// named node makes, for a network with remote parts (HasRemoteParts): the
+// rows of Render(in) tagged NodeKey=node, exactly. A node that is not in
+// in.Nodes, not active or not ready has no rows. It fails for the zone's
+// own node, for which the network must be rendered whole, and when Render
+// would render nothing (the zone's node not active or not ready).
+func RenderRemote(in Input, node string) (RemotePart, error) {
+	n := in.Network
+	if !HasRemoteParts(n) {
+		return RemotePart{}, fmt.Errorf("network %s: a %s network has no remote parts", n.Name, n.Topology)
+	}
+	local, remotes, skipped, err := split(n, in.Nodes, in.Zone, in.Active)
+	if err != nil {
+		return RemotePart{}, err // errInactive among them: the whole renders nothing
+	}
+	if local.Name == node {
+		return RemotePart{}, fmt.Errorf("network %s: node %s is the zone's own", n.Name, node)
+	}
+	b := &builder{n: n}
+	var ports, routes []string
+	for _, r := range remotes {
+		if r.Name == node {
+			port, rs := b.remoteNode(RemoteOf(n, r))
+			ports, routes = []string{port}, rs
+		}
+	}
+	part := RemotePart{Rows: b.rows, Parents: []Membership{
+		{Parent: &nbdb.LogicalSwitch{Name: n.TransitSwitch()}, Column: "ports", Members: ports},
+		{Parent: &nbdb.LogicalRouter{Name: n.ClusterRouter()}, Column: "static_routes", Members: routes},
+	}}
+	SortRows(part.Rows)
+	for _, p := range skipped {
+		if p.Node == node {
+			part.Skipped = append(part.Skipped, p)
+		}
+	}
+	return part, nil
+}
+
+// remoteNode adds a remote node's rows of a Layer3 network (its port on the
+// transit switch, the cluster router's routes to its subnets and, for a
+// primary network, to its gateway router's join address) and returns the
+// port's ID and the routes' IDs. It reads nothing of the node but r.
+func (b *builder) remoteNode(r Remote) (port string, routes []string) {
+	n := b.n
+	cr := n.ClusterRouter()
+	rt := transitIPs(n, r.ID)
+	name := transitSwitchToRouter(n, r.Name)
+	b.add(&nbdb.LogicalSwitchPort{UUID: lspID(name), Name: name, Type: "remote",
+		Addresses:   []string{joinAddrs(PortMAC(rt), PrefixStrings(rt)...)},
+		Options:     map[string]string{"requested-chassis": r.ChassisID, "requested-tnl-key": strconv.Itoa(r.ID)},
+		ExternalIDs: b.ext(r.Name)})
+	for _, s := range r.Subnets {
+		if hop, ok := FamilyOf(rt, s.Addr()); ok {
+			routes = append(routes, b.route(cr, "", s, hop.Addr().String(), "", r.Name))
+		}
+	}
+	if n.IsPrimary() {
+		for _, j := range n.Join {
+			grJoin, err := allocator.GatewayJoinIP(j, r.ID)
+			if hop, ok := FamilyOf(rt, j.Addr()); ok && err == nil {
+				routes = append(routes, b.route(cr, "", hostPrefix(grJoin.Addr()), hop.Addr().String(), "", r.Name))
+			}
+		}
+	}
+	return lspID(name), routes
+}
+
+// transitIPs are the transit switch addresses of the node with ID id.
+func transitIPs(n Network, id int) []netip.Prefix {
+	var out []netip.Prefix
+	for _, t := range n.Transit {
+		if ip, err := allocator.TransitSwitchIP(t, id); err == nil {
+			out = append(out, ip)
+		}
+	}
+	return out
+}

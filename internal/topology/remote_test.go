@@ -1,0 +1,148 @@
+package topology
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-udn/ovn-udn/internal/activity"
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+)
+
+// TestRenderRemote checks RenderRemote against Render: a remote node's
+// part is exactly the whole rendering's rows tagged with the node, and its
+// parents list exactly those of them the whole's transit switch and
+// cluster router list.
+func TestRenderRemote(t *testing.T) {
+	cfg := config.Default()
+	node1 := withGateway(node("node1", 2, nodeinfo.Subnets{"ns1.blue": pfx("10.128.1.0/24"), "ns1.green": pfx("10.129.1.0/24", "fd00:129:1::/64"),
+		"default": pfx("10.244.1.0/24")}), "02:42:ac:12:00:02", pfx("172.18.0.2/16"), "172.18.0.1")
+	node2 := node("node2", 3, nodeinfo.Subnets{"ns1.blue": pfx("10.128.2.0/24"), "ns1.green": pfx("10.129.2.0/24", "fd00:129:2::/64"),
+		"default": pfx("10.244.2.0/24")})
+	node3 := node("node3", 4, nil) // no subnets yet
+	node4 := node("node4", 5, nodeinfo.Subnets{"ns1.blue": pfx("10.128.4.0/24"), "ns1.green": pfx("10.129.4.0/24", "fd00:129:4::/64"),
+		"default": pfx("10.244.4.0/24")})
+	nodes := []nodeinfo.Info{node1, node2, node3, node4}
+
+	dual := blue()
+	dual.Name = "ns1.green"
+	dual.Subnets = subnets("10.129.0.0/16/24", "fd00:129::/48/64")
+	dual.Transit = pfx("100.88.0.0/16", "fd97::/64")
+	dual.Join = pfx("100.65.0.0/16", "fd99::/64")
+	secondary := blue()
+	secondary.Role, secondary.Join = netconf.RoleSecondary, nil
+	def := DefaultNetwork(cfg)
+
+	for _, tc := range []struct {
+		name   string
+		net    Network
+		active activity.Nodes
+	}{
+		{"primary", blue(), activity.Everywhere()},
+		{"primary dual-stack", dual, activity.Everywhere()},
+		{"secondary", secondary, activity.Everywhere()},
+		{"default network", def, activity.Everywhere()},
+		{"active on some nodes", blue(), activity.On("node1", "node4")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := Input{Network: tc.net, Nodes: nodes, Zone: "node1", Cluster: cfg, Active: tc.active}
+			whole, err := Render(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"node2", "node3", "node4", "node9"} {
+				part, err := RenderRemote(in, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []model.Model
+				wantIn := map[string][]string{}
+				listed := map[string]bool{}
+				for _, r := range whole.Rows {
+					if ext := extIDs(r); ext[NodeKey] == name {
+						want = append(want, r)
+						listed[rowID(r)] = true
+					}
+				}
+				for _, r := range whole.Rows {
+					switch r := r.(type) {
+					case *nbdb.LogicalSwitch:
+						if r.Name == tc.net.TransitSwitch() {
+							wantIn["ports"] = only(r.Ports, listed)
+						}
+					case *nbdb.LogicalRouter:
+						if r.Name == tc.net.ClusterRouter() {
+							wantIn["static_routes"] = only(r.StaticRoutes, listed)
+						}
+					}
+				}
+				if rendered := tc.active.Has(name) && (name == "node2" || name == "node4"); rendered != (len(want) > 0) {
+					t.Fatalf("%s: the whole has %d rows of it", name, len(want))
+				}
+				if diff := cmp.Diff(want, part.Rows); diff != "" {
+					t.Errorf("%s: rows (-whole's +part's):\n%s", name, diff)
+				}
+				gotIn := map[string][]string{}
+				for _, m := range part.Parents {
+					gotIn[m.Column] = m.Members
+				}
+				if diff := cmp.Diff(wantIn, gotIn, cmp.Transformer("sorted", sortedCopy)); diff != "" {
+					t.Errorf("%s: members (-whole's +part's):\n%s", name, diff)
+				}
+				var skipped []Problem
+				for _, p := range whole.Skipped {
+					if p.Node == name {
+						skipped = append(skipped, p)
+					}
+				}
+				if diff := cmp.Diff(skipped, part.Skipped); diff != "" {
+					t.Errorf("%s: skipped (-whole's +part's):\n%s", name, diff)
+				}
+			}
+		})
+	}
+
+	t.Run("the zone's own node", func(t *testing.T) {
+		_, err := RenderRemote(Input{Network: blue(), Nodes: nodes, Zone: "node1", Cluster: cfg}, "node1")
+		if err == nil || !strings.Contains(err.Error(), "zone's own") {
+			t.Fatalf("got %v, want the zone's own node refused", err)
+		}
+	})
+	t.Run("a Layer2 network", func(t *testing.T) {
+		l2 := blue()
+		l2.Topology = netconf.TopologyLayer2
+		if _, err := RenderRemote(Input{Network: l2, Nodes: nodes, Zone: "node1", Cluster: cfg}, "node2"); err == nil {
+			t.Fatal("a Layer2 network's remote part rendered")
+		}
+	})
+}
+
+// extIDs returns a row's external IDs.
+func extIDs(m model.Model) map[string]string {
+	if r, ok := m.(interface{ GetExternalIDs() map[string]string }); ok {
+		return r.GetExternalIDs()
+	}
+	return nil
+}
+
+// rowID returns a desired row's ID.
+func rowID(m model.Model) string { return m.(interface{ GetUUID() string }).GetUUID() }
+
+// only keeps the members listed.
+func only(members []string, listed map[string]bool) []string {
+	var out []string
+	for _, m := range members {
+		if listed[m] {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func sortedCopy(in []string) []string { return slices.Sorted(slices.Values(in)) }

@@ -1,0 +1,120 @@
+package zone_test
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+
+	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone"
+)
+
+// TestRemoteParts writes a network's rows for one remote node at a time
+// (zone.SyncRemote) against a real NB, as nodes join, change and leave, and
+// checks after each step that planning the network whole finds nothing to
+// do: the part wrote what the whole would have.
+func TestRemoteParts(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	nets, infos := benchInputs(2, 5)
+	z := ovntest.StartNB(t, "parts")
+	s, _, _ := benchSyncer(t, z)
+	n := nets[0]
+	owner := zone.NetworkKey(n.Name)
+	render := func(nodes []nodeinfo.Info) topology.Input {
+		return topology.Input{Network: n, Nodes: nodes, Zone: "node0", Cluster: cfg}
+	}
+	// The whole network, before it exists: the part has no parents to go in.
+	part, err := topology.RenderRemote(render(infos[:3]), "node2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := zone.SyncRemote(ctx, s, n.Name, "node2", part)
+	if err != nil || len(p.Missing) != 2 || !p.Empty() {
+		t.Fatalf("a part of a network not written: %v, missing %v, %s; want its two parents missing and nothing written", err, p.Missing, p)
+	}
+	for _, other := range nets {
+		res, err := topology.Render(topology.Input{Network: other, Nodes: infos[:3], Zone: "node0", Cluster: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Sync(ctx, zone.NetworkKey(other.Name), res.Rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	changed := infos[1]
+	changed.ChassisID = "chassis-node1-replaced"
+	resliced := infos[2]
+	resliced.Subnets = nodeinfo.Subnets{n.Name: {netip.MustParsePrefix("10.128.99.0/24")}}
+	for _, step := range []struct {
+		name  string
+		nodes []nodeinfo.Info
+		node  string
+		// inserted, updated, deleted, members added and removed
+		want [5]int
+	}{
+		{"node3 joins", []nodeinfo.Info{infos[0], infos[1], infos[2], infos[3]}, "node3", [5]int{3, 0, 0, 3, 0}},
+		{"node4 joins", []nodeinfo.Info{infos[0], infos[1], infos[2], infos[3], infos[4]}, "node4", [5]int{3, 0, 0, 3, 0}},
+		{"node1's chassis changes", []nodeinfo.Info{infos[0], changed, infos[2], infos[3], infos[4]}, "node1", [5]int{0, 1, 0, 0, 0}},
+		{"node2's slice changes", []nodeinfo.Info{infos[0], changed, resliced, infos[3], infos[4]}, "node2", [5]int{1, 0, 1, 1, 1}},
+		{"node3 leaves", []nodeinfo.Info{infos[0], changed, resliced, infos[4]}, "node3", [5]int{0, 0, 3, 0, 3}},
+		{"node3 is gone already", []nodeinfo.Info{infos[0], changed, resliced, infos[4]}, "node3", [5]int{}},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			part, err := topology.RenderRemote(render(step.nodes), step.node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := zone.SyncRemote(ctx, s, n.Name, step.node, part)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := [5]int{p.Inserted, p.Updated, p.Deleted, p.Added, p.Removed}; got != step.want {
+				t.Errorf("part plan %s: got %v, want %v", p, got, step.want)
+			}
+			whole, err := topology.Render(render(step.nodes))
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := s.Plan(owner, whole.Rows)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !again.Empty() {
+				t.Errorf("after the part, the whole network's plan is not empty: %s\n%v", again, again.Ops)
+			}
+		})
+	}
+
+	// The other network was left alone: its plan with the nodes it was
+	// written for is still empty.
+	res, err := topology.Render(topology.Input{Network: nets[1], Nodes: infos[:3], Zone: "node0", Cluster: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.Plan(zone.NetworkKey(nets[1].Name), res.Rows); err != nil || !p.Empty() {
+		t.Errorf("another network's plan after the parts: %v, %v", p, err)
+	}
+
+	// A part whose parent another owner holds is refused.
+	foreign := ovsdbsync.Part{Key: topology.NodeKey, Value: "node3", Parents: []ovsdbsync.Contribution{
+		{Target: &nbdb.LogicalSwitch{Name: n.TransitSwitch()}, Column: "ports"}}}
+	if _, err := s.PlanPart(zone.NetworkKey(nets[1].Name), foreign, nil); err == nil {
+		t.Error("a part planned into another owner's rows")
+	}
+	// So is a row that is not the part's.
+	part, err = topology.RenderRemote(render(infos), "node3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := ovsdbsync.Part{Key: topology.NodeKey, Value: "node4"}
+	if _, err := s.PlanPart(owner, other, part.Rows); err == nil {
+		t.Error("node3's rows planned as node4's part")
+	}
+}
