@@ -148,6 +148,9 @@ func ObserveSync(zone string) func(ovsdbsync.Applied) {
 	Register()
 	return func(a ovsdbsync.Applied) {
 		kind := OwnerKind(a.Plan.Owner)
+		if a.Plan.Part() != nil {
+			kind += "-part" // net-part: a network's rows for one remote node
+		}
 		result := "ok"
 		if a.Err != nil {
 			result = "error"

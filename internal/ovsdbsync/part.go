@@ -119,3 +119,7 @@ func (s *Syncer) memberships(p *Plan, targets []target, held map[*table]map[stri
 	}
 	return ops, nil
 }
+
+// Part returns the part the plan covers (PlanPart), nil for a plan of the
+// owner's rows whole.
+func (p *Plan) Part() *Part { return p.part }

@@ -120,27 +120,38 @@ func benchWorkers() int {
 // controller does; it returns the rows inserted.
 func syncAll(b *testing.B, s *ovsdbsync.Syncer, nets []topology.Network, infos []nodeinfo.Info, cfg config.Cluster) int {
 	ctx := context.Background()
+	return eachNetwork(b, nets, func(n topology.Network) (int, error) {
+		res, err := topology.Render(topology.Input{Network: n, Nodes: infos, Zone: "node0", Cluster: cfg})
+		if err != nil {
+			return 0, err
+		}
+		p, err := s.Sync(ctx, zone.NetworkKey(n.Name), res.Rows)
+		if err != nil {
+			return 0, err
+		}
+		return p.Inserted, nil
+	})
+}
+
+// eachNetwork calls f for every network, benchWorkers at a time, and
+// returns the sum of what it returned.
+func eachNetwork(b *testing.B, nets []topology.Network, f func(topology.Network) (int, error)) int {
 	work := make(chan topology.Network)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	rows := 0
+	sum := 0
 	for w := 0; w < benchWorkers(); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for n := range work {
-				res, err := topology.Render(topology.Input{Network: n, Nodes: infos, Zone: "node0", Cluster: cfg})
-				if err != nil {
-					b.Error(err)
-					continue
-				}
-				p, err := s.Sync(ctx, zone.NetworkKey(n.Name), res.Rows)
+				k, err := f(n)
 				if err != nil {
 					b.Error(err)
 					continue
 				}
 				mu.Lock()
-				rows += p.Inserted
+				sum += k
 				mu.Unlock()
 			}
 		}()
@@ -150,7 +161,7 @@ func syncAll(b *testing.B, s *ovsdbsync.Syncer, nets []topology.Network, infos [
 	}
 	close(work)
 	wg.Wait()
-	return rows
+	return sum
 }
 
 // benchSyncer is a zone controller's Syncer on z: a monitoring connection

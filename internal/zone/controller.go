@@ -179,6 +179,9 @@ type Reconciler struct {
 	// last rendered with.
 	grace  activity.Grace
 	active activeSets
+	// whole remembers each network's input when it was last planned
+	// whole, so a change of remote nodes alone plans only their rows.
+	whole  wholePlans
 	mu     sync.Mutex
 	noted  map[string]string // what was last reported per (network, node), to emit Events once
 	sbTxns int64
@@ -284,8 +287,23 @@ func (r *Reconciler) reconcileChassis(ctx context.Context) error {
 func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("network", name, "zone", r.Zone)
 	defer r.active.begin(name)()
-	d, err := r.desired(ctx, name, false)
+	in, err := r.input(ctx, name, false)
+	d := in.out
 	var held *NotRendered
+	if err == nil && d.exists {
+		var parts *ovsdbsync.Plan
+		if parts, err = r.syncRemoteParts(ctx, name, in); err != nil {
+			return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
+		}
+		if parts != nil {
+			// Only remote nodes changed: their rows alone were planned.
+			if !parts.Empty() {
+				logger.Info("synced network's remote nodes", "inserted", parts.Inserted, "updated", parts.Updated, "deleted", parts.Deleted, "active", d.active.String())
+			}
+			return r.synced(ctx, name, d, parts, true)
+		}
+		d, err = r.render(ctx, name, in)
+	}
 	if errors.As(err, &held) {
 		// A malformed or not yet allocated network is never rendered half: its
 		// current rows stay until it can be rendered again.
@@ -297,11 +315,26 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	}
 	p, err := r.gate.Sync(ctx, r.Syncer, NetworkKey(name), d.rows)
 	if err != nil {
+		r.whole.forget(name)
 		return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
+	}
+	if d.exists && len(d.rows) > 0 && !d.waitingForBFD {
+		r.whole.remember(r.Zone, in.Input)
+	} else {
+		r.whole.forget(name)
 	}
 	if !p.Empty() {
 		logger.Info("synced network", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "active", d.active.String())
 	}
+	return r.synced(ctx, name, d, p, false)
+}
+
+// synced does what follows a network's plan p: the nodes it is rendered
+// for are recorded, and what depends on its rows or its nodes is planned
+// again. A plan of remote nodes' parts alone (parts) inserted no row
+// anything contributes to: only a change of its nodes sets that off.
+func (r *Reconciler) synced(ctx context.Context, name string, d desiredNetwork, p *ovsdbsync.Plan, parts bool) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("network", name, "zone", r.Zone)
 	prev, known := r.active.get(name)
 	moved := known && !prev.Equal(d.active)
 	if d.exists {
@@ -322,7 +355,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		// active on, here too when it is not active here.
 		r.replanConnects(ctx)
 	}
-	if p.Inserted > 0 || moved && p.Deleted > 0 {
+	if !parts && p.Inserted > 0 || moved && p.Deleted > 0 {
 		// Rows others contribute to came, or the nodes it is rendered
 		// for changed: they follow.
 		if p.Inserted > 0 {
@@ -335,7 +368,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		r.replanServicePeers(ctx, name)
 		r.replanPods(name)
 	}
-	if name == nodeinfo.DefaultNetwork && !p.Empty() && r.bfdOn(ctx) {
+	if name == nodeinfo.DefaultNetwork && !parts && !p.Empty() && r.bfdOn(ctx) {
 		// Its BFD sessions may have just been made: the other networks'
 		// default routes refer to them (topology/uplinks.go).
 		r.replanNetworks(ctx)
@@ -483,20 +516,44 @@ type desiredNetwork struct {
 
 // desired is the network's rows (with its pods' ports when withPorts).
 func (r *Reconciler) desired(ctx context.Context, name string, withPorts bool) (desiredNetwork, error) {
+	in, err := r.input(ctx, name, withPorts)
+	if err != nil || !in.out.exists {
+		return in.out, err
+	}
+	return r.render(ctx, name, in)
+}
+
+// networkInput is what a network's rendering in the zone reads, before it
+// is rendered.
+type networkInput struct {
+	topology.Input
+	// out is the rendering without its rows yet: exists, and the nodes it
+	// is rendered for.
+	out desiredNetwork
+	// left are the nodes left out so far (those whose annotations do not
+	// parse, among the active ones).
+	left map[string]bool
+	// bad are the nodes whose annotations do not parse.
+	bad map[string]error
+}
+
+// input reads what the network's rendering needs; out.exists is false when
+// the network is gone.
+func (r *Reconciler) input(ctx context.Context, name string, withPorts bool) (networkInput, error) {
 	n, exists, err := r.network(ctx, name)
 	if err != nil {
-		return desiredNetwork{}, &NotRendered{Reason: err.Error()}
+		return networkInput{}, &NotRendered{Reason: err.Error()}
 	}
 	if !exists {
-		return desiredNetwork{}, nil
+		return networkInput{}, nil
 	}
 	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
 	if err != nil {
-		return desiredNetwork{}, err
+		return networkInput{}, err
 	}
 	active, waiting, graceLeft, err := r.computeActive(ctx, n, nodes)
 	if err != nil {
-		return desiredNetwork{}, err
+		return networkInput{}, err
 	}
 	out := desiredNetwork{exists: true, active: active, waiting: waiting, graceLeft: graceLeft}
 	left := map[string]bool{}
@@ -508,35 +565,42 @@ func (r *Reconciler) desired(ctx context.Context, name string, withPorts bool) (
 	}
 	keys, err := r.networkKeys(ctx, name)
 	if err != nil {
-		return desiredNetwork{}, err
+		return networkInput{}, err
 	}
 	var ports []topology.Port
 	var shared map[netip.Addr]string
 	if local, ok, err := r.localNode(ctx); err != nil {
-		return desiredNetwork{}, err
+		return networkInput{}, err
 	} else if ok && active.Has(local.Name) {
 		if withPorts {
 			if ports, err = r.ports(ctx, n, keys, local.Name); err != nil {
-				return desiredNetwork{}, err
+				return networkInput{}, err
 			}
 		}
 		if shared, err = r.sharedBFD(ctx, local); err != nil {
-			return desiredNetwork{}, err
+			return networkInput{}, err
 		}
 	}
-	res, err := topology.Render(topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster, Gateway: r.Gateway,
-		SharedBFD: shared, Ports: ports, Active: active})
+	in := topology.Input{Network: n, Nodes: nodes, Zone: r.Zone, Cluster: r.Cluster, Gateway: r.Gateway,
+		SharedBFD: shared, Ports: ports, Active: active}
+	return networkInput{Input: in, out: out, left: left, bad: bad}, nil
+}
+
+// render renders the network whole from its input.
+func (r *Reconciler) render(ctx context.Context, name string, in networkInput) (desiredNetwork, error) {
+	out := in.out
+	res, err := topology.Render(in.Input)
 	switch {
-	case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(nodes, bad):
+	case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(in.Nodes, in.bad):
 		return out, nil // the zone has no node any more: nothing to render
 	case err != nil:
 		return desiredNetwork{}, &NotRendered{Reason: err.Error()}
 	}
 	for _, p := range res.Skipped {
 		r.note(ctx, name, p.Node, p.Reason)
-		left[p.Node] = true
+		in.left[p.Node] = true
 	}
-	r.resolved(ctx, name, left)
+	r.resolved(ctx, name, in.left)
 	out.rows, out.waitingForBFD = res.Rows, len(res.WaitingForBFD) > 0
 	return out, nil
 }
