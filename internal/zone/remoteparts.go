@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
@@ -52,6 +53,9 @@ const maxRemoteParts = 4
 type wholePlans struct {
 	mu sync.Mutex
 	m  map[string]*wholePlan
+	// off plans every network whole (a benchmark's comparison:
+	// PlanWholeOnly in export_test.go).
+	off atomic.Bool
 }
 
 // wholePlan is a network's input when its rows were last all planned:
@@ -126,7 +130,7 @@ func (w *wholePlans) remoteChanges(zone string, in topology.Input) (nodes []stri
 	w.mu.Lock()
 	p := w.m[n.Name]
 	w.mu.Unlock()
-	if p == nil {
+	if p == nil || w.off.Load() {
 		return nil, false
 	}
 	local, found := localOf(in.Nodes, zone, n)

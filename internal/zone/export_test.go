@@ -1,0 +1,5 @@
+package zone
+
+// PlanWholeOnly makes r plan every network whole, remote nodes' changes
+// included (on), or in parts again (off): benchmarks compare the two.
+func PlanWholeOnly(r *Reconciler, on bool) { r.whole.off.Store(on) }
