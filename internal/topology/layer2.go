@@ -102,34 +102,16 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	var trRoutes []string
 	var localGW []netip.Prefix // the local gateway router's side of the link
 	var localRouterSide []netip.Prefix
-	for _, node := range append([]nodeinfo.Info{local}, remotes...) {
-		var routerSide, gwSide []netip.Prefix
-		for _, t := range n.Transit {
-			r, g, err := allocator.TransitPeers(t, node.ID)
-			if err != nil {
-				return fmt.Errorf("network %s: node %s: %w", n.Name, node.Name, err)
-			}
-			routerSide, gwSide = append(routerSide, r), append(gwSide, g)
+	for i, node := range append([]nodeinfo.Info{local}, remotes...) {
+		port, routes, routerSide, gwSide, err := b.transitRouterPeer(RemoteOf(n, node), i == 0)
+		if err != nil {
+			return err
 		}
-		gr := n.GatewayRouter(node.Name)
-		port := "trtor-" + gr
-		lrp := &nbdb.LogicalRouterPort{UUID: lrpID(port), Name: port, MAC: PortMAC(routerSide), Networks: PrefixStrings(routerSide),
-			Options: keyOpt(node.ID), ExternalIDs: b.ext(node.Name)}
-		if node.Name == local.Name {
-			peer := "rtotr-" + gr
-			lrp.Peer = &peer
+		if i == 0 {
 			localGW, localRouterSide = gwSide, routerSide
-		} else {
-			lrp.Options["requested-chassis"] = node.ChassisID
 		}
-		b.add(lrp)
-		trPorts = append(trPorts, lrp.UUID)
-		for _, j := range n.Join {
-			joinIP, err := allocator.GatewayJoinIP(j, node.ID)
-			if hop, ok := FamilyOf(gwSide, j.Addr()); ok && err == nil {
-				trRoutes = append(trRoutes, b.route(tr, "", hostPrefix(joinIP.Addr()), hop.Addr().String(), "", node.Name))
-			}
-		}
+		trPorts = append(trPorts, port)
+		trRoutes = append(trRoutes, routes...)
 	}
 	// The network's egress leaves through the local gateway router.
 	for _, s := range n.Subnets {
@@ -263,3 +245,37 @@ const (
 	IsolationAllowPriority = 1001
 	IsolationDropPriority  = 1000
 )
+
+// transitRouterPeer adds a Layer2 primary network's transit router port
+// toward node r's gateway router (peered with it when r is the local node,
+// else bound to r's chassis) and the route to r's join address through it,
+// and returns the port's ID, the routes' IDs and both sides' addresses of
+// the link. It reads nothing of the node but r.
+func (b *builder) transitRouterPeer(r Remote, local bool) (port string, routes []string, routerSide, gwSide []netip.Prefix, err error) {
+	n := b.n
+	for _, t := range n.Transit {
+		rs, gs, err := allocator.TransitPeers(t, r.ID)
+		if err != nil {
+			return "", nil, nil, nil, fmt.Errorf("network %s: node %s: %w", n.Name, r.Name, err)
+		}
+		routerSide, gwSide = append(routerSide, rs), append(gwSide, gs)
+	}
+	gr := n.GatewayRouter(r.Name)
+	name := "trtor-" + gr
+	lrp := &nbdb.LogicalRouterPort{UUID: lrpID(name), Name: name, MAC: PortMAC(routerSide), Networks: PrefixStrings(routerSide),
+		Options: map[string]string{"requested-tnl-key": strconv.Itoa(r.ID)}, ExternalIDs: b.ext(r.Name)}
+	if local {
+		peer := "rtotr-" + gr
+		lrp.Peer = &peer
+	} else {
+		lrp.Options["requested-chassis"] = r.ChassisID
+	}
+	b.add(lrp)
+	for _, j := range n.Join {
+		joinIP, err := allocator.GatewayJoinIP(j, r.ID)
+		if hop, ok := FamilyOf(gwSide, j.Addr()); ok && err == nil {
+			routes = append(routes, b.route(n.TransitRouter(), "", hostPrefix(joinIP.Addr()), hop.Addr().String(), "", r.Name))
+		}
+	}
+	return lrp.UUID, routes, routerSide, gwSide, nil
+}

@@ -13,10 +13,12 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 )
 
-// Remote is all a zone's rendering of a Layer3 network reads of a remote
-// node (one of another zone) ready for it: the node's rows (its port on the
-// transit switch, the cluster router's routes to its subnets and to its
-// gateway router) follow from it and the network alone. Two nodes with the
+// Remote is all a zone's rendering of a network reads of a remote node (one
+// of another zone) ready for it: the node's rows (for a Layer3 network its
+// port on the transit switch and the cluster router's routes to its subnets
+// and to its gateway router; for a Layer2 primary network the transit
+// router's port toward its gateway router and the route to its join
+// address) follow from it and the network alone. Two nodes with the
 // same Remote render the same rows, so a zone can tell which nodes' rows a
 // Node's change alters without rendering the network (RenderRemote).
 type Remote struct {
@@ -35,9 +37,12 @@ func RemoteOf(n Network, node nodeinfo.Info) Remote {
 
 // HasRemoteParts reports whether network n's rows for each remote node can
 // be rendered and planned apart from the rest (RenderRemote): Layer3
-// networks, whose remote nodes are a port and routes each. A Layer2
-// network's remote nodes are its remote pods' ports, which pods own.
-func HasRemoteParts(n Network) bool { return n.Topology == netconf.TopologyLayer3 }
+// networks, and Layer2 primary networks (their transit router). A Layer2
+// secondary network has no rows for remote nodes (its remote pods' ports
+// are the pods'), a Localnet network none either.
+func HasRemoteParts(n Network) bool {
+	return n.Topology == netconf.TopologyLayer3 || n.Topology == netconf.TopologyLayer2 && n.IsPrimary()
+}
 
 // Membership lists rows of a part in a set column of another row of the
 // same rendering: Parent is a model with its index set (the name), Column
@@ -80,15 +85,30 @@ func RenderRemote(in Input, node string) (RemotePart, error) {
 	b := &builder{n: n}
 	var ports, routes []string
 	for _, r := range remotes {
-		if r.Name == node {
-			port, rs := b.remoteNode(RemoteOf(n, r))
-			ports, routes = []string{port}, rs
+		if r.Name != node {
+			continue
+		}
+		var port string
+		if n.Topology == netconf.TopologyLayer2 {
+			if port, routes, _, _, err = b.transitRouterPeer(RemoteOf(n, r), false); err != nil {
+				return RemotePart{}, err
+			}
+		} else {
+			port, routes = b.remoteNode(RemoteOf(n, r))
+		}
+		ports = []string{port}
+	}
+	var part RemotePart
+	if n.Topology == netconf.TopologyLayer2 {
+		tr := &nbdb.LogicalRouter{Name: n.TransitRouter()}
+		part.Parents = []Membership{{Parent: tr, Column: "ports", Members: ports}, {Parent: tr, Column: "static_routes", Members: routes}}
+	} else {
+		part.Parents = []Membership{
+			{Parent: &nbdb.LogicalSwitch{Name: n.TransitSwitch()}, Column: "ports", Members: ports},
+			{Parent: &nbdb.LogicalRouter{Name: n.ClusterRouter()}, Column: "static_routes", Members: routes},
 		}
 	}
-	part := RemotePart{Rows: b.rows, Parents: []Membership{
-		{Parent: &nbdb.LogicalSwitch{Name: n.TransitSwitch()}, Column: "ports", Members: ports},
-		{Parent: &nbdb.LogicalRouter{Name: n.ClusterRouter()}, Column: "static_routes", Members: routes},
-	}}
+	part.Rows = b.rows
 	SortRows(part.Rows)
 	for _, p := range skipped {
 		if p.Node == node {

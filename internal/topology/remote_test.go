@@ -38,6 +38,7 @@ func TestRenderRemote(t *testing.T) {
 	secondary := blue()
 	secondary.Role, secondary.Join = netconf.RoleSecondary, nil
 	def := DefaultNetwork(cfg)
+	l2 := seedNetwork()
 
 	for _, tc := range []struct {
 		name   string
@@ -49,6 +50,8 @@ func TestRenderRemote(t *testing.T) {
 		{"secondary", secondary, activity.Everywhere()},
 		{"default network", def, activity.Everywhere()},
 		{"active on some nodes", blue(), activity.On("node1", "node4")},
+		{"Layer2 primary", l2, activity.Everywhere()},
+		{"Layer2 primary on some nodes", l2, activity.On("node1", "node3")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := Input{Network: tc.net, Nodes: nodes, Zone: "node1", Cluster: cfg, Active: tc.active}
@@ -70,19 +73,27 @@ func TestRenderRemote(t *testing.T) {
 						listed[rowID(r)] = true
 					}
 				}
+				// Every row of the whole that lists some of them is a parent.
 				for _, r := range whole.Rows {
 					switch r := r.(type) {
 					case *nbdb.LogicalSwitch:
-						if r.Name == tc.net.TransitSwitch() {
-							wantIn["ports"] = only(r.Ports, listed)
+						if m := only(r.Ports, listed); len(m) > 0 || r.Name == tc.net.TransitSwitch() {
+							wantIn["ls:"+r.Name+".ports"] = m
 						}
 					case *nbdb.LogicalRouter:
-						if r.Name == tc.net.ClusterRouter() {
-							wantIn["static_routes"] = only(r.StaticRoutes, listed)
+						for col, members := range map[string][]string{"ports": r.Ports, "static_routes": r.StaticRoutes} {
+							parent := tc.net.ClusterRouter()
+							if tc.net.Topology == netconf.TopologyLayer2 {
+								parent = tc.net.TransitRouter()
+							}
+							if m := only(members, listed); len(m) > 0 || r.Name == parent && (col == "static_routes" || tc.net.Topology == netconf.TopologyLayer2) {
+								wantIn["lr:"+r.Name+"."+col] = m
+							}
 						}
 					}
 				}
-				if rendered := tc.active.Has(name) && (name == "node2" || name == "node4"); rendered != (len(want) > 0) {
+				ready := name == "node2" || name == "node4" || tc.net.Topology == netconf.TopologyLayer2 && name == "node3"
+				if rendered := tc.active.Has(name) && ready; rendered != (len(want) > 0) {
 					t.Fatalf("%s: the whole has %d rows of it", name, len(want))
 				}
 				if diff := cmp.Diff(want, part.Rows); diff != "" {
@@ -90,7 +101,12 @@ func TestRenderRemote(t *testing.T) {
 				}
 				gotIn := map[string][]string{}
 				for _, m := range part.Parents {
-					gotIn[m.Column] = m.Members
+					switch p := m.Parent.(type) {
+					case *nbdb.LogicalSwitch:
+						gotIn["ls:"+p.Name+"."+m.Column] = m.Members
+					case *nbdb.LogicalRouter:
+						gotIn["lr:"+p.Name+"."+m.Column] = m.Members
+					}
 				}
 				if diff := cmp.Diff(wantIn, gotIn, cmp.Transformer("sorted", sortedCopy)); diff != "" {
 					t.Errorf("%s: members (-whole's +part's):\n%s", name, diff)
@@ -114,11 +130,11 @@ func TestRenderRemote(t *testing.T) {
 			t.Fatalf("got %v, want the zone's own node refused", err)
 		}
 	})
-	t.Run("a Layer2 network", func(t *testing.T) {
-		l2 := blue()
-		l2.Topology = netconf.TopologyLayer2
-		if _, err := RenderRemote(Input{Network: l2, Nodes: nodes, Zone: "node1", Cluster: cfg}, "node2"); err == nil {
-			t.Fatal("a Layer2 network's remote part rendered")
+	t.Run("a Layer2 secondary network", func(t *testing.T) {
+		sec := seedNetwork()
+		sec.Role = netconf.RoleSecondary
+		if _, err := RenderRemote(Input{Network: sec, Nodes: nodes, Zone: "node1", Cluster: cfg}, "node2"); err == nil {
+			t.Fatal("a Layer2 secondary network's remote part rendered")
 		}
 	})
 }

@@ -85,14 +85,14 @@ func TestRemoteChanges(t *testing.T) {
 			t.Errorf("planned in parts without a plan of the whole: %v", got)
 		}
 	})
-	t.Run("a Layer2 network", func(t *testing.T) {
+	t.Run("a Layer2 secondary network", func(t *testing.T) {
 		var w wholePlans
 		l2 := base
-		l2.Network.Topology = netconf.TopologyLayer2
+		l2.Network.Topology, l2.Network.Role = netconf.TopologyLayer2, netconf.RoleSecondary
 		w.remember("node0", l2)
 		l2.Nodes = append(append([]nodeinfo.Info(nil), l2.Nodes...), nodes[6])
 		if got, ok := w.remoteChanges("node0", l2); ok {
-			t.Errorf("a Layer2 network planned in parts: %v", got)
+			t.Errorf("a Layer2 secondary network planned in parts: %v", got)
 		}
 	})
 }

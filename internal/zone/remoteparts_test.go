@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
@@ -66,30 +67,7 @@ func TestRemoteParts(t *testing.T) {
 		{"node3 leaves", []nodeinfo.Info{infos[0], changed, resliced, infos[4]}, "node3", [5]int{0, 0, 3, 0, 3}},
 		{"node3 is gone already", []nodeinfo.Info{infos[0], changed, resliced, infos[4]}, "node3", [5]int{}},
 	} {
-		t.Run(step.name, func(t *testing.T) {
-			part, err := topology.RenderRemote(render(step.nodes), step.node)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := zone.SyncRemote(ctx, s, n.Name, step.node, part)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := [5]int{p.Inserted, p.Updated, p.Deleted, p.Added, p.Removed}; got != step.want {
-				t.Errorf("part plan %s: got %v, want %v", p, got, step.want)
-			}
-			whole, err := topology.Render(render(step.nodes))
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, err := s.Plan(owner, whole.Rows)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !again.Empty() {
-				t.Errorf("after the part, the whole network's plan is not empty: %s\n%v", again, again.Ops)
-			}
-		})
+		t.Run(step.name, func(t *testing.T) { partStep(t, s, render(step.nodes), step.node, step.want) })
 	}
 
 	// The other network was left alone: its plan with the nodes it was
@@ -116,5 +94,68 @@ func TestRemoteParts(t *testing.T) {
 	other := ovsdbsync.Part{Key: topology.NodeKey, Value: "node4"}
 	if _, err := s.PlanPart(owner, other, part.Rows); err == nil {
 		t.Error("node3's rows planned as node4's part")
+	}
+}
+
+// TestRemotePartsLayer2: a Layer2 primary network's rows for a remote node
+// (the transit router's port toward its gateway router, the route to its
+// join address) written as a part, as the node joins and leaves.
+func TestRemotePartsLayer2(t *testing.T) {
+	ctx := context.Background()
+	cfg := config.Default()
+	_, infos := benchInputs(0, 4)
+	c := &netconf.NetConf{Name: "ns.l2", Type: netconf.CNIType, Topology: netconf.TopologyLayer2, Role: netconf.RolePrimary, Subnets: "10.200.0.0/16"}
+	n, err := topology.FromNetConf(c, 7, []int{16715776}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _, _ := benchSyncer(t, ovntest.StartNB(t, "parts-l2"))
+	render := func(nodes []nodeinfo.Info) topology.Input {
+		return topology.Input{Network: n, Nodes: nodes, Zone: "node0", Cluster: cfg}
+	}
+	res, err := topology.Render(render(infos[:3]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Sync(ctx, zone.NetworkKey(n.Name), res.Rows); err != nil {
+		t.Fatal(err)
+	}
+	changed := infos[2]
+	changed.ChassisID = "chassis-node2-replaced"
+	t.Run("node3 joins", func(t *testing.T) { partStep(t, s, render(infos), "node3", [5]int{2, 0, 0, 2, 0}) })
+	t.Run("node2's chassis changes", func(t *testing.T) {
+		partStep(t, s, render([]nodeinfo.Info{infos[0], infos[1], changed, infos[3]}), "node2", [5]int{0, 1, 0, 0, 0})
+	})
+	t.Run("node3 leaves", func(t *testing.T) {
+		partStep(t, s, render([]nodeinfo.Info{infos[0], infos[1], changed}), "node3", [5]int{0, 0, 2, 0, 2})
+	})
+}
+
+// partStep writes the part of in's network for node and checks what its
+// plan did (inserted, updated, deleted, members added and removed) and
+// that the network's whole plan is empty afterwards.
+func partStep(t *testing.T, s *ovsdbsync.Syncer, in topology.Input, node string, want [5]int) {
+	t.Helper()
+	part, err := topology.RenderRemote(in, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := zone.SyncRemote(context.Background(), s, in.Network.Name, node, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := [5]int{p.Inserted, p.Updated, p.Deleted, p.Added, p.Removed}; got != want {
+		t.Errorf("part plan %s: got %v, want %v", p, got, want)
+	}
+	whole, err := topology.Render(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.Plan(zone.NetworkKey(in.Network.Name), whole.Rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Empty() {
+		t.Errorf("after the part, the whole network's plan is not empty: %s\n%v", again, again.Ops)
 	}
 }
