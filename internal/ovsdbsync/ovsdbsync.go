@@ -474,7 +474,7 @@ func (p *Plan) Empty() bool { return len(p.Ops) == 0 }
 func (p *Plan) String() string {
 	owner := p.Owner
 	if p.part != nil {
-		owner += " (" + p.part.Key + "=" + p.part.Value + ")"
+		owner += " (" + p.part.String() + ")"
 	}
 	out := fmt.Sprintf("owner %s: %d inserted, %d updated, %d deleted", owner, p.Inserted, p.Updated, p.Deleted)
 	if p.Added+p.Removed > 0 {
@@ -520,8 +520,8 @@ func (s *Syncer) plan(owner string, part *Part, desired []model.Model, contribs 
 		if _, dup := byID[id]; dup {
 			return nil, fmt.Errorf("ovsdbsync: ID %q is desired twice", id)
 		}
-		if part != nil && (t.extIDs < 0 || v.Elem().Field(t.extIDs).Interface().(map[string]string)[part.Key] != part.Value) {
-			return nil, fmt.Errorf("ovsdbsync: desired %s row %s is not in part %s=%s", t.name, id, part.Key, part.Value)
+		if part != nil && !part.has(t, v) {
+			return nil, fmt.Errorf("ovsdbsync: desired %s row %s is not in part %s", t.name, id, part)
 		}
 		if t.extIDs >= 0 {
 			cur := v.Elem().Field(t.extIDs).Interface().(map[string]string)
@@ -540,8 +540,9 @@ func (s *Syncer) plan(owner string, part *Part, desired []model.Model, contribs 
 	if err != nil {
 		return nil, err
 	}
+	var outside map[*table]map[string]bool
 	if part != nil {
-		part.only(held)
+		outside = part.only(held)
 	} else if err := s.heldByReference(held); err != nil {
 		return nil, err
 	}
@@ -559,6 +560,9 @@ func (s *Syncer) plan(owner string, part *Part, desired []model.Model, contribs 
 				match[i] = &e
 				adopted[e.uuid] = true
 			}
+		}
+		if match[i] == nil && outside[t][ids[i]] {
+			return nil, fmt.Errorf("ovsdbsync: part %s of %s: desired %s row %s is held outside the part", part, owner, t.name, ids[i])
 		}
 		if match[i] != nil {
 			uuidOf[ids[i]] = match[i].uuid

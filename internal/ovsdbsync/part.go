@@ -1,28 +1,34 @@
 package ovsdbsync
 
 import (
-	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
 )
 
 // Part is a slice of one owner's rows that can be planned without the rest:
-// the rows tagged external_ids:Key=Value (a network's rows for one remote
-// node), and their membership in set columns of the owner's other rows
-// (the network's transit switch's ports, its cluster router's routes).
+// the rows tagged external_ids:Key with one of Values (a network's rows for
+// some remote nodes), and their membership in set columns of the owner's
+// other rows (the network's transit switch's ports, its cluster router's
+// routes).
 //
 // A part's plan leaves every other row of the owner alone, so planning the
 // owner whole afterwards finds nothing to do when the part's rows are what
 // the whole would have given them. That is the caller's promise: the part's
-// desired rows are exactly the whole's rows with the tag, and its Parents
-// name every row of the owner that refers to them.
+// desired rows are exactly the whole's rows with those tags, and its
+// Parents name every row of the owner that refers to them. Rows are matched
+// by ID across the part's values, as a plan of the whole matches them: a
+// row whose tag changes (a node leaving and another taking its ID, in one
+// part) is updated, not deleted and inserted again.
 type Part struct {
-	// Key and Value are the external ID that tags the part's rows.
-	Key, Value string
+	// Key and Values are the external ID that tags the part's rows.
+	Key    string
+	Values []string
 	// Parents are the owner's rows whose set columns list the part's rows:
 	// Target (with its index set) and Column (declared with Share) as for a
 	// Contribution, Members the IDs of the part's desired rows the column
@@ -35,34 +41,47 @@ type Part struct {
 // inserted, updated and deleted as Plan would, the Parents' columns gain
 // and lose the part's members by mutation, and nothing else is read or
 // written. A parent that does not exist is listed in Plan.Missing (plan
-// the owner whole instead); one held by another owner is an error.
+// the owner whole instead); one held by another owner is an error, and so
+// is a desired row outside the part or whose ID the owner holds outside it
+// (the part is not what the whole would make of it).
 func (s *Syncer) PlanPart(owner string, part Part, desired []model.Model) (*Plan, error) {
 	return s.plan(owner, &part, desired, part.Parents)
 }
 
-// SyncPart plans a part and applies it in one step.
-func (s *Syncer) SyncPart(ctx context.Context, owner string, part Part, desired []model.Model) (*Plan, error) {
-	p, err := s.PlanPart(owner, part, desired)
-	if err != nil {
-		return nil, err
+// has reports whether the part covers the row v of table t (a model
+// pointer).
+func (part *Part) has(t *table, v reflect.Value) bool {
+	if t.extIDs < 0 {
+		return false
 	}
-	return p, s.Apply(ctx, p)
+	tag, ok := v.Elem().Field(t.extIDs).Interface().(map[string]string)[part.Key]
+	return ok && slices.Contains(part.Values, tag)
 }
 
-// only keeps of held the part's rows.
-func (part *Part) only(held map[*table]map[string]existing) {
+// only keeps of held the part's rows and returns the IDs of the others,
+// by table.
+func (part *Part) only(held map[*table]map[string]existing) (outside map[*table]map[string]bool) {
+	outside = map[*table]map[string]bool{}
 	for t, h := range held {
 		if t.extIDs < 0 {
 			delete(held, t)
 			continue
 		}
 		for id, e := range h {
-			if e.row.Elem().Field(t.extIDs).Interface().(map[string]string)[part.Key] != part.Value {
+			if !part.has(t, e.row) {
 				delete(h, id)
+				if outside[t] == nil {
+					outside[t] = map[string]bool{}
+				}
+				outside[t][id] = true
 			}
 		}
 	}
+	return outside
 }
+
+// String names the part.
+func (part *Part) String() string { return part.Key + "=" + strings.Join(part.Values, ",") }
 
 // memberships returns the mutations that make the part's members of its
 // parents' columns those the plan's parents list: members that are the
@@ -77,14 +96,14 @@ func (s *Syncer) memberships(p *Plan, targets []target, held map[*table]map[stri
 			continue
 		}
 		if o := tg.row.row.Elem().Field(tg.t.extIDs).Interface().(map[string]string)[OwnerKey]; o != p.Owner {
-			return nil, fmt.Errorf("ovsdbsync: part %s=%s of %s: parent %s %s is held by %q", p.part.Key, p.part.Value, p.Owner,
+			return nil, fmt.Errorf("ovsdbsync: part %s of %s: parent %s %s is held by %q", p.part, p.Owner,
 				tg.t.name, indexString(tg.t, reflect.ValueOf(cb.Target)), o)
 		}
 		want := make(map[string]bool, len(cb.Members))
 		for _, id := range cb.Members {
 			u, ok := uuidOf[id]
 			if !ok {
-				return nil, fmt.Errorf("ovsdbsync: part %s=%s of %s: parent %s.%s lists %q, which is not desired", p.part.Key, p.part.Value, p.Owner, tg.t.name, cb.Column, id)
+				return nil, fmt.Errorf("ovsdbsync: part %s of %s: parent %s.%s lists %q, which is not desired", p.part, p.Owner, tg.t.name, cb.Column, id)
 			}
 			want[u] = true
 		}

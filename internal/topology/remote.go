@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	"github.com/ovn-org/libovsdb/model"
@@ -53,24 +54,24 @@ type Membership struct {
 	Members []string
 }
 
-// RemotePart is the part of a network's rendering in a zone that one
-// remote node makes: its rows (tagged NodeKey=node), where they are listed
-// (the transit switch's ports, the cluster router's routes, listed even
-// when the node has no rows so that rows it had leave them), and the node
-// when it is left out for a problem.
+// RemotePart is the part of a network's rendering in a zone that some
+// remote nodes make: their rows (tagged NodeKey=node), where they are
+// listed (the transit switch's ports, the cluster router's routes, listed
+// even when the nodes have no rows so that rows they had leave them), and
+// the nodes left out for a problem.
 type RemotePart struct {
 	Rows    []model.Model
 	Parents []Membership
 	Skipped []Problem
 }
 
-// RenderRemote returns the part of Render(in)'s rows that the remote node
-// named node makes, for a network with remote parts (HasRemoteParts): the
-// rows of Render(in) tagged NodeKey=node, exactly. A node that is not in
-// in.Nodes, not active or not ready has no rows. It fails for the zone's
-// own node, for which the network must be rendered whole, and when Render
-// would render nothing (the zone's node not active or not ready).
-func RenderRemote(in Input, node string) (RemotePart, error) {
+// RenderRemote returns the part of Render(in)'s rows that the remote nodes
+// named make, for a network with remote parts (HasRemoteParts): the rows
+// of Render(in) tagged NodeKey with one of them, exactly. A node that is
+// not in in.Nodes, not active or not ready has no rows. It fails for the
+// zone's own node, for which the network must be rendered whole, and when
+// Render would render nothing (the zone's node not active or not ready).
+func RenderRemote(in Input, nodes []string) (RemotePart, error) {
 	n := in.Network
 	if !HasRemoteParts(n) {
 		return RemotePart{}, fmt.Errorf("network %s: a %s network has no remote parts", n.Name, n.Topology)
@@ -79,24 +80,25 @@ func RenderRemote(in Input, node string) (RemotePart, error) {
 	if err != nil {
 		return RemotePart{}, err // errInactive among them: the whole renders nothing
 	}
-	if local.Name == node {
-		return RemotePart{}, fmt.Errorf("network %s: node %s is the zone's own", n.Name, node)
+	if slices.Contains(nodes, local.Name) {
+		return RemotePart{}, fmt.Errorf("network %s: node %s is the zone's own", n.Name, local.Name)
 	}
 	b := &builder{n: n}
 	var ports, routes []string
 	for _, r := range remotes {
-		if r.Name != node {
+		if !slices.Contains(nodes, r.Name) {
 			continue
 		}
 		var port string
+		var rs []string
 		if n.Topology == netconf.TopologyLayer2 {
-			if port, routes, _, _, err = b.transitRouterPeer(RemoteOf(n, r), false); err != nil {
+			if port, rs, _, _, err = b.transitRouterPeer(RemoteOf(n, r), false); err != nil {
 				return RemotePart{}, err
 			}
 		} else {
-			port, routes = b.remoteNode(RemoteOf(n, r))
+			port, rs = b.remoteNode(RemoteOf(n, r))
 		}
-		ports = []string{port}
+		ports, routes = append(ports, port), append(routes, rs...)
 	}
 	var part RemotePart
 	if n.Topology == netconf.TopologyLayer2 {
@@ -111,7 +113,7 @@ func RenderRemote(in Input, node string) (RemotePart, error) {
 	part.Rows = b.rows
 	SortRows(part.Rows)
 	for _, p := range skipped {
-		if p.Node == node {
+		if slices.Contains(nodes, p.Node) {
 			part.Skipped = append(part.Skipped, p)
 		}
 	}

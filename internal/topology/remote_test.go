@@ -59,8 +59,9 @@ func TestRenderRemote(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, name := range []string{"node2", "node3", "node4", "node9"} {
-				part, err := RenderRemote(in, name)
+			for _, set := range [][]string{{"node2"}, {"node3"}, {"node4"}, {"node9"}, {"node2", "node4"}, {"node2", "node3", "node4", "node9"}} {
+				name := strings.Join(set, ",")
+				part, err := RenderRemote(in, set)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -68,7 +69,7 @@ func TestRenderRemote(t *testing.T) {
 				wantIn := map[string][]string{}
 				listed := map[string]bool{}
 				for _, r := range whole.Rows {
-					if ext := extIDs(r); ext[NodeKey] == name {
+					if ext := extIDs(r); slices.Contains(set, ext[NodeKey]) {
 						want = append(want, r)
 						listed[rowID(r)] = true
 					}
@@ -92,8 +93,12 @@ func TestRenderRemote(t *testing.T) {
 						}
 					}
 				}
-				ready := name == "node2" || name == "node4" || tc.net.Topology == netconf.TopologyLayer2 && name == "node3"
-				if rendered := tc.active.Has(name) && ready; rendered != (len(want) > 0) {
+				rendered := false
+				for _, name := range set {
+					ready := name == "node2" || name == "node4" || tc.net.Topology == netconf.TopologyLayer2 && name == "node3"
+					rendered = rendered || tc.active.Has(name) && ready
+				}
+				if rendered != (len(want) > 0) {
 					t.Fatalf("%s: the whole has %d rows of it", name, len(want))
 				}
 				if diff := cmp.Diff(want, part.Rows); diff != "" {
@@ -113,7 +118,7 @@ func TestRenderRemote(t *testing.T) {
 				}
 				var skipped []Problem
 				for _, p := range whole.Skipped {
-					if p.Node == name {
+					if slices.Contains(set, p.Node) {
 						skipped = append(skipped, p)
 					}
 				}
@@ -125,7 +130,7 @@ func TestRenderRemote(t *testing.T) {
 	}
 
 	t.Run("the zone's own node", func(t *testing.T) {
-		_, err := RenderRemote(Input{Network: blue(), Nodes: nodes, Zone: "node1", Cluster: cfg}, "node1")
+		_, err := RenderRemote(Input{Network: blue(), Nodes: nodes, Zone: "node1", Cluster: cfg}, []string{"node2", "node1"})
 		if err == nil || !strings.Contains(err.Error(), "zone's own") {
 			t.Fatalf("got %v, want the zone's own node refused", err)
 		}
@@ -133,7 +138,7 @@ func TestRenderRemote(t *testing.T) {
 	t.Run("a Layer2 secondary network", func(t *testing.T) {
 		sec := seedNetwork()
 		sec.Role = netconf.RoleSecondary
-		if _, err := RenderRemote(Input{Network: sec, Nodes: nodes, Zone: "node1", Cluster: cfg}, "node2"); err == nil {
+		if _, err := RenderRemote(Input{Network: sec, Nodes: nodes, Zone: "node1", Cluster: cfg}, []string{"node2"}); err == nil {
 			t.Fatal("a Layer2 secondary network's remote part rendered")
 		}
 	})

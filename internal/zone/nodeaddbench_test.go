@@ -73,11 +73,11 @@ func benchNodeAdd(b *testing.B, networks, nodes int) {
 		joined := infos[:nodes+2]
 		name := joined[nodes+1].Name
 		return eachNetwork(b, nets, func(n topology.Network) (int, error) {
-			part, err := topology.RenderRemote(topology.Input{Network: n, Nodes: joined, Zone: "node0", Cluster: cfg}, name)
+			part, err := topology.RenderRemote(topology.Input{Network: n, Nodes: joined, Zone: "node0", Cluster: cfg}, []string{name})
 			if err != nil {
 				return 0, err
 			}
-			p, err := zone.SyncRemote(ctx, s, n.Name, name, part)
+			p, err := zone.SyncRemote(ctx, s, n.Name, []string{name}, part)
 			if err != nil {
 				return 0, err
 			}

@@ -11,40 +11,46 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
-// SyncRemote writes a network's part for one remote node (its rows tagged
-// with the node, topology.RenderRemote) as the network's owner
-// (NetworkKey), leaving the network's other rows alone: a node that joins,
-// leaves or changes costs each network a plan of its own few rows, not a
-// re-plan of every row the network has in the zone. The plan's Missing is
-// not empty when the network's transit switch or cluster router is not
-// written yet (plan the network whole).
-func SyncRemote(ctx context.Context, s *ovsdbsync.Syncer, network, node string, part topology.RemotePart) (*ovsdbsync.Plan, error) {
-	p, err := s.PlanPart(NetworkKey(network), remotePart(node, part), part.Rows)
+// SyncRemote writes a network's part for some remote nodes (their rows,
+// tagged with the node, topology.RenderRemote) as the network's owner
+// (NetworkKey), in one transaction, leaving the network's other rows
+// alone: a node that joins, leaves or changes costs each network a plan of
+// its own few rows, not a re-plan of every row the network has in the
+// zone. The plan's Missing is not empty when the network's transit switch
+// or router is not written yet (plan the network whole); nothing is
+// written then.
+func SyncRemote(ctx context.Context, s *ovsdbsync.Syncer, network string, nodes []string, part topology.RemotePart) (*ovsdbsync.Plan, error) {
+	p, err := s.PlanPart(NetworkKey(network), remotePart(nodes, part), part.Rows)
 	if err != nil || len(p.Missing) > 0 {
 		return p, err
 	}
 	return p, s.Apply(ctx, p)
 }
 
-// remotePart is the Syncer's part for a node's rows of a network.
-func remotePart(node string, part topology.RemotePart) ovsdbsync.Part {
-	out := ovsdbsync.Part{Key: topology.NodeKey, Value: node}
+// remotePart is the Syncer's part for some nodes' rows of a network.
+func remotePart(nodes []string, part topology.RemotePart) ovsdbsync.Part {
+	out := ovsdbsync.Part{Key: topology.NodeKey, Values: nodes}
 	for _, m := range part.Parents {
 		out.Parents = append(out.Parents, ovsdbsync.Contribution{Target: m.Parent, Column: m.Column, Members: m.Members})
 	}
 	return out
 }
 
-// maxRemoteParts is the most remote nodes a network's reconcile plans part
-// by part; when more changed at once (a zone's start, a cluster-wide
-// change), one plan of the whole is cheaper.
+// maxRemoteParts is the most remote nodes a network's reconcile plans as a
+// part; when more changed at once (a zone's start, a cluster-wide change),
+// one plan of the whole is cheaper.
 const maxRemoteParts = 4
+
+// maxPartPlans is how many part plans a network has between two plans of
+// the whole: a plan of the whole also puts back what someone else changed
+// in the network's other rows, which a part never looks at, so a network
+// whose nodes keep changing still gets one now and then.
+const maxPartPlans = 32
 
 // wholePlans remembers, per network, the input of its last plan of the
 // whole as far as its rows for remote nodes depend on it, so that a
@@ -60,15 +66,15 @@ type wholePlans struct {
 
 // wholePlan is a network's input when its rows were last all planned:
 // the network, the zone's own node as the network reads it, the BFD rows
-// it referred to, every remote node (as topology.RemoteOf reads it) and
-// the nodes it was active on. Part plans since have updated remotes and
-// active.
+// it referred to, and the remote nodes it was active on (as
+// topology.RemoteOf reads them: a node where it is not active has no rows,
+// whatever it is). Part plans since have updated remotes, and are counted.
 type wholePlan struct {
 	network topology.Network
 	local   nodeinfo.Info
 	shared  map[netip.Addr]string
 	remotes map[string]topology.Remote
-	active  activity.Nodes
+	parts   int
 }
 
 // forget drops what is remembered of the network: its next reconcile
@@ -79,6 +85,14 @@ func (w *wholePlans) forget(network string) {
 	delete(w.m, network)
 }
 
+// forgetAll drops what is remembered of every network (the database may
+// have come back different: requestResync).
+func (w *wholePlans) forgetAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.m = nil
+}
+
 // remember records the input of a plan of the whole just written.
 func (w *wholePlans) remember(zone string, in topology.Input) {
 	n := in.Network
@@ -87,18 +101,25 @@ func (w *wholePlans) remember(zone string, in topology.Input) {
 		w.forget(n.Name)
 		return
 	}
-	p := &wholePlan{network: n, local: local, shared: in.SharedBFD, remotes: map[string]topology.Remote{}, active: in.Active}
-	for _, node := range in.Nodes {
-		if node.Zone != zone {
-			p.remotes[node.Name] = topology.RemoteOf(n, node)
-		}
-	}
+	p := &wholePlan{network: n, local: local, shared: in.SharedBFD, remotes: remotesOf(zone, in, nil)}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
 		w.m = map[string]*wholePlan{}
 	}
 	w.m[n.Name] = p
+}
+
+// remotesOf returns the remote nodes of in where its network is active,
+// as the network reads them; only those named when names is not nil.
+func remotesOf(zone string, in topology.Input, names []string) map[string]topology.Remote {
+	out := map[string]topology.Remote{}
+	for _, node := range in.Nodes {
+		if node.Zone != zone && in.Active.Has(node.Name) && (names == nil || slices.Contains(names, node.Name)) {
+			out[node.Name] = topology.RemoteOf(in.Network, node)
+		}
+	}
+	return out
 }
 
 // localOf returns the zone's one node, as network n's rendering reads it
@@ -121,16 +142,17 @@ func localOf(nodes []nodeinfo.Info, zone string, n topology.Network) (nodeinfo.I
 // remoteChanges returns the remote nodes whose part of the network's rows
 // may differ from what was last written, when nothing else the rows depend
 // on changed since the network's last plan of the whole and at most
-// maxRemoteParts nodes did: a node that came, went, changed what the
-// network reads of it (topology.Remote), or came into or out of the set
-// the network is active on. ok is false when the network must be planned
-// whole: nothing remembered, anything else changed, no node or too many.
+// maxRemoteParts nodes did: a node where the network is active that came,
+// went, changed what the network reads of it (topology.Remote), or came
+// into or out of the set the network is active on. ok is false when the
+// network must be planned whole: nothing remembered, anything else
+// changed, no node or too many, or maxPartPlans parts since the whole.
 func (w *wholePlans) remoteChanges(zone string, in topology.Input) (nodes []string, ok bool) {
 	n := in.Network
 	w.mu.Lock()
 	p := w.m[n.Name]
 	w.mu.Unlock()
-	if p == nil || w.off.Load() {
+	if p == nil || w.off.Load() || p.parts >= maxPartPlans {
 		return nil, false
 	}
 	local, found := localOf(in.Nodes, zone, n)
@@ -138,14 +160,14 @@ func (w *wholePlans) remoteChanges(zone string, in topology.Input) (nodes []stri
 		!maps.Equal(in.SharedBFD, p.shared) || !reflect.DeepEqual(n, p.network) {
 		return nil, false
 	}
-	seen := make(map[string]bool, len(in.Nodes))
+	seen := make(map[string]bool, len(p.remotes))
 	for _, node := range in.Nodes {
-		if node.Zone == zone {
-			continue
+		if node.Zone == zone || !in.Active.Has(node.Name) {
+			continue // not rendered now: it changed if it was then (below)
 		}
 		seen[node.Name] = true
 		was, known := p.remotes[node.Name]
-		if !known || !reflect.DeepEqual(was, topology.RemoteOf(n, node)) || p.active.Has(node.Name) != in.Active.Has(node.Name) {
+		if !known || !reflect.DeepEqual(was, topology.RemoteOf(n, node)) {
 			nodes = append(nodes, node.Name)
 		}
 	}
@@ -161,7 +183,7 @@ func (w *wholePlans) remoteChanges(zone string, in topology.Input) (nodes []stri
 	return nodes, true
 }
 
-// wrote records the parts of the network just written for nodes.
+// wrote records the network's part for nodes just written.
 func (w *wholePlans) wrote(zone string, in topology.Input, nodes []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -169,56 +191,49 @@ func (w *wholePlans) wrote(zone string, in topology.Input, nodes []string) {
 	if p == nil {
 		return
 	}
-	p.active = in.Active
+	p.parts++
 	for _, name := range nodes {
 		delete(p.remotes, name)
 	}
-	for _, node := range in.Nodes {
-		if node.Zone != zone && slices.Contains(nodes, node.Name) {
-			p.remotes[node.Name] = topology.RemoteOf(in.Network, node)
-		}
-	}
+	maps.Copy(p.remotes, remotesOf(zone, in, nodes))
 }
 
-// syncRemoteParts writes the network's parts for the remote nodes that
-// alone changed since its last plan of the whole (remoteChanges), one
-// transaction each, and returns their plans summed; nil when the network
-// must be planned whole instead (nothing written then, or only parts that
-// the whole will find written). They create and delete no datapath (ports
-// and routes only), so they need no turn of the northd gate.
+// syncRemoteParts writes the network's part for the remote nodes that
+// alone changed since its last plan of the whole (remoteChanges), in one
+// transaction, and returns its plan; nil when the network must be planned
+// whole instead (nothing written then). A part creates and deletes no
+// datapath (ports and routes only), so it needs no turn of the northd
+// gate.
 func (r *Reconciler) syncRemoteParts(ctx context.Context, name string, in networkInput) (*ovsdbsync.Plan, error) {
 	nodes, ok := r.whole.remoteChanges(r.Zone, in.Input)
 	if !ok {
 		return nil, nil
 	}
-	sum := &ovsdbsync.Plan{Owner: NetworkKey(name)}
+	part, err := topology.RenderRemote(in.Input, nodes)
+	if err != nil {
+		return nil, nil // the whole says why
+	}
+	p, err := SyncRemote(ctx, r.Syncer, name, nodes, part)
+	if err != nil {
+		r.whole.forget(name)
+		return nil, err
+	}
+	if len(p.Missing) > 0 {
+		r.whole.forget(name)
+		return nil, nil
+	}
+	r.whole.wrote(r.Zone, in.Input, nodes)
+	for _, s := range part.Skipped {
+		r.note(ctx, name, s.Node, s.Reason)
+		in.left[s.Node] = true
+	}
 	for _, node := range nodes {
-		part, err := topology.RenderRemote(in.Input, node)
-		if err != nil {
-			return nil, nil // the whole says why
-		}
-		p, err := SyncRemote(ctx, r.Syncer, name, node, part)
-		if err != nil {
-			r.whole.forget(name)
-			return nil, err
-		}
-		if len(p.Missing) > 0 {
-			r.whole.forget(name)
-			return nil, nil
-		}
-		sum.Ops = append(sum.Ops, p.Ops...)
-		sum.Inserted, sum.Updated, sum.Deleted = sum.Inserted+p.Inserted, sum.Updated+p.Updated, sum.Deleted+p.Deleted
-		for _, s := range part.Skipped {
-			r.note(ctx, name, s.Node, s.Reason)
-			in.left[s.Node] = true
-		}
-		if len(part.Skipped) == 0 && in.bad[node] == nil {
+		if !in.left[node] {
 			in.left[node] = false
 		}
 	}
-	r.whole.wrote(r.Zone, in.Input, nodes)
 	r.resolved(ctx, name, r.stillLeft(name, in.left))
-	return sum, nil
+	return p, nil
 }
 
 // stillLeft returns the nodes noted left out of the network (note) and not

@@ -3,6 +3,7 @@ package zone
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,6 +80,38 @@ func TestRemoteChanges(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a node where the network is not active", func(t *testing.T) {
+		var w wholePlans
+		some := base
+		some.Active = activity.On("node0", "node1", "node2")
+		w.remember("node0", some)
+		changed := edit(func(in *topology.Input) { in.Nodes[4].ChassisID = "new" })
+		changed.Active = some.Active
+		if got, ok := w.remoteChanges("node0", changed); ok {
+			t.Errorf("a change of a node without the network's rows planned: %v", got)
+		}
+		changed.Active = activity.On("node0", "node1", "node2", "node4")
+		if got, ok := w.remoteChanges("node0", changed); !ok || !slices.Equal(got, []string{"node4"}) {
+			t.Errorf("the network came to the node: planned %v (%v), want node4's part", got, ok)
+		}
+	})
+	t.Run("a whole plan every maxPartPlans parts", func(t *testing.T) {
+		var w wholePlans
+		w.remember("node0", base)
+		joined := edit(func(in *topology.Input) { in.Nodes = append(in.Nodes, nodes[6]) })
+		left := base
+		for i := range maxPartPlans {
+			in := []topology.Input{joined, left}[i%2]
+			got, ok := w.remoteChanges("node0", in)
+			if !ok {
+				t.Fatalf("part %d not planned", i)
+			}
+			w.wrote("node0", in, got)
+		}
+		if got, ok := w.remoteChanges("node0", joined); ok {
+			t.Errorf("part %d planned (%v), want the whole", maxPartPlans+1, got)
+		}
+	})
 	t.Run("nothing remembered", func(t *testing.T) {
 		var w wholePlans
 		if got, ok := w.remoteChanges("node0", edit(func(in *topology.Input) { in.Nodes = append(in.Nodes, nodes[6]) })); ok {

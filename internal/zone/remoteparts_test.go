@@ -31,11 +31,11 @@ func TestRemoteParts(t *testing.T) {
 		return topology.Input{Network: n, Nodes: nodes, Zone: "node0", Cluster: cfg}
 	}
 	// The whole network, before it exists: the part has no parents to go in.
-	part, err := topology.RenderRemote(render(infos[:3]), "node2")
+	part, err := topology.RenderRemote(render(infos[:3]), []string{"node2"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := zone.SyncRemote(ctx, s, n.Name, "node2", part)
+	p, err := zone.SyncRemote(ctx, s, n.Name, []string{"node2"}, part)
 	if err != nil || len(p.Missing) != 2 || !p.Empty() {
 		t.Fatalf("a part of a network not written: %v, missing %v, %s; want its two parents missing and nothing written", err, p.Missing, p)
 	}
@@ -53,21 +53,26 @@ func TestRemoteParts(t *testing.T) {
 	changed.ChassisID = "chassis-node1-replaced"
 	resliced := infos[2]
 	resliced.Subnets = nodeinfo.Subnets{n.Name: {netip.MustParsePrefix("10.128.99.0/24")}}
+	// node1b takes node4's ID and slice as node4 leaves: its routes are
+	// node4's (same IDs), re-tagged.
+	taker := infos[4]
+	taker.Name, taker.Zone, taker.ChassisID = "node1b", "node1b", "chassis-node1b"
 	for _, step := range []struct {
 		name  string
 		nodes []nodeinfo.Info
-		node  string
+		part  []string
 		// inserted, updated, deleted, members added and removed
 		want [5]int
 	}{
-		{"node3 joins", []nodeinfo.Info{infos[0], infos[1], infos[2], infos[3]}, "node3", [5]int{3, 0, 0, 3, 0}},
-		{"node4 joins", []nodeinfo.Info{infos[0], infos[1], infos[2], infos[3], infos[4]}, "node4", [5]int{3, 0, 0, 3, 0}},
-		{"node1's chassis changes", []nodeinfo.Info{infos[0], changed, infos[2], infos[3], infos[4]}, "node1", [5]int{0, 1, 0, 0, 0}},
-		{"node2's slice changes", []nodeinfo.Info{infos[0], changed, resliced, infos[3], infos[4]}, "node2", [5]int{1, 0, 1, 1, 1}},
-		{"node3 leaves", []nodeinfo.Info{infos[0], changed, resliced, infos[4]}, "node3", [5]int{0, 0, 3, 0, 3}},
-		{"node3 is gone already", []nodeinfo.Info{infos[0], changed, resliced, infos[4]}, "node3", [5]int{}},
+		{"node3 joins", []nodeinfo.Info{infos[0], infos[1], infos[2], infos[3]}, []string{"node3"}, [5]int{3, 0, 0, 3, 0}},
+		{"node4 joins", []nodeinfo.Info{infos[0], infos[1], infos[2], infos[3], infos[4]}, []string{"node4"}, [5]int{3, 0, 0, 3, 0}},
+		{"node1's chassis changes", []nodeinfo.Info{infos[0], changed, infos[2], infos[3], infos[4]}, []string{"node1"}, [5]int{0, 1, 0, 0, 0}},
+		{"node2's slice changes", []nodeinfo.Info{infos[0], changed, resliced, infos[3], infos[4]}, []string{"node2"}, [5]int{1, 0, 1, 1, 1}},
+		{"node4 leaves, node1b takes its ID", []nodeinfo.Info{infos[0], changed, resliced, infos[3], taker}, []string{"node1b", "node4"}, [5]int{1, 2, 1, 1, 1}},
+		{"node3 leaves", []nodeinfo.Info{infos[0], changed, resliced, taker}, []string{"node3"}, [5]int{0, 0, 3, 0, 3}},
+		{"node3 is gone already", []nodeinfo.Info{infos[0], changed, resliced, taker}, []string{"node3"}, [5]int{}},
 	} {
-		t.Run(step.name, func(t *testing.T) { partStep(t, s, render(step.nodes), step.node, step.want) })
+		t.Run(step.name, func(t *testing.T) { partStep(t, s, render(step.nodes), step.part, step.want) })
 	}
 
 	// The other network was left alone: its plan with the nodes it was
@@ -81,17 +86,29 @@ func TestRemoteParts(t *testing.T) {
 	}
 
 	// A part whose parent another owner holds is refused.
-	foreign := ovsdbsync.Part{Key: topology.NodeKey, Value: "node3", Parents: []ovsdbsync.Contribution{
+	foreign := ovsdbsync.Part{Key: topology.NodeKey, Values: []string{"node3"}, Parents: []ovsdbsync.Contribution{
 		{Target: &nbdb.LogicalSwitch{Name: n.TransitSwitch()}, Column: "ports"}}}
 	if _, err := s.PlanPart(zone.NetworkKey(nets[1].Name), foreign, nil); err == nil {
 		t.Error("a part planned into another owner's rows")
 	}
-	// So is a row that is not the part's.
-	part, err = topology.RenderRemote(render(infos), "node3")
+	// So is a row whose ID the owner holds outside the part: node9 with
+	// node1b's ID and slice, node1b left out of the part (the whole would
+	// re-tag node1b's routes; the part alone would insert them twice).
+	nine := taker
+	nine.Name, nine.Zone = "node9", "node9"
+	part, err = topology.RenderRemote(render([]nodeinfo.Info{infos[0], changed, resliced, nine}), []string{"node9"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := ovsdbsync.Part{Key: topology.NodeKey, Value: "node4"}
+	if p, err := zone.SyncRemote(ctx, s, n.Name, []string{"node9"}, part); err == nil {
+		t.Errorf("a part inserting rows whose IDs the owner holds outside it was planned: %s", p)
+	}
+	// So is a row that is not the part's.
+	part, err = topology.RenderRemote(render(infos), []string{"node3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := ovsdbsync.Part{Key: topology.NodeKey, Values: []string{"node4"}}
 	if _, err := s.PlanPart(owner, other, part.Rows); err == nil {
 		t.Error("node3's rows planned as node4's part")
 	}
@@ -122,25 +139,25 @@ func TestRemotePartsLayer2(t *testing.T) {
 	}
 	changed := infos[2]
 	changed.ChassisID = "chassis-node2-replaced"
-	t.Run("node3 joins", func(t *testing.T) { partStep(t, s, render(infos), "node3", [5]int{2, 0, 0, 2, 0}) })
+	t.Run("node3 joins", func(t *testing.T) { partStep(t, s, render(infos), []string{"node3"}, [5]int{2, 0, 0, 2, 0}) })
 	t.Run("node2's chassis changes", func(t *testing.T) {
-		partStep(t, s, render([]nodeinfo.Info{infos[0], infos[1], changed, infos[3]}), "node2", [5]int{0, 1, 0, 0, 0})
+		partStep(t, s, render([]nodeinfo.Info{infos[0], infos[1], changed, infos[3]}), []string{"node2"}, [5]int{0, 1, 0, 0, 0})
 	})
 	t.Run("node3 leaves", func(t *testing.T) {
-		partStep(t, s, render([]nodeinfo.Info{infos[0], infos[1], changed}), "node3", [5]int{0, 0, 2, 0, 2})
+		partStep(t, s, render([]nodeinfo.Info{infos[0], infos[1], changed}), []string{"node3"}, [5]int{0, 0, 2, 0, 2})
 	})
 }
 
-// partStep writes the part of in's network for node and checks what its
+// partStep writes the part of in's network for nodes and checks what its
 // plan did (inserted, updated, deleted, members added and removed) and
 // that the network's whole plan is empty afterwards.
-func partStep(t *testing.T, s *ovsdbsync.Syncer, in topology.Input, node string, want [5]int) {
+func partStep(t *testing.T, s *ovsdbsync.Syncer, in topology.Input, nodes []string, want [5]int) {
 	t.Helper()
-	part, err := topology.RenderRemote(in, node)
+	part, err := topology.RenderRemote(in, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := zone.SyncRemote(context.Background(), s, in.Network.Name, node, part)
+	p, err := zone.SyncRemote(context.Background(), s, in.Network.Name, nodes, part)
 	if err != nil {
 		t.Fatal(err)
 	}

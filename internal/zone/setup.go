@@ -584,8 +584,10 @@ func (r *Reconciler) Close() {
 }
 
 // requestResync asks for every key to be reconciled (after a database
-// reconnected: it may have come back different, even empty).
+// reconnected: it may have come back different, even empty), networks
+// whole: what they last wrote is not trusted.
 func (r *Reconciler) requestResync() {
+	r.whole.forgetAll()
 	select {
 	case r.resync <- event.GenericEvent{Object: &corev1.Node{ObjectMeta: objectMeta("resync")}}:
 	default: // one is pending already
