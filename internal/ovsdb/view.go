@@ -146,7 +146,7 @@ func (v *View) Rows(table string) (rows map[string]model.Model, ok bool) {
 }
 
 // KeyValues returns the values the rows of table have for the indexed
-// external ID key (see KeyedAll), each once; ok is false if the view does not
+// external ID key (see KeyedEach), each once; ok is false if the view does not
 // hold the table or does not index it by key.
 func (v *View) KeyValues(table, key string) (values []string, ok bool) {
 	vt := v.table(table)
@@ -169,31 +169,23 @@ func (v *View) IndexedBy(table, key string) bool {
 	return vt != nil && vt.extIDs >= 0 && vt.key == key
 }
 
-// KeyedAll returns the rows whose external ID key (the one the cache's
-// client index names) is value, in every table the view indexes by key, by
-// table and UUID, as one consistent reading (tables without any left out).
-func (v *View) KeyedAll(key, value string) map[string]map[string]model.Model {
+// KeyedEach calls f with every row whose external ID key (the one the
+// cache's client index names) is value, in every table the view indexes by
+// key, as one consistent reading. f must not call the view.
+func (v *View) KeyedEach(key, value string, f func(table, uuid string, m model.Model)) {
 	if v == nil {
-		return nil
+		return
 	}
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	var out map[string]map[string]model.Model
 	for name, vt := range v.tables {
-		uuids := vt.keyed[value]
-		if vt.extIDs < 0 || vt.key != key || len(uuids) == 0 {
+		if vt.extIDs < 0 || vt.key != key {
 			continue
 		}
-		rows := make(map[string]model.Model, len(uuids))
-		for u := range uuids {
-			rows[u] = vt.rows[u]
+		for u := range vt.keyed[value] {
+			f(name, u, vt.rows[u])
 		}
-		if out == nil {
-			out = map[string]map[string]model.Model{}
-		}
-		out[name] = rows
 	}
-	return out
 }
 
 // set records a row (nil: deleted). Callers hold v.mu.

@@ -536,14 +536,25 @@ func (s *Syncer) plan(owner string, part *Part, desired []model.Model, contribs 
 	}
 
 	// Rows the owner holds now, by table and ID.
-	held, err := s.held(owner)
-	if err != nil {
-		return nil, err
-	}
-	var outside map[*table]map[string]bool
+	// A part's: those of its rows, and the IDs of desired rows the owner
+	// holds outside it (collide).
+	var held map[*table]map[string]existing
+	var err error
+	collide := map[string]bool{}
 	if part != nil {
-		outside = part.only(held)
-	} else if err := s.heldByReference(held); err != nil {
+		held, err = s.heldWhere(owner, func(t *table, id string, row reflect.Value) bool {
+			if part.has(t, row) {
+				return true
+			}
+			if _, desired := byID[id]; desired {
+				collide[id] = true
+			}
+			return false
+		})
+	} else if held, err = s.held(owner); err == nil {
+		err = s.heldByReference(held)
+	}
+	if err != nil {
 		return nil, err
 	}
 
@@ -561,7 +572,7 @@ func (s *Syncer) plan(owner string, part *Part, desired []model.Model, contribs 
 				adopted[e.uuid] = true
 			}
 		}
-		if match[i] == nil && outside[t][ids[i]] {
+		if match[i] == nil && collide[ids[i]] {
 			return nil, fmt.Errorf("ovsdbsync: part %s of %s: desired %s row %s is held outside the part", part, owner, t.name, ids[i])
 		}
 		if match[i] != nil {

@@ -58,28 +58,6 @@ func (part *Part) has(t *table, v reflect.Value) bool {
 	return ok && slices.Contains(part.Values, tag)
 }
 
-// only keeps of held the part's rows and returns the IDs of the others,
-// by table.
-func (part *Part) only(held map[*table]map[string]existing) (outside map[*table]map[string]bool) {
-	outside = map[*table]map[string]bool{}
-	for t, h := range held {
-		if t.extIDs < 0 {
-			delete(held, t)
-			continue
-		}
-		for id, e := range h {
-			if !part.has(t, e.row) {
-				delete(h, id)
-				if outside[t] == nil {
-					outside[t] = map[string]bool{}
-				}
-				outside[t][id] = true
-			}
-		}
-	}
-	return outside
-}
-
 // String names the part.
 func (part *Part) String() string { return part.Key + "=" + strings.Join(part.Values, ",") }
 

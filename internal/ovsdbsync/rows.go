@@ -64,38 +64,54 @@ func (r rows) all(t *table) map[string]model.Model {
 // by table and ID: those of the tables the view indexes by owner in one
 // reading of it, the others from libovsdb's cache.
 func (s *Syncer) held(owner string) (map[*table]map[string]existing, error) {
+	return s.heldWhere(owner, nil)
+}
+
+// heldWhere is held keeping only the rows keep accepts (all when keep is
+// nil): keep is given each row's table, ID and model pointer.
+func (s *Syncer) heldWhere(owner string, keep func(t *table, id string, row reflect.Value) bool) (map[*table]map[string]existing, error) {
 	r, err := s.rows()
 	if err != nil {
 		return nil, err
 	}
-	viewed := r.v.KeyedAll(OwnerKey, owner)
 	held := make(map[*table]map[string]existing, len(s.order))
+	add := func(t *table, u string, m model.Model) {
+		v := reflect.ValueOf(m)
+		ext := v.Elem().Field(t.extIDs).Interface().(map[string]string)
+		if ext[OwnerKey] != owner {
+			return // RowsByModels may also match on schema indexes
+		}
+		id := ext[IDKey]
+		if id == "" {
+			id = "legacy:" + u // held without an ID: stale
+		}
+		if keep == nil || keep(t, id, v) {
+			held[t][id] = existing{uuid: u, row: v}
+		}
+	}
 	for _, t := range s.order {
-		if t.extIDs < 0 {
+		if t.extIDs >= 0 {
+			held[t] = map[string]existing{}
+		}
+	}
+	r.v.KeyedEach(OwnerKey, owner, func(table, u string, m model.Model) {
+		if t := s.byName[table]; t != nil && t.extIDs >= 0 {
+			add(t, u, m)
+		}
+	})
+	for _, t := range s.order {
+		if t.extIDs < 0 || r.v.IndexedBy(t.name, OwnerKey) {
 			continue
 		}
-		found := viewed[t.name]
-		if !r.v.IndexedBy(t.name, OwnerKey) {
-			probe := reflect.New(t.typ)
-			probe.Elem().Field(t.extIDs).Set(reflect.ValueOf(map[string]string{OwnerKey: owner}))
-			if found, err = r.c.Table(t.name).RowsByModels([]model.Model{probe.Interface().(model.Model)}); err != nil {
-				return nil, fmt.Errorf("ovsdbsync: looking up %s rows of %s: %w", t.name, owner, err)
-			}
+		probe := reflect.New(t.typ)
+		probe.Elem().Field(t.extIDs).Set(reflect.ValueOf(map[string]string{OwnerKey: owner}))
+		found, err := r.c.Table(t.name).RowsByModels([]model.Model{probe.Interface().(model.Model)})
+		if err != nil {
+			return nil, fmt.Errorf("ovsdbsync: looking up %s rows of %s: %w", t.name, owner, err)
 		}
-		out := make(map[string]existing, len(found))
 		for u, m := range found {
-			v := reflect.ValueOf(m)
-			ext := v.Elem().Field(t.extIDs).Interface().(map[string]string)
-			if ext[OwnerKey] != owner {
-				continue // RowsByModels may also match on schema indexes
-			}
-			id := ext[IDKey]
-			if id == "" {
-				id = "legacy:" + u // held without an ID: stale
-			}
-			out[id] = existing{uuid: u, row: v}
+			add(t, u, m)
 		}
-		held[t] = out
 	}
 	return held, nil
 }
