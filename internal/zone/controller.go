@@ -569,9 +569,7 @@ func (r *Reconciler) input(ctx context.Context, name string, withPorts bool) (ne
 	}
 	var ports []topology.Port
 	var shared map[netip.Addr]string
-	if local, ok, err := r.localNode(ctx); err != nil {
-		return networkInput{}, err
-	} else if ok && active.Has(local.Name) {
+	if local, ok := r.localIn(nodes); ok && active.Has(local.Name) {
 		if withPorts {
 			if ports, err = r.ports(ctx, n, keys, local.Name); err != nil {
 				return networkInput{}, err

@@ -3,6 +3,7 @@ package zone_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 //
 //	go test -run XXX -bench BenchmarkZoneControllerNodeAdd -benchtime 1x -timeout 30m ./internal/zone/
 //	OVN_UDN_BENCH_SIZE=1000x20 (the default)
+//	OVN_UDN_BENCH_CTRLNODEADD_PROFILE_WHOLE=file, OVN_UDN_BENCH_CTRLNODEADD_PROFILE_PARTS=file: CPU profiles
 func BenchmarkZoneControllerNodeAdd(b *testing.B) {
 	for _, size := range benchSizes(b, benchSize{1000, 20}) {
 		b.Run(fmt.Sprintf("%dx%d", size.networks, size.nodes), func(b *testing.B) {
@@ -65,6 +67,7 @@ func benchControllerNodeAdd(b *testing.B, networks, nodes int) {
 		zone.PlanWholeOnly(r, mode == "whole")
 		name := "join-" + mode
 		rows0, txns0, cpu0 := inserted(), r.Transactions(), cpuSeconds("self")
+		stop := profile(b, "OVN_UDN_BENCH_CTRLNODEADD_PROFILE_"+strings.ToUpper(mode))
 		start := time.Now()
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: clustertest.NodeInfo(name, nodes+i).Annotations()}}
 		if err := c.Admin.Create(ctx, n); err != nil {
@@ -84,6 +87,7 @@ func benchControllerNodeAdd(b *testing.B, networks, nodes int) {
 			return nil
 		})
 		took := time.Since(start)
+		stop()
 		ports, err := ovsdb.List(ctx, r.NB, func(p *nbdb.LogicalSwitchPort) bool {
 			return p.Type == "remote" && p.ExternalIDs[topology.NodeKey] == name
 		})

@@ -109,16 +109,22 @@ func (r *Reconciler) localNode(ctx context.Context) (nodeinfo.Info, bool, error)
 	if err != nil {
 		return nodeinfo.Info{}, false, err
 	}
+	n, ok := r.localIn(nodes)
+	return n, ok, nil
+}
+
+// localIn is localNode among nodes (a list of them just read).
+func (r *Reconciler) localIn(nodes []nodeinfo.Info) (nodeinfo.Info, bool) {
 	for _, n := range nodes {
 		if n.Zone == r.Zone {
 			if p := r.localName.Load(); p == nil || *p != n.Name {
 				name := n.Name
 				r.localName.Store(&name)
 			}
-			return n, true, nil
+			return n, true
 		}
 	}
-	return nodeinfo.Info{}, false, nil
+	return nodeinfo.Info{}, false
 }
 
 // recoverPods rebuilds the node's Layer3 allocations from the annotations of
