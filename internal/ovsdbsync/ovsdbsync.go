@@ -536,18 +536,18 @@ func (s *Syncer) plan(owner string, part *Part, desired []model.Model, contribs 
 	}
 
 	// Rows the owner holds now, by table and ID.
-	// A part's: those of its rows, and the IDs of desired rows the owner
-	// holds outside it (collide).
+	// A part's: those of its rows, and the rows outside it with the ID of
+	// a desired row of their table (collide: UUID by ID).
 	var held map[*table]map[string]existing
 	var err error
-	collide := map[string]bool{}
+	collide := map[string]string{}
 	if part != nil {
-		held, err = s.heldWhere(owner, func(t *table, id string, row reflect.Value) bool {
-			if part.has(t, row) {
+		held, err = s.heldWhere(owner, func(t *table, id string, e existing) bool {
+			if part.has(t, e.row) {
 				return true
 			}
-			if _, desired := byID[id]; desired {
-				collide[id] = true
+			if i, desired := byID[id]; desired && tabs[i] == t {
+				collide[id] = e.uuid
 			}
 			return false
 		})
@@ -572,8 +572,8 @@ func (s *Syncer) plan(owner string, part *Part, desired []model.Model, contribs 
 				adopted[e.uuid] = true
 			}
 		}
-		if match[i] == nil && collide[ids[i]] {
-			return nil, fmt.Errorf("ovsdbsync: part %s of %s: desired %s row %s is held outside the part", part, owner, t.name, ids[i])
+		if u, ok := collide[ids[i]]; ok && (match[i] == nil || match[i].uuid != u) {
+			return nil, fmt.Errorf("ovsdbsync: part %s of %s: desired %s row %s is held outside the part: %w", part, owner, t.name, ids[i], ErrOutsidePart)
 		}
 		if match[i] != nil {
 			uuidOf[ids[i]] = match[i].uuid

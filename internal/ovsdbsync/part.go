@@ -1,6 +1,7 @@
 package ovsdbsync
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -37,13 +38,18 @@ type Part struct {
 	Parents []Contribution
 }
 
+// ErrOutsidePart is wrapped by PlanPart's error when a desired row's ID is
+// held by the owner outside the part: the part is not what a plan of the
+// whole would make of it (plan the whole).
+var ErrOutsidePart = errors.New("a desired row's ID is held outside the part")
+
 // PlanPart diffs an owner's part against the cache: the part's rows are
 // inserted, updated and deleted as Plan would, the Parents' columns gain
 // and lose the part's members by mutation, and nothing else is read or
 // written. A parent that does not exist is listed in Plan.Missing (plan
 // the owner whole instead); one held by another owner is an error, and so
-// is a desired row outside the part or whose ID the owner holds outside it
-// (the part is not what the whole would make of it).
+// is a desired row outside the part, or one whose ID the owner holds outside
+// it (ErrOutsidePart: the part is not what the whole would make of it).
 func (s *Syncer) PlanPart(owner string, part Part, desired []model.Model) (*Plan, error) {
 	return s.plan(owner, &part, desired, part.Parents)
 }

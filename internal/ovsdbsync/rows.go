@@ -68,8 +68,8 @@ func (s *Syncer) held(owner string) (map[*table]map[string]existing, error) {
 }
 
 // heldWhere is held keeping only the rows keep accepts (all when keep is
-// nil): keep is given each row's table, ID and model pointer.
-func (s *Syncer) heldWhere(owner string, keep func(t *table, id string, row reflect.Value) bool) (map[*table]map[string]existing, error) {
+// nil): keep is given each row's table, ID and row.
+func (s *Syncer) heldWhere(owner string, keep func(t *table, id string, e existing) bool) (map[*table]map[string]existing, error) {
 	r, err := s.rows()
 	if err != nil {
 		return nil, err
@@ -85,8 +85,8 @@ func (s *Syncer) heldWhere(owner string, keep func(t *table, id string, row refl
 		if id == "" {
 			id = "legacy:" + u // held without an ID: stale
 		}
-		if keep == nil || keep(t, id, v) {
-			held[t][id] = existing{uuid: u, row: v}
+		if e := (existing{uuid: u, row: v}); keep == nil || keep(t, id, e) {
+			held[t][id] = e
 		}
 	}
 	for _, t := range s.order {

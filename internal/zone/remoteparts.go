@@ -2,6 +2,7 @@ package zone
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"net/netip"
 	"reflect"
@@ -214,6 +215,12 @@ func (r *Reconciler) syncRemoteParts(ctx context.Context, name string, in networ
 		return nil, nil // the whole says why
 	}
 	p, err := SyncRemote(ctx, r.Syncer, name, nodes, part)
+	if errors.Is(err, ovsdbsync.ErrOutsidePart) {
+		// Rows of the part are held under other nodes' tags: the
+		// whole, now, re-tags them.
+		r.whole.forget(name)
+		return nil, nil
+	}
 	if err != nil {
 		r.whole.forget(name)
 		return nil, err
