@@ -52,6 +52,12 @@ func TestRemoteChanges(t *testing.T) {
 		{"a node leaves the active set", edit(func(in *topology.Input) { in.Active = activity.On("node0", "node1", "node2", "node3", "node4") }), []string{"node5"}},
 		{"two join, one leaves", edit(func(in *topology.Input) { in.Nodes = append(in.Nodes[:5], nodes[6], nodes[7]) }), []string{"node5", "node6", "node7"}},
 		{"five change", edit(func(in *topology.Input) { in.Nodes = in.Nodes[:1] }), nil},
+		{"a node takes a departed node's ID", edit(func(in *topology.Input) {
+			taker := in.Nodes[5]
+			taker.Name, taker.Zone = "node1b", "node1b"
+			in.Nodes = append(in.Nodes[:5], taker)
+		}), []string{"node1b", "node5"}},
+		{"a remote node moves into the zone", edit(func(in *topology.Input) { in.Nodes[2].Zone = "node0" }), nil},
 		{"the zone's node changes", edit(func(in *topology.Input) { in.Nodes[0].ID = 99 }), nil},
 		{"the zone's node's slice of another network", edit(func(in *topology.Input) {
 			in.Nodes[0].Subnets = nodeinfo.Subnets{"ns.blue": in.Nodes[0].Subnets["ns.blue"]}
