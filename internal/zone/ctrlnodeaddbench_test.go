@@ -94,7 +94,7 @@ func benchControllerNodeAdd(b *testing.B, networks, nodes int) {
 		if err != nil || len(ports) != networks+1 {
 			b.Fatalf("node %s has %d remote ports in zone A (%v), want %d", name, len(ports), err, networks+1)
 		}
-		settledQueue(b, "zone-node-a")
+		quietAfter(b, "zone-node-a", 0, 0)
 		times[mode] = took.Seconds()
 		b.ReportMetric(took.Seconds(), "s/node-add-"+mode)
 		b.ReportMetric(sliced.Seconds(), "s-allocated-"+mode)
@@ -102,22 +102,4 @@ func benchControllerNodeAdd(b *testing.B, networks, nodes int) {
 		b.ReportMetric(cpuSeconds("self")-cpu0, "s-cpu-process-"+mode)
 	}
 	b.ReportMetric(times["parts"]/times["whole"], "ratio-parts")
-}
-
-// settledQueue waits until the controller's queue has stayed empty for
-// half a second.
-func settledQueue(b *testing.B, controller string) {
-	var quiet time.Time
-	last := -1.0
-	cmtest.Eventually(b, 10*time.Minute, func() error {
-		done := reconcileTotal(b, controller)
-		if metricValue(b, "workqueue_depth", "name", controller) > 0 || done != last {
-			last, quiet = done, time.Now()
-			return fmt.Errorf("%s is still reconciling", controller)
-		}
-		if time.Since(quiet) < 500*time.Millisecond {
-			return fmt.Errorf("%s has been quiet for %v", controller, time.Since(quiet))
-		}
-		return nil
-	})
 }

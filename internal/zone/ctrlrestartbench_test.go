@@ -98,21 +98,29 @@ func settled(b *testing.B, r *zone.Reconciler, controller string) (int, time.Tim
 		keys, err = r.Keys(context.Background())
 		return err
 	})
+	return len(keys), quietAfter(b, controller, base, len(keys))
+}
+
+// quietAfter waits until the controller has reconciled at least min keys
+// since its reconcile count was base and its queue has stayed empty for
+// half a second, and returns when the last reconcile was seen to finish.
+func quietAfter(b *testing.B, controller string, base float64, min int) time.Time {
+	b.Helper()
 	var quiet time.Time
 	last := -1.0
 	err := proc.WaitFor(20*time.Minute, 20*time.Millisecond, func() (bool, error) {
 		done := reconcileTotal(b, controller) - base
 		depth := metricValue(b, "workqueue_depth", "name", controller)
-		if done < float64(len(keys)) || depth > 0 || done != last {
+		if done < float64(min) || depth > 0 || done != last {
 			last, quiet = done, time.Now()
-			return false, fmt.Errorf("%v of %d keys reconciled, %v queued", done, len(keys), depth)
+			return false, fmt.Errorf("%v of %d keys reconciled, %v queued", done, min, depth)
 		}
 		return time.Since(quiet) >= 500*time.Millisecond, nil
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return len(keys), quiet
+	return quiet
 }
 
 // reconcileTotal is controller-runtime's count of the controller's
