@@ -149,7 +149,7 @@ func ObserveSync(zone string) func(ovsdbsync.Applied) {
 	return func(a ovsdbsync.Applied) {
 		kind := OwnerKind(a.Plan.Owner)
 		if a.Plan.Part() != nil {
-			kind += "-part" // net-part: a network's rows for one remote node
+			kind += "-part" // net-part: a network's rows for the remote nodes that changed
 		}
 		result := "ok"
 		if a.Err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/ovn-org/libovsdb/model"
@@ -91,31 +90,20 @@ func (s *Syncer) memberships(p *Plan, targets []target, held map[*table]map[stri
 			}
 			want[u] = true
 		}
+		// The column's members that are the part's rows (a wanted member
+		// already there is one: it was matched to a held row).
 		mine := map[string]bool{}
 		for _, e := range held[s.byName[tg.col.refTable]] {
 			mine[e.uuid] = true
 		}
-		cur := tg.row.row.Elem().Field(tg.col.index)
 		have := map[string]bool{}
-		for j := 0; j < cur.Len(); j++ {
-			have[cur.Index(j).String()] = true
+		for _, m := range membersIn(tg.row.row.Elem().Field(tg.col.index), mine) {
+			have[m] = true
 		}
-		var add, del []string
-		for u := range want {
-			if !have[u] {
-				add = append(add, u)
-			}
-		}
-		for u := range have {
-			if mine[u] && !want[u] {
-				del = append(del, u)
-			}
-		}
+		add, del := diffSets(want, have)
 		if len(add)+len(del) == 0 {
 			continue
 		}
-		sort.Strings(add)
-		sort.Strings(del)
 		ops = append(ops, memberMutation(memberKey{t: tg.t, col: tg.col, row: tg.row.uuid}, del, add))
 		p.Added += len(add)
 		p.Removed += len(del)
