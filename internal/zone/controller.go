@@ -598,7 +598,7 @@ func (r *Reconciler) render(ctx context.Context, name string, in networkInput) (
 		r.note(ctx, name, p.Node, p.Reason)
 		in.left[p.Node] = true
 	}
-	r.resolved(ctx, name, in.left)
+	r.resolved(ctx, name, func(node string) bool { return in.left[node] })
 	out.rows, out.waitingForBFD = res.Rows, len(res.WaitingForBFD) > 0
 	return out, nil
 }
@@ -703,15 +703,15 @@ func (r *Reconciler) note(ctx context.Context, network, node, reason string) {
 }
 
 // resolved records, with a Normal Event, that nodes once left out of a
-// network (note) are in it again: every noted node of the network not in
-// left.
-func (r *Reconciler) resolved(ctx context.Context, network string, left map[string]bool) {
+// network (note) are in it again: every noted node of the network for
+// which left is false.
+func (r *Reconciler) resolved(ctx context.Context, network string, left func(node string) bool) {
 	prefix := network + "/"
 	var back []string
 	r.mu.Lock()
 	for key := range r.noted {
 		node, ok := strings.CutPrefix(key, prefix)
-		if ok && !strings.Contains(node, "/") && !left[node] {
+		if ok && !strings.Contains(node, "/") && !left(node) {
 			back = append(back, node)
 			delete(r.noted, key)
 		}

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -234,33 +233,7 @@ func (r *Reconciler) syncRemoteParts(ctx context.Context, name string, in networ
 		r.note(ctx, name, s.Node, s.Reason)
 		in.left[s.Node] = true
 	}
-	for _, node := range nodes {
-		if !in.left[node] {
-			in.left[node] = false
-		}
-	}
-	r.resolved(ctx, name, r.stillLeft(name, in.left))
+	// Of the nodes noted left out, only those of the part can be back.
+	r.resolved(ctx, name, func(node string) bool { return in.left[node] || !slices.Contains(nodes, node) })
 	return p, nil
-}
-
-// stillLeft returns the nodes noted left out of the network (note) and not
-// taken back in by left (false), with those left names true.
-func (r *Reconciler) stillLeft(network string, left map[string]bool) map[string]bool {
-	out := map[string]bool{}
-	prefix := network + "/"
-	r.mu.Lock()
-	for key := range r.noted {
-		if node, ok := strings.CutPrefix(key, prefix); ok && !strings.Contains(node, "/") {
-			out[node] = true
-		}
-	}
-	r.mu.Unlock()
-	for node, l := range left {
-		if l {
-			out[node] = true
-		} else {
-			delete(out, node)
-		}
-	}
-	return out
 }
