@@ -12,6 +12,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 )
 
 // Remote is all a zone's rendering of a network reads of a remote node (one
@@ -45,23 +46,15 @@ func HasRemoteParts(n Network) bool {
 	return n.Topology == netconf.TopologyLayer3 || n.Topology == netconf.TopologyLayer2 && n.IsPrimary()
 }
 
-// Membership lists rows of a part in a set column of another row of the
-// same rendering: Parent is a model with its index set (the name), Column
-// the column's OVSDB name, Members the IDs of the part's rows it lists.
-type Membership struct {
-	Parent  model.Model
-	Column  string
-	Members []string
-}
-
 // RemotePart is the part of a network's rendering in a zone that some
 // remote nodes make: their rows (tagged NodeKey=node), where they are
-// listed (the transit switch's ports, the cluster router's routes, listed
-// even when the nodes have no rows so that rows they had leave them), and
-// the nodes left out for a problem.
+// listed (Parents, as ovsdbsync.Part takes them: the transit switch's
+// ports, the cluster router's routes, listed even when the nodes have no
+// rows so that rows they had leave them), and the nodes left out for a
+// problem.
 type RemotePart struct {
 	Rows    []model.Model
-	Parents []Membership
+	Parents []ovsdbsync.Contribution
 	Skipped []Problem
 }
 
@@ -103,11 +96,11 @@ func RenderRemote(in Input, nodes []string) (RemotePart, error) {
 	var part RemotePart
 	if n.Topology == netconf.TopologyLayer2 {
 		tr := &nbdb.LogicalRouter{Name: n.TransitRouter()}
-		part.Parents = []Membership{{Parent: tr, Column: "ports", Members: ports}, {Parent: tr, Column: "static_routes", Members: routes}}
+		part.Parents = []ovsdbsync.Contribution{{Target: tr, Column: "ports", Members: ports}, {Target: tr, Column: "static_routes", Members: routes}}
 	} else {
-		part.Parents = []Membership{
-			{Parent: &nbdb.LogicalSwitch{Name: n.TransitSwitch()}, Column: "ports", Members: ports},
-			{Parent: &nbdb.LogicalRouter{Name: n.ClusterRouter()}, Column: "static_routes", Members: routes},
+		part.Parents = []ovsdbsync.Contribution{
+			{Target: &nbdb.LogicalSwitch{Name: n.TransitSwitch()}, Column: "ports", Members: ports},
+			{Target: &nbdb.LogicalRouter{Name: n.ClusterRouter()}, Column: "static_routes", Members: routes},
 		}
 	}
 	part.Rows = b.rows

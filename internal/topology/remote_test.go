@@ -106,7 +106,7 @@ func TestRenderRemote(t *testing.T) {
 				}
 				gotIn := map[string][]string{}
 				for _, m := range part.Parents {
-					switch p := m.Parent.(type) {
+					switch p := m.Target.(type) {
 					case *nbdb.LogicalSwitch:
 						gotIn["ls:"+p.Name+"."+m.Column] = m.Members
 					case *nbdb.LogicalRouter:

@@ -25,20 +25,11 @@ import (
 // or router is not written yet (plan the network whole); nothing is
 // written then.
 func SyncRemote(ctx context.Context, s *ovsdbsync.Syncer, network string, nodes []string, part topology.RemotePart) (*ovsdbsync.Plan, error) {
-	p, err := s.PlanPart(NetworkKey(network), remotePart(nodes, part), part.Rows)
+	p, err := s.PlanPart(NetworkKey(network), ovsdbsync.Part{Key: topology.NodeKey, Values: nodes, Parents: part.Parents}, part.Rows)
 	if err != nil || len(p.Missing) > 0 {
 		return p, err
 	}
 	return p, s.Apply(ctx, p)
-}
-
-// remotePart is the Syncer's part for some nodes' rows of a network.
-func remotePart(nodes []string, part topology.RemotePart) ovsdbsync.Part {
-	out := ovsdbsync.Part{Key: topology.NodeKey, Values: nodes}
-	for _, m := range part.Parents {
-		out.Parents = append(out.Parents, ovsdbsync.Contribution{Target: m.Parent, Column: m.Column, Members: m.Members})
-	}
-	return out
 }
 
 // maxRemoteParts is the most remote nodes a network's reconcile plans as a
