@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -74,23 +75,15 @@ func TestRenderRemote(t *testing.T) {
 						listed[rowID(r)] = true
 					}
 				}
-				// Every row of the whole that lists some of them is a parent.
-				for _, r := range whole.Rows {
-					switch r := r.(type) {
-					case *nbdb.LogicalSwitch:
-						if m := only(r.Ports, listed); len(m) > 0 || r.Name == tc.net.TransitSwitch() {
-							wantIn["ls:"+r.Name+".ports"] = m
-						}
-					case *nbdb.LogicalRouter:
-						for col, members := range map[string][]string{"ports": r.Ports, "static_routes": r.StaticRoutes} {
-							parent := tc.net.ClusterRouter()
-							if tc.net.Topology == netconf.TopologyLayer2 {
-								parent = tc.net.TransitRouter()
-							}
-							if m := only(members, listed); len(m) > 0 || r.Name == parent && (col == "static_routes" || tc.net.Topology == netconf.TopologyLayer2) {
-								wantIn["lr:"+r.Name+"."+col] = m
-							}
-						}
+				// Every set column of the whole listing some of them is a
+				// parent, and the part's parents are listed even when empty.
+				parents := []string{"ls:" + tc.net.TransitSwitch() + ".ports", "lr:" + tc.net.ClusterRouter() + ".static_routes"}
+				if tc.net.Topology == netconf.TopologyLayer2 {
+					parents = []string{"lr:" + tc.net.TransitRouter() + ".ports", "lr:" + tc.net.TransitRouter() + ".static_routes"}
+				}
+				for key, members := range setColumns(whole.Rows) {
+					if m := only(members, listed); len(m) > 0 || slices.Contains(parents, key) {
+						wantIn[key] = m
 					}
 				}
 				rendered := false
@@ -106,12 +99,7 @@ func TestRenderRemote(t *testing.T) {
 				}
 				gotIn := map[string][]string{}
 				for _, m := range part.Parents {
-					switch p := m.Target.(type) {
-					case *nbdb.LogicalSwitch:
-						gotIn["ls:"+p.Name+"."+m.Column] = m.Members
-					case *nbdb.LogicalRouter:
-						gotIn["lr:"+p.Name+"."+m.Column] = m.Members
-					}
+					gotIn[columnKey(m.Target, m.Column)] = m.Members
 				}
 				if diff := cmp.Diff(wantIn, gotIn, cmp.Transformer("sorted", sortedCopy)); diff != "" {
 					t.Errorf("%s: members (-whole's +part's):\n%s", name, diff)
@@ -154,6 +142,33 @@ func extIDs(m model.Model) map[string]string {
 
 // rowID returns a desired row's ID.
 func rowID(m model.Model) string { return m.(interface{ GetUUID() string }).GetUUID() }
+
+// setColumns returns the member columns of the switches and routers
+// among rows, by columnKey.
+func setColumns(rows []model.Model) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range rows {
+		switch r := r.(type) {
+		case *nbdb.LogicalSwitch:
+			out[columnKey(r, "ports")] = r.Ports
+		case *nbdb.LogicalRouter:
+			out[columnKey(r, "ports")], out[columnKey(r, "static_routes")] = r.Ports, r.StaticRoutes
+		}
+	}
+	return out
+}
+
+// columnKey names a column of a switch or router: "ls:<name>.<column>",
+// "lr:<name>.<column>".
+func columnKey(m model.Model, column string) string {
+	switch r := m.(type) {
+	case *nbdb.LogicalSwitch:
+		return "ls:" + r.Name + "." + column
+	case *nbdb.LogicalRouter:
+		return "lr:" + r.Name + "." + column
+	}
+	return fmt.Sprintf("%T.%s", m, column)
+}
 
 // only keeps the members listed.
 func only(members []string, listed map[string]bool) []string {
