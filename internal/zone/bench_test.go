@@ -33,8 +33,10 @@ import (
 //   - the raw floor (rawfloor_test.go): the same rows, from the same
 //     renderer, encoded beforehand and sent as OVSDB JSON-RPC "transact"
 //     requests, one per network, pipelined on one connection, to a fresh NB
-//     with nothing else connected, and again to a fresh zone with northd
-//     running beside its NB;
+//     with nothing else connected, again to a fresh zone with northd
+//     running beside its NB, and a third time with northd and a monitor of
+//     the controller's tables on the floor's connection (timed until the
+//     monitor has shown every row, as the controller's converge is);
 //   - the libovsdb bulk floor: the same rows, planned beforehand, as one
 //     libovsdb transaction from a write-only connection (northd running);
 //   - the libovsdb bulk floor with a cache: the same bulk write while another
@@ -268,10 +270,18 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	if rawRows != rows {
 		b.Fatalf("the raw floor has %d rows to insert, the controller inserted %d", rawRows, rows)
 	}
+	// The third floor also monitors what it writes, as the controller
+	// does (and any controller that knows what it wrote): the NB server
+	// sends every row back once more.
+	rawMonitor, err := rawMonitorParams()
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, f := range []struct {
-		northd bool
-		name   string
-	}{{false, "raw-floor"}, {true, "raw-floor-northd"}} {
+		northd  bool
+		monitor []byte
+		name    string
+	}{{false, nil, "raw-floor"}, {true, nil, "raw-floor-northd"}, {true, rawMonitor, "raw-floor-northd-monitor"}} {
 		var zr *ovntest.Zone
 		if f.northd {
 			zr = ovntest.StartZone(b, f.name)
@@ -283,8 +293,8 @@ func benchConverge(b *testing.B, networks, nodes int) {
 		if f.northd {
 			northd0 = cpuSeconds(strconv.Itoa(zr.Processes()["northd"].PID()))
 		}
-		took, cpu := rawFloor(b, zr, raw)
-		if f.northd && untilTranslated {
+		took, cpu, clientCPU := rawFloor(b, zr, raw, f.monitor)
+		if f.northd && f.monitor == nil && untilTranslated {
 			if err := zr.Sync(translatedWithin); err != nil {
 				b.Fatalf("%s: %v", f.name, err)
 			}
@@ -297,6 +307,7 @@ func benchConverge(b *testing.B, networks, nodes int) {
 		zr.Stop()
 		b.ReportMetric(took.Seconds(), "s/"+f.name)
 		b.ReportMetric(cpu, "s-cpu-ovsdb-server-"+f.name)
+		b.ReportMetric(clientCPU, "s-cpu-client-"+f.name)
 		b.ReportMetric(controller.Seconds()/took.Seconds(), "ratio-to-"+f.name)
 	}
 	raw = nil // for the collector, before the libovsdb floors

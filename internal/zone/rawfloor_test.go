@@ -4,7 +4,10 @@ package zone_test
 // sent to a Northbound ovsdb-server by the cheapest means there is — OVSDB
 // JSON-RPC (RFC 7047) "transact" requests written straight to the TCP
 // connection, one transaction of named-UUID inserts per network, many in
-// flight at once, no libovsdb on the write path and no monitor.
+// flight at once, no libovsdb on the write path and no monitor; and the
+// same with a monitor of the controller's tables on that connection,
+// counted rather than decoded, for the server's cost of sending a
+// controller what it wrote.
 
 import (
 	"bufio"
@@ -14,6 +17,7 @@ import (
 	"net"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,13 +32,20 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/wire"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 
-// rawInFlight bounds the transactions sent and not yet answered.
-const rawInFlight = 64
+// rawInFlight bounds the transactions sent and not yet answered: 64, or
+// OVN_UDN_BENCH_RAW_INFLIGHT.
+func rawInFlight() int {
+	if k, err := strconv.Atoi(os.Getenv("OVN_UDN_BENCH_RAW_INFLIGHT")); err == nil && k > 0 {
+		return k
+	}
+	return 64
+}
 
 // rawTxn is one network's transaction, encoded before the clock starts.
 type rawTxn struct {
@@ -353,15 +364,31 @@ type rawResult struct {
 	Details string            `json:"details"`
 }
 
-// rawMessage is any JSON-RPC message the server sends: a reply (id,
-// result, error) or a request or notification of its own (method, params,
-// id), such as "echo".
-type rawMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result []*rawResult    `json:"result"`
-	Error  json.RawMessage `json:"error"`
+// rawMonitorID is the id of the raw floor's monitor_cond request: the
+// transactions' ids start at 1.
+const rawMonitorID = "0"
+
+// rawMonitorParams are the params of a monitor_cond of the tables the zone
+// controller monitors, with the columns its monitor asks for
+// (ovsdbsync.OthersColumns left out, unless OVN_UDN_BENCH_UNMONITORED=none).
+func rawMonitorParams() ([]byte, error) {
+	schema := nbdb.Schema()
+	requests := map[string]any{}
+	for _, name := range zone.NBTableNames {
+		ts, ok := schema.Tables[name]
+		if !ok {
+			return nil, fmt.Errorf("table %s is not in the schema", name)
+		}
+		var columns []string
+		for c := range ts.Columns {
+			if !slices.Contains(unmonitored(), c) {
+				columns = append(columns, c)
+			}
+		}
+		sort.Strings(columns)
+		requests[name] = map[string]any{"columns": columns}
+	}
+	return json.Marshal([]any{"OVN_Northbound", "raw-floor", requests})
 }
 
 // rawTransact sends every transaction to the OVSDB server at endpoint
@@ -372,12 +399,41 @@ type rawMessage struct {
 // with the first error any reply holds (a JSON-RPC error, an operation's
 // error, an operation not executed). check, if set, sees each reply's
 // results (by transaction index) as they arrive.
-func rawTransact(endpoint string, txns []rawTxn, inFlight int, check func(i int, res []*rawResult) error) error {
+//
+// With monitor set (the params of a monitor_cond, rawMonitorParams), the
+// connection monitors the database first, and rawTransact returns only once
+// the monitor's updates have also shown every row the transactions
+// inserted (counted, not decoded: the least any client that learns what it
+// wrote from a monitor must read). The transactions must insert only.
+func rawTransact(endpoint string, txns []rawTxn, inFlight int, monitor []byte, check func(i int, res []*rawResult) error) error {
 	conn, err := net.Dial("tcp", strings.TrimPrefix(endpoint, "tcp:"))
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
+	rd := wire.NewReader(conn)
+	if monitor != nil {
+		if _, err := fmt.Fprintf(conn, `{"method":"monitor_cond","params":%s,"id":%s}`, monitor, rawMonitorID); err != nil {
+			return err
+		}
+		b, err := rd.Next()
+		if err != nil {
+			return fmt.Errorf("reading the monitor_cond reply: %w", err)
+		}
+		m, err := wire.ParseMessage(b)
+		if err != nil {
+			return err
+		}
+		if id, _ := m.ID.(float64); m.Method != "" || id != 0 || m.Error != nil {
+			return fmt.Errorf("monitor_cond: unexpected reply %s", b)
+		}
+	}
+	unseen := 0 // inserted rows the monitor has not shown yet
+	if monitor != nil {
+		for _, t := range txns {
+			unseen += t.ops
+		}
+	}
 	var mu sync.Mutex // serialises writes: requests and echo replies
 	w := bufio.NewWriterSize(conn, 1<<20)
 	send := func(parts ...[]byte) error {
@@ -416,34 +472,51 @@ func rawTransact(endpoint string, txns []rawTxn, inFlight int, check func(i int,
 		defer close(stop)
 		answered := make([]bool, len(txns))
 		left := len(txns)
-		dec := json.NewDecoder(bufio.NewReaderSize(conn, 1<<20))
-		for left > 0 {
-			var m rawMessage
-			if err := dec.Decode(&m); err != nil {
+		for left > 0 || unseen > 0 {
+			b, err := rd.Next()
+			if err != nil {
 				return fmt.Errorf("reading a reply (%d of %d unanswered): %w", left, len(txns), err)
 			}
-			if m.Method != "" {
-				if m.Method == "echo" && len(m.ID) > 0 && string(m.ID) != "null" {
-					if err := send([]byte(`{"id":`), m.ID, []byte(`,"result":`), m.Params, []byte(`,"error":null}`)); err != nil {
-						return err
-					}
-				}
-				continue // a notification: nothing monitors here
+			m, err := wire.ParseMessage(b)
+			if err != nil {
+				return err
 			}
-			n, err := strconv.Atoi(string(m.ID))
-			if err != nil || n < 1 || n > len(txns) || answered[n-1] {
-				return fmt.Errorf("reply with an unexpected id %s", m.ID)
+			switch m.Method {
+			case "":
+			case "echo":
+				reply, err := wire.EchoReply(m)
+				if err != nil {
+					return err
+				}
+				if err := send(reply); err != nil {
+					return err
+				}
+				continue
+			case "update2":
+				unseen -= bytes.Count(m.Params, []byte(`{"insert":`))
+				continue
+			default:
+				continue
+			}
+			id, _ := m.ID.(float64)
+			n := int(id)
+			if float64(n) != id || n < 1 || n > len(txns) || answered[n-1] {
+				return fmt.Errorf("reply with an unexpected id %v", m.ID)
 			}
 			answered[n-1] = true
 			left--
 			<-slots
-			if len(m.Error) > 0 && string(m.Error) != "null" {
-				return fmt.Errorf("transaction %d: %s", n, m.Error)
+			if m.Error != nil {
+				return fmt.Errorf("transaction %d: %v", n, m.Error)
 			}
-			if len(m.Result) < txns[n-1].ops {
-				return fmt.Errorf("transaction %d: %d results for %d operations", n, len(m.Result), txns[n-1].ops)
+			var results []*rawResult
+			if err := json.Unmarshal(m.Result, &results); err != nil {
+				return fmt.Errorf("transaction %d: %w", n, err)
 			}
-			for j, r := range m.Result {
+			if len(results) < txns[n-1].ops {
+				return fmt.Errorf("transaction %d: %d results for %d operations", n, len(results), txns[n-1].ops)
+			}
+			for j, r := range results {
 				switch {
 				case r == nil:
 					return fmt.Errorf("transaction %d: operation %d not executed", n, j)
@@ -452,7 +525,7 @@ func rawTransact(endpoint string, txns []rawTxn, inFlight int, check func(i int,
 				}
 			}
 			if check != nil {
-				if err := check(n-1, m.Result); err != nil {
+				if err := check(n-1, results); err != nil {
 					return fmt.Errorf("transaction %d: %w", n, err)
 				}
 			}
@@ -468,15 +541,17 @@ func rawTransact(endpoint string, txns []rawTxn, inFlight int, check func(i int,
 }
 
 // rawFloor writes txns to z's fresh NB and returns how long it took, from
-// the first request to the last reply, and the ovsdb-server's CPU seconds
-// meanwhile. It fails b unless every insert returned a UUID.
-func rawFloor(b *testing.B, z *ovntest.Zone, txns []rawTxn) (time.Duration, float64) {
+// the first request to the last reply (and, with monitor, until the
+// connection's monitor has shown every row), the ovsdb-server's CPU
+// seconds meanwhile, and the CPU seconds of this process (the floor's
+// client). It fails b unless every insert returned a UUID.
+func rawFloor(b *testing.B, z *ovntest.Zone, txns []rawTxn, monitor []byte) (took time.Duration, serverCPU, clientCPU float64) {
 	b.Helper()
 	pid := strconv.Itoa(z.Processes()["nb"].PID())
 	inserted := 0
-	cpu0 := cpuSeconds(pid)
+	cpu0, self0 := cpuSeconds(pid), cpuSeconds("self")
 	start := time.Now()
-	err := rawTransact(z.NB, txns, rawInFlight, func(i int, res []*rawResult) error {
+	err := rawTransact(z.NB, txns, rawInFlight(), monitor, func(i int, res []*rawResult) error {
 		for _, r := range res[:txns[i].ops] {
 			if len(r.UUID) == 0 {
 				return fmt.Errorf("an insert returned no uuid")
@@ -485,8 +560,8 @@ func rawFloor(b *testing.B, z *ovntest.Zone, txns []rawTxn) (time.Duration, floa
 		inserted += txns[i].ops
 		return nil
 	})
-	took := time.Since(start)
-	cpu := cpuSeconds(pid) - cpu0
+	took = time.Since(start)
+	serverCPU, clientCPU = cpuSeconds(pid)-cpu0, cpuSeconds("self")-self0
 	if err != nil {
 		b.Fatalf("raw floor (%s): %v", z.Name, err)
 	}
@@ -497,7 +572,7 @@ func rawFloor(b *testing.B, z *ovntest.Zone, txns []rawTxn) (time.Duration, floa
 	if inserted != want {
 		b.Fatalf("raw floor (%s): %d rows inserted, want %d", z.Name, inserted, want)
 	}
-	return took, cpu
+	return took, serverCPU, clientCPU
 }
 
 // nbRows counts the rows of every table the zone controller writes in z's
@@ -513,7 +588,7 @@ func nbRows(b *testing.B, z *ovntest.Zone) map[string]int {
 		b.Fatal(err)
 	}
 	counts := map[string]int{}
-	err = rawTransact(z.NB, []rawTxn{{params: params, ops: len(zone.NBTableNames)}}, 1, func(_ int, res []*rawResult) error {
+	err = rawTransact(z.NB, []rawTxn{{params: params, ops: len(zone.NBTableNames)}}, 1, nil, func(_ int, res []*rawResult) error {
 		for i, t := range zone.NBTableNames {
 			counts[t] = len(res[i].Rows)
 		}
