@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -537,6 +538,14 @@ type networkInput struct {
 	bad map[string]error
 }
 
+// renders reports whether the network is rendered for node: the node
+// exists, its annotations parse, and the network is active on it (unless
+// it was left out for what its rendering found).
+func (in networkInput) renders(node string) bool {
+	return !in.left[node] && in.Active.Has(node) &&
+		slices.ContainsFunc(in.Nodes, func(n nodeinfo.Info) bool { return n.Name == node })
+}
+
 // input reads what the network's rendering needs; out.exists is false when
 // the network is gone.
 func (r *Reconciler) input(ctx context.Context, name string, withPorts bool) (networkInput, error) {
@@ -598,7 +607,7 @@ func (r *Reconciler) render(ctx context.Context, name string, in networkInput) (
 		r.note(ctx, name, p.Node, p.Reason)
 		in.left[p.Node] = true
 	}
-	r.resolved(ctx, name, func(node string) bool { return in.left[node] })
+	r.resolved(ctx, name, func(node string) bool { return in.left[node] }, in.renders)
 	out.rows, out.waitingForBFD = res.Rows, len(res.WaitingForBFD) > 0
 	return out, nil
 }
@@ -702,21 +711,27 @@ func (r *Reconciler) note(ctx context.Context, network, node, reason string) {
 		"zone %s leaves the node out of network %s: %s", r.Zone, network, reason)
 }
 
-// resolved records, with a Normal Event, that nodes once left out of a
-// network (note) are in it again: every noted node of the network for
-// which left is false.
-func (r *Reconciler) resolved(ctx context.Context, network string, left func(node string) bool) {
+// resolved clears the notes (note) of a network's nodes that are no longer
+// left out (left is false), and records, with a Normal Event, those of them
+// the network now takes in (in is true). A noted node that is gone, or no
+// longer uses the network, is not "added": its note goes without an Event.
+func (r *Reconciler) resolved(ctx context.Context, network string, left, in func(node string) bool) {
 	prefix := network + "/"
 	var back []string
 	r.mu.Lock()
 	for key := range r.noted {
 		node, ok := strings.CutPrefix(key, prefix)
 		if ok && !strings.Contains(node, "/") && !left(node) {
-			back = append(back, node)
 			delete(r.noted, key)
+			if in(node) {
+				back = append(back, node)
+			} else {
+				log.FromContext(ctx).V(1).Info("node no longer left out of network: gone or not using it", "network", network, "node", node)
+			}
 		}
 	}
 	r.mu.Unlock()
+	slices.Sort(back)
 	for _, node := range back {
 		log.FromContext(ctx).Info("node added to network", "network", network, "node", node)
 		r.Recorder.Eventf(&corev1.Node{ObjectMeta: objectMeta(node)}, corev1.EventTypeNormal, ReasonNodeTakenBackIn,

@@ -35,25 +35,39 @@ func hasEvent(t *testing.T, c client.Client, object, reason, fragment string) er
 }
 
 // TestNodeMissingAnnotations: a node without a chassis is left out (with an
-// Event) and added once it publishes one.
+// Event) and added once it publishes one (with an Event); a node left out
+// and then deleted gets no such Event.
 func TestNodeMissingAnnotations(t *testing.T) {
 	c := clustertest.Start(t, env, config.Default(), "node-a")
 	ctx := context.Background()
-	info := clustertest.NodeInfo("node-late", 5)
-	info.ChassisID = ""
-	ann := info.Annotations()
-	delete(ann, nodeinfo.ChassisIDAnnotation)
-	late := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-late", Annotations: ann}}
-	if err := c.Admin.Create(ctx, late); err != nil {
-		t.Fatal(err)
+	withoutChassis := func(name string, id int) *corev1.Node {
+		info := clustertest.NodeInfo(name, id)
+		info.ChassisID = ""
+		ann := info.Annotations()
+		delete(ann, nodeinfo.ChassisIDAnnotation)
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: ann}}
+		if err := c.Admin.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Admin.Delete(ctx, n) })
+		return n
 	}
-	t.Cleanup(func() { _ = c.Admin.Delete(ctx, late) })
+	// "node-gone" sorts before "node-late": the zone emits the Events of
+	// one reconcile in node order, so once node-late's shows, node-gone's
+	// would have shown before it.
+	gone := withoutChassis("node-gone", 6)
+	late := withoutChassis("node-late", 5)
 	c.WaitNB("node-a", "Logical_Router:GR_node-a")
-	cmtest.Eventually(t, 0, func() error {
-		return hasEvent(t, c.Admin, "node-late", zone.ReasonNodeLeftOut, nodeinfo.ChassisIDAnnotation)
-	})
+	for _, n := range []string{"node-gone", "node-late"} {
+		cmtest.Eventually(t, 0, func() error {
+			return hasEvent(t, c.Admin, n, zone.ReasonNodeLeftOut, nodeinfo.ChassisIDAnnotation)
+		})
+	}
 	if out := c.Zones["node-a"].MustNBCtl("--bare", "--columns=_uuid", "find", "Logical_Switch_Port", "name=tstor-node-late"); out != "" {
 		t.Fatal("a node without a chassis got a remote port")
+	}
+	if err := c.Admin.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(late), late); err != nil {
 		t.Fatal(err)
@@ -64,6 +78,9 @@ func TestNodeMissingAnnotations(t *testing.T) {
 	}
 	c.WaitNB("node-a", "Logical_Switch_Port:tstor-node-late")
 	cmtest.Eventually(t, 0, func() error { return hasEvent(t, c.Admin, "node-late", zone.ReasonNodeTakenBackIn, "zone node-a adds") })
+	if err := hasEvent(t, c.Admin, "node-gone", zone.ReasonNodeTakenBackIn, ""); err == nil {
+		t.Fatal("a deleted node was reported added to a network")
+	}
 }
 
 // TestMalformedNAD: a network whose NAD turns malformed keeps its rows as they

@@ -225,6 +225,6 @@ func (r *Reconciler) syncRemoteParts(ctx context.Context, name string, in networ
 		in.left[s.Node] = true
 	}
 	// Of the nodes noted left out, only those of the part can be back.
-	r.resolved(ctx, name, func(node string) bool { return in.left[node] || !slices.Contains(nodes, node) })
+	r.resolved(ctx, name, func(node string) bool { return in.left[node] || !slices.Contains(nodes, node) }, in.renders)
 	return p, nil
 }
