@@ -240,6 +240,7 @@ func (r *Reconciler) attachPod(ctx context.Context, key string) (*corev1.Pod, ct
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.ipam.release(key)
+			r.forgetPod(key)
 			return nil, ctrl.Result{}, nil
 		}
 		return nil, ctrl.Result{}, err
@@ -402,6 +403,15 @@ func (r *Reconciler) notePod(pod *corev1.Pod, reason, message string) {
 	if !same {
 		r.Recorder.Event(pod, corev1.EventTypeWarning, reason, message)
 	}
+}
+
+// forgetPod drops what notePod last reported of a pod that is gone, so
+// that a pod of the same name created later is told of its own problems
+// (and the notes do not grow with every pod that ever had one).
+func (r *Reconciler) forgetPod(key string) {
+	r.mu.Lock()
+	delete(r.noted, "pod/"+key)
+	r.mu.Unlock()
 }
 
 // ports returns a network's workload ports in this zone: its pods on the

@@ -276,6 +276,30 @@ func TestPodRefusals(t *testing.T) {
 	if _, ok := early.Annotations[podnet.Annotation]; ok {
 		t.Fatal("a pod waiting for its primary network was annotated")
 	}
+	// A pod of the same name created again is told again: the zone forgot
+	// what it reported of the deleted one.
+	if err := c.Admin.Delete(ctx, early, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, 0, func() error {
+		if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(early), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod early not gone yet (%v)", err)
+		}
+		return nil
+	})
+	early = createPod(t, c.Admin, newPod(ns, "early", "node-a", nil))
+	cmtest.Eventually(t, 0, func() error {
+		var events corev1.EventList
+		if err := c.Admin.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.UID == early.UID && e.Reason == podnet.WaitPrimaryNotReady {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s Event for the pod early created again", podnet.WaitPrimaryNotReady)
+	})
 	// (The UDN controller refuses a primary network for a namespace with pods;
 	// an admin NAD makes the network appear under the pod, as a late network
 	// would.)
