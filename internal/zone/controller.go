@@ -554,6 +554,7 @@ func (r *Reconciler) input(ctx context.Context, name string, withPorts bool) (ne
 		return networkInput{}, &NotRendered{Reason: err.Error()}
 	}
 	if !exists {
+		r.forgetNetwork(name)
 		return networkInput{}, nil
 	}
 	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
@@ -737,6 +738,19 @@ func (r *Reconciler) resolved(ctx context.Context, network string, left, in func
 		r.Recorder.Eventf(&corev1.Node{ObjectMeta: objectMeta(node)}, corev1.EventTypeNormal, ReasonNodeTakenBackIn,
 			"zone %s adds the node to network %s", r.Zone, network)
 	}
+}
+
+// forgetNetwork drops the notes of a network that is gone, so that a
+// network created again under its name reports its left-out nodes again.
+func (r *Reconciler) forgetNetwork(network string) {
+	prefix := network + "/"
+	r.mu.Lock()
+	for key := range r.noted {
+		if node, ok := strings.CutPrefix(key, prefix); ok && !strings.Contains(node, "/") {
+			delete(r.noted, key)
+		}
+	}
+	r.mu.Unlock()
 }
 
 // Keys returns every reconcile key the zone has now: the chassis, the default

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
@@ -66,14 +67,61 @@ func TestNodeMissingAnnotations(t *testing.T) {
 	if out := c.Zones["node-a"].MustNBCtl("--bare", "--columns=_uuid", "find", "Logical_Switch_Port", "name=tstor-node-late"); out != "" {
 		t.Fatal("a node without a chassis got a remote port")
 	}
+
+	// A network deleted and created again under its name reports the node
+	// left out of it again (the Event's count grows).
+	ns := cmtest.Namespace(t, c.Admin, "again", nil)
+	nad := func() *nadv1.NetworkAttachmentDefinition {
+		return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sec"},
+			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"again","topology":"layer3","role":"secondary","subnets":"192.168.0.0/16/24","netAttachDefName":"` + ns + `/sec"}`}}
+	}
+	leftOutOfAgain := func(count int32) func() error {
+		return func() error {
+			var events corev1.EventList
+			if err := c.Admin.List(ctx, &events); err != nil {
+				return err
+			}
+			for _, e := range events.Items {
+				if e.InvolvedObject.Name == "node-late" && e.Reason == zone.ReasonNodeLeftOut && strings.Contains(e.Message, "network again:") && e.Count >= count {
+					return nil
+				}
+			}
+			return fmt.Errorf("no %s Event on node-late for network again counted %d times", zone.ReasonNodeLeftOut, count)
+		}
+	}
+	first := nad()
+	if err := c.Admin.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, 0, leftOutOfAgain(1))
+	c.WaitNB("node-a", "Logical_Router:again_ovn_cluster_router")
+	if err := c.Admin.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, 0, func() error {
+		if out := c.Zones["node-a"].MustNBCtl("--bare", "--columns=_uuid", "find", "Logical_Router", "name=again_ovn_cluster_router"); out != "" {
+			return fmt.Errorf("network again still has its router")
+		}
+		return nil
+	})
+	second := nad()
+	if err := c.Admin.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Admin.Delete(ctx, second) })
+	cmtest.Eventually(t, 0, leftOutOfAgain(2))
+
 	if err := c.Admin.Delete(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(late), late); err != nil {
-		t.Fatal(err)
-	}
-	late.Annotations[nodeinfo.ChassisIDAnnotation] = "chassis-late"
-	if err := c.Admin.Update(ctx, late); err != nil {
+	// cluster-manager writes the node's slices too (network "again").
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(late), late); err != nil {
+			return err
+		}
+		late.Annotations[nodeinfo.ChassisIDAnnotation] = "chassis-late"
+		return c.Admin.Update(ctx, late)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitNB("node-a", "Logical_Switch_Port:tstor-node-late")
