@@ -554,7 +554,7 @@ func (r *Reconciler) input(ctx context.Context, name string, withPorts bool) (ne
 		return networkInput{}, &NotRendered{Reason: err.Error()}
 	}
 	if !exists {
-		r.forgetNetwork(name)
+		r.forgetNetwork(ctx, name)
 		return networkInput{}, nil
 	}
 	nodes, bad, err := r.nodes.nodes(ctx, r.Client)
@@ -740,9 +740,11 @@ func (r *Reconciler) resolved(ctx context.Context, network string, left, in func
 	}
 }
 
-// forgetNetwork drops the notes of a network that is gone, so that a
-// network created again under its name reports its left-out nodes again.
-func (r *Reconciler) forgetNetwork(network string) {
+// forgetNetwork drops what the zone holds of a network that is gone, so
+// that a network created again under its name starts afresh: its notes
+// (it reports its left-out nodes again) and its pods' address pools (it
+// allocates with its own exclusions, not the old network's).
+func (r *Reconciler) forgetNetwork(ctx context.Context, network string) {
 	prefix := network + "/"
 	r.mu.Lock()
 	for key := range r.noted {
@@ -751,6 +753,10 @@ func (r *Reconciler) forgetNetwork(network string) {
 		}
 	}
 	r.mu.Unlock()
+	r.ipam.forget(network, func() bool {
+		_, exists, err := r.network(ctx, network)
+		return err == nil && !exists
+	})
 }
 
 // Keys returns every reconcile key the zone has now: the chassis, the default

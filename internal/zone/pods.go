@@ -77,6 +77,17 @@ func (m *podIPAM) poolsFor(network string, slices []netip.Prefix, exclude []neti
 	return np.pools, nil
 }
 
+// forget drops a network's pools if gone still says it is gone once the
+// pools are locked: a pod attached meanwhile holds the lock for its whole
+// attachment, so a network it found there is found here too.
+func (m *podIPAM) forget(network string, gone func() bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.pools[network]; ok && gone() {
+		delete(m.pools, network)
+	}
+}
+
 func (m *podIPAM) release(podKey string) {
 	for _, np := range m.pools {
 		for _, p := range np.pools {

@@ -261,6 +261,51 @@ func port2(t *testing.T, z *ovntest.Zone, table, name string) (string, string) {
 	return port(t, z, table, name)
 }
 
+// TestRecreatedNetworkExclusions: a network deleted and created again under
+// its name, now excluding a range, gives its pods addresses outside that
+// range (the zone does not reuse the old network's address pool).
+func TestRecreatedNetworkExclusions(t *testing.T) {
+	c := clustertest.Start(t, env, config.Default(), "node-a")
+	ctx := context.Background()
+	spec := v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.60.0.0/16/24"}}
+	u := newUDN(t, c.Admin, "excl", spec)
+	ns, key := u.Namespace, podnet.Key(u.Namespace, u.Name)
+	router := netconf.UDNNetworkName(ns, u.Name) + "_ovn_cluster_router"
+	first := createPod(t, c.Admin, newPod(ns, "first", "node-a", nil))
+	before := addr(t, waitAnnotated(t, c.Admin, first, "default", key)[key], true)
+
+	// The pod goes, then the network, until the zone holds none of it.
+	if err := c.Admin.Delete(ctx, first, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Admin.Delete(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, time.Minute, func() error {
+		if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(u), &v1.UserDefinedNetwork{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("UDN not gone yet (%v)", err)
+		}
+		if out := c.Zones["node-a"].MustNBCtl("--bare", "--columns=_uuid", "find", "Logical_Router", "name="+router); out != "" {
+			return fmt.Errorf("the zone still holds %s", router)
+		}
+		return nil
+	})
+
+	// Again, excluding the first addresses of every slice.
+	excluded := netip.PrefixFrom(before.Masked().Addr(), 28)
+	spec.ExcludeSubnets = []v1.ExcludeCIDR{v1.ExcludeCIDR(excluded.String())}
+	again := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: u.Name}, Spec: spec}
+	if err := c.Admin.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.WaitNetworkCreated(t, c.Admin, again)
+	second := createPod(t, c.Admin, newPod(ns, "second", "node-a", nil))
+	got := addr(t, waitAnnotated(t, c.Admin, second, "default", key)[key], true)
+	if excluded.Contains(got.Addr()) {
+		t.Fatalf("the network created again excludes %s, and its pod got %s (the first network's pod had %s)", excluded, got, before)
+	}
+}
+
 // TestPodRefusals: a pod of a namespace labelled for a primary network waits
 // (an Event, no annotation) until the network exists; a requested address in
 // use is refused with an Event; neither blocks other pods.
