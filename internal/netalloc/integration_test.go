@@ -509,6 +509,41 @@ func TestSubnetExhaustion(t *testing.T) {
 		}
 		return nil
 	})
+
+	// Deleted, and created again under its name: the new object gets its
+	// condition too.
+	if err := c.Delete(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, time.Minute, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(small), &v1.UserDefinedNetwork{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("UDN small not gone yet (%v)", err)
+		}
+		s, err := observe(t, c)
+		if err != nil {
+			return err
+		}
+		for n, subnets := range s.subnets {
+			if len(subnets[network]) > 0 {
+				return fmt.Errorf("node %s still has a subnet of %s", n, network)
+			}
+		}
+		return nil
+	})
+	again := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: f.secNS, Name: "small"}, Spec: small.Spec}
+	if err := c.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.DeleteAtCleanup(t, c, again)
+	cmtest.Eventually(t, time.Minute, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(again), again); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(again.Status.Conditions, v1.ConditionNodeSubnetsAllocated) {
+			return fmt.Errorf("the network created again has no True condition: %+v", again.Status.Conditions)
+		}
+		return nil
+	})
 }
 
 func hasEvent(t testing.TB, c client.Client, object, reason string) bool {

@@ -181,6 +181,13 @@ func (r *NodeController) applyNetworks() error {
 	nets = append(nets, WithDefaultHostPrefixes(nodeinfo.DefaultNetwork, r.Config.ClusterSubnets))
 	_, err := r.Nodes.SetNetworks(nets)
 	r.applied = version
+	if r.Reporter != nil {
+		names := make([]string, len(nets))
+		for i, n := range nets {
+			names[i] = n.Name
+		}
+		r.Reporter.Keep(names)
+	}
 	return err
 }
 

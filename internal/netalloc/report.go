@@ -90,6 +90,23 @@ func (s *SubnetReporter) Report(ctx context.Context, network string, lacking []s
 	return err
 }
 
+// Keep forgets what was last reported of every network but those named,
+// so that a network deleted and created again under its name (a new owner
+// object) is reported again.
+func (s *SubnetReporter) Keep(networks []string) {
+	keep := make(map[string]bool, len(networks))
+	for _, n := range networks {
+		keep[n] = true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for n := range s.last {
+		if !keep[n] {
+			delete(s.last, n)
+		}
+	}
+}
+
 // ownerOf maps a network name to its owner object (empty, to be fetched) and
 // a function returning its conditions. Namespaces cannot contain dots, so a
 // UDN's network name "<ns>.<name>" splits at its first dot.
