@@ -742,8 +742,9 @@ func (r *Reconciler) resolved(ctx context.Context, network string, left, in func
 
 // forgetNetwork drops what the zone holds of a network that is gone, so
 // that a network created again under its name starts afresh: its notes
-// (it reports its left-out nodes again) and its pods' address pools (it
-// allocates with its own exclusions, not the old network's).
+// (it reports its left-out nodes again), its clock (its time to its first
+// rows is observed again) and its pods' address pools (it allocates with
+// its own exclusions, not the old network's).
 func (r *Reconciler) forgetNetwork(ctx context.Context, network string) {
 	prefix := network + "/"
 	r.mu.Lock()
@@ -753,6 +754,7 @@ func (r *Reconciler) forgetNetwork(ctx context.Context, network string) {
 		}
 	}
 	r.mu.Unlock()
+	r.clocks.forgetNetwork(network)
 	r.ipam.forget(network, func() bool {
 		_, exists, err := r.network(ctx, network)
 		return err == nil && !exists

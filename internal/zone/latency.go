@@ -72,6 +72,14 @@ func (c *clocks) firstRender(network string) bool {
 	return true
 }
 
+// forgetNetwork forgets that a network was rendered: one created again
+// under its name is timed again.
+func (c *clocks) forgetNetwork(network string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.networks, network)
+}
+
 // sawPod passes a pod event to the clocks: deletions always, a pod waiting
 // for its annotation when it is on the zone's node (the node is looked up
 // only for those, not for the many events of annotated pods).

@@ -11,6 +11,8 @@ import (
 
 	ipamclaims "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +23,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
@@ -263,7 +266,8 @@ func port2(t *testing.T, z *ovntest.Zone, table, name string) (string, string) {
 
 // TestRecreatedNetworkExclusions: a network deleted and created again under
 // its name, now excluding a range, gives its pods addresses outside that
-// range (the zone does not reuse the old network's address pool).
+// range (the zone does not reuse the old network's address pool), and its
+// time to its first rows is observed again.
 func TestRecreatedNetworkExclusions(t *testing.T) {
 	c := clustertest.Start(t, env, config.Default(), "node-a")
 	ctx := context.Background()
@@ -292,6 +296,7 @@ func TestRecreatedNetworkExclusions(t *testing.T) {
 	})
 
 	// Again, excluding the first addresses of every slice.
+	readyBefore := networkReadyCount(t, "node-a")
 	excluded := netip.PrefixFrom(before.Masked().Addr(), 28)
 	spec.ExcludeSubnets = []v1.ExcludeCIDR{v1.ExcludeCIDR(excluded.String())}
 	again := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: u.Name}, Spec: spec}
@@ -304,6 +309,23 @@ func TestRecreatedNetworkExclusions(t *testing.T) {
 	if excluded.Contains(got.Addr()) {
 		t.Fatalf("the network created again excludes %s, and its pod got %s (the first network's pod had %s)", excluded, got, before)
 	}
+	cmtest.Eventually(t, 0, func() error {
+		if n := networkReadyCount(t, "node-a"); n < readyBefore+1 {
+			return fmt.Errorf("ovn_udn_network_ready_seconds observed %d networks since the network was created again, want 1", n-readyBefore)
+		}
+		return nil
+	})
+}
+
+// networkReadyCount is how many networks' time to their first rows zone has
+// observed (ovn_udn_network_ready_seconds).
+func networkReadyCount(t *testing.T, zone string) uint64 {
+	t.Helper()
+	var m dto.Metric
+	if err := metrics.NetworkReadySeconds.WithLabelValues(zone).(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }
 
 // TestPodRefusals: a pod of a namespace labelled for a primary network waits
