@@ -76,12 +76,14 @@ func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key string) (ctrl.R
 	if !p.Empty() {
 		logger.Info("synced network policy rows", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted)
 	}
+	// Pods whose ports the network has not written yet: the network's
+	// reconcile wakes the key when it inserts them (wakeWaiters); the
+	// queue's backoff retries it too, in case they came in between. What
+	// the key waits for is replaced on every reconcile, so a pod deleted
+	// before its port was written is not waited for any longer.
+	r.waiters.wait(key, waiting)
 	if len(waiting) > 0 {
-		// Pods whose ports the network has not written yet: the network's
-		// reconcile wakes the key when it inserts them (wakeWaiters); the
-		// queue's backoff retries it too, in case they came in between.
 		logger.V(1).Info("policy waits for pods' ports", "ports", waiting)
-		r.waiters.wait(key, waiting)
 		return ctrl.Result{Requeue: true}, nil
 	}
 	return ctrl.Result{}, nil
@@ -92,13 +94,26 @@ func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key string) (ctrl.R
 type portWaiters struct {
 	mu     sync.Mutex
 	byPort map[string]map[string]bool
+	// byKey are the ports each key waits for (byPort the other way round).
+	byKey map[string][]string
 }
 
+// wait makes ports the ones key waits for (none: it waits for nothing).
 func (w *portWaiters) wait(key string, ports []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for _, p := range w.byKey[key] {
+		delete(w.byPort[p], key)
+		if len(w.byPort[p]) == 0 {
+			delete(w.byPort, p)
+		}
+	}
+	if len(ports) == 0 {
+		delete(w.byKey, key)
+		return
+	}
 	if w.byPort == nil {
-		w.byPort = map[string]map[string]bool{}
+		w.byPort, w.byKey = map[string]map[string]bool{}, map[string][]string{}
 	}
 	for _, p := range ports {
 		if w.byPort[p] == nil {
@@ -106,6 +121,7 @@ func (w *portWaiters) wait(key string, ports []string) {
 		}
 		w.byPort[p][key] = true
 	}
+	w.byKey[key] = slices.Clone(ports)
 }
 
 // ready removes and returns the keys waiting for ports that exist now.
@@ -119,6 +135,10 @@ func (w *portWaiters) ready(exists func(port string) bool) []string {
 		}
 		for k := range keys {
 			out = append(out, k)
+			w.byKey[k] = slices.DeleteFunc(w.byKey[k], func(q string) bool { return q == p })
+			if len(w.byKey[k]) == 0 {
+				delete(w.byKey, k)
+			}
 		}
 		delete(w.byPort, p)
 	}
