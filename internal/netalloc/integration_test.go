@@ -629,6 +629,71 @@ func TestHandMadeNADs(t *testing.T) {
 	waitReason(v1.ReasonNADCreated)
 }
 
+// TestHandMadeNADRenamed: a hand-made NAD edited to name another network
+// releases the network it named (its last NAD), so the new one gets an ID
+// under the network limit, and deleting the NAD frees the slot.
+func TestHandMadeNADRenamed(t *testing.T) {
+	c := cmtest.Admin(t, env)
+	ctx := context.Background()
+	s := mustObserve(t, c)
+	cfg := fleetConfig()
+	cfg.MaxNetworks = len(s.networkID) + 1
+	cmtest.Start(t, env, cfg)
+	ns := cmtest.Namespace(t, c, "renamed", nil)
+	conf := func(name string) string {
+		return `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"` + name + `","topology":"layer2","role":"secondary","subnets":"192.168.79.0/24","netAttachDefName":"` + ns + `/ren"}`
+	}
+	nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ren"},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: conf("ren-1")}}
+	if err := c.Create(ctx, nad); err != nil {
+		t.Fatal(err)
+	}
+	idOtherThan := func(old string) string {
+		var id string
+		cmtest.Eventually(t, 0, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(nad), nad); err != nil {
+				return err
+			}
+			if id = nad.Annotations[netconf.NetworkIDAnnotation]; id == "" || id == old {
+				return fmt.Errorf("NAD ren has network ID %q, want one other than %q", id, old)
+			}
+			return nil
+		})
+		return id
+	}
+	first := idOtherThan("")
+	// Renamed: ren-1 had the last slot; ren-2 gets it once ren-1 is released.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(nad), nad); err != nil {
+			return err
+		}
+		nad.Spec.Config = conf("ren-2")
+		return c.Update(ctx, nad)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	idOtherThan(first)
+	// Deleted: a UDN gets the slot.
+	if err := c.Delete(ctx, nad); err != nil {
+		t.Fatal(err)
+	}
+	u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "u"},
+		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.80.0/24"}}}
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.DeleteAtCleanup(t, c, u)
+	cmtest.Eventually(t, 0, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			return err
+		}
+		if cond := meta.FindStatusCondition(u.Status.Conditions, v1.ConditionNetworkCreated); cond == nil || cond.Reason != v1.ReasonNADCreated {
+			return fmt.Errorf("condition %+v, want reason %s", cond, v1.ReasonNADCreated)
+		}
+		return nil
+	})
+}
+
 // TestChurn creates and deletes networks and nodes in random order, restarting
 // the cluster-manager now and then, and checks the invariants at every
 // observation; at the end everything has converged. OVN_UDN_CHURN_SEED

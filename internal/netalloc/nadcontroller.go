@@ -88,8 +88,16 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if r.network == nil {
 		r.network = map[types.NamespacedName]string{}
 	}
+	prev, had := r.network[req.NamespacedName]
 	r.network[req.NamespacedName] = c.Name
 	r.mu.Unlock()
+	if had && prev != c.Name {
+		// The NAD now names another network: the one it named goes
+		// with its last NAD, as on deletion.
+		if err := r.releaseUnused(ctx, prev); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 
 	n, err := r.Networks.Allocate(c.Name, TunnelKeysNeeded(c))
 	if err != nil {
@@ -155,6 +163,11 @@ func (r *NADController) forget(ctx context.Context, key types.NamespacedName) er
 	if !ok {
 		return nil
 	}
+	return r.releaseUnused(ctx, name)
+}
+
+// releaseUnused releases the network name unless a NAD still defines it.
+func (r *NADController) releaseUnused(ctx context.Context, name string) error {
 	var all nadv1.NetworkAttachmentDefinitionList
 	if err := r.Client.List(ctx, &all); err != nil {
 		return err
