@@ -559,16 +559,22 @@ func hasEvent(t testing.TB, c client.Client, object, reason string) bool {
 	return false
 }
 
+// startWithOneSlot starts a cluster-manager whose network limit leaves
+// room for one network more than the API server holds.
+func startWithOneSlot(t *testing.T) client.Client {
+	c := cmtest.Admin(t, env)
+	cfg := fleetConfig()
+	cfg.MaxNetworks = len(mustObserve(t, c).networkID) + 1
+	cmtest.Start(t, env, cfg)
+	return c
+}
+
 // TestHandMadeNADs: networks defined by NADs directly get an ID shared by all
 // their NADs, and release it (and their slot under the network limit) when the
 // last NAD goes.
 func TestHandMadeNADs(t *testing.T) {
-	c := cmtest.Admin(t, env)
+	c := startWithOneSlot(t)
 	ctx := context.Background()
-	s := mustObserve(t, c)
-	cfg := fleetConfig()
-	cfg.MaxNetworks = len(s.networkID) + 1
-	cmtest.Start(t, env, cfg)
 	a, b := cmtest.Namespace(t, c, "hand-a", nil), cmtest.Namespace(t, c, "hand-b", nil)
 	conf := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"by-hand","topology":"layer2","role":"secondary","subnets":"192.168.77.0/24","netAttachDefName":"x/y"}`
 	var nads []*nadv1.NetworkAttachmentDefinition
@@ -633,12 +639,8 @@ func TestHandMadeNADs(t *testing.T) {
 // releases the network it named (its last NAD), so the new one gets an ID
 // under the network limit, and deleting the NAD frees the slot.
 func TestHandMadeNADRenamed(t *testing.T) {
-	c := cmtest.Admin(t, env)
+	c := startWithOneSlot(t)
 	ctx := context.Background()
-	s := mustObserve(t, c)
-	cfg := fleetConfig()
-	cfg.MaxNetworks = len(s.networkID) + 1
-	cmtest.Start(t, env, cfg)
 	ns := cmtest.Namespace(t, c, "renamed", nil)
 	conf := func(name string) string {
 		return `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"` + name + `","topology":"layer2","role":"secondary","subnets":"192.168.79.0/24","netAttachDefName":"` + ns + `/ren"}`
