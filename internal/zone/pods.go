@@ -257,6 +257,10 @@ func (r *Reconciler) attachPod(ctx context.Context, key string) (*corev1.Pod, ct
 		return nil, ctrl.Result{}, err
 	}
 	if pod.Spec.NodeName != local.Name {
+		// Not (or no longer) this node's: an address held here under its
+		// name is a deleted pod's whose deletion this reconcile did not
+		// see (deleted and created again elsewhere in between).
+		r.ipam.release(key)
 		return pod, ctrl.Result{}, nil
 	}
 	if done(pod) {
@@ -401,15 +405,18 @@ func familyAddr(list []netip.Addr, cidr netip.Prefix) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// notePod emits an Event on a pod once per distinct reason and message.
+// notePod emits an Event on a pod once per distinct reason and message
+// (per pod object: one created again under the name is told again, even
+// when its predecessor's deletion was not seen).
 func (r *Reconciler) notePod(pod *corev1.Pod, reason, message string) {
 	key := "pod/" + pod.Namespace + "/" + pod.Name
+	note := string(pod.UID) + "|" + reason + "|" + message
 	r.mu.Lock()
 	if r.noted == nil {
 		r.noted = map[string]string{}
 	}
-	same := r.noted[key] == reason+message
-	r.noted[key] = reason + message
+	same := r.noted[key] == note
+	r.noted[key] = note
 	r.mu.Unlock()
 	if !same {
 		r.Recorder.Event(pod, corev1.EventTypeWarning, reason, message)
