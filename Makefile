@@ -18,7 +18,7 @@ FUZZ_TARGETS := netconf:FuzzParseConfig:40000x netconf:FuzzParseSubnet:30000x \
 	ovsdb/wire:FuzzDecodeResults:250000x
 FUZZTIME ?=
 
-.PHONY: all build deps demo test unit vet fuzz chaos generate clean
+.PHONY: all build deps demo test unit vet fuzz race chaos generate clean
 
 all: build
 
@@ -58,6 +58,10 @@ fuzz:
 			echo "$$out" | tail -40; exit 1; \
 		fi; \
 	done
+
+## race: every package's tests under the race detector, but the end-to-end ones (about 4 min warm; not part of make test)
+race: deps
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $$($(GO) list ./... | grep -v '/test/e2e$$')
 
 ## chaos: the chaos test, long: CHAOS_OPS random operations with kills (default 10000), seed CHAOS_SEED (default: the time), at most CHAOS_FOR (e.g. 40m; default no bound), nodes leaving and joining unless CHAOS_NODES=0; see docs/reliability.md
 CHAOS_OPS ?= 10000
