@@ -334,7 +334,10 @@ func (r *Reconciler) podRequests(ctx context.Context, pod *corev1.Pod, local nod
 
 // attachLayer3 returns the pod's attachment to a Layer3 network: its current
 // one when still valid, else new addresses (the pod's requested ones when it
-// asks) from the node's slice.
+// asks) from the node's slice. A current address the pod did not ask for
+// that is no longer its to keep (another pod holds it, recovered first, or
+// it is outside the node's slice now) is replaced by a new one, with an
+// AddressReassigned Event; a requested one is refused instead.
 func (r *Reconciler) attachLayer3(ctx context.Context, pod *corev1.Pod, local nodeinfo.Info, req podnet.Request, current podnet.Networks) (podnet.Attachment, error) {
 	slices := local.Subnets[req.Network]
 	if len(slices) == 0 {
@@ -350,6 +353,8 @@ func (r *Reconciler) attachLayer3(ctx context.Context, pod *corev1.Pod, local no
 	}
 	podKey := pod.Namespace + "/" + pod.Name
 	var want []netip.Addr
+	requested := req.Selection != nil && len(req.Selection.IPs) > 0
+	var reassigned []string
 	if cur, ok := current[req.Key]; ok {
 		addrs, _ := cur.Prefixes()
 		for _, a := range addrs {
@@ -376,6 +381,10 @@ func (r *Reconciler) attachLayer3(ctx context.Context, pod *corev1.Pod, local no
 		if w, ok := familyAddr(want, pool.CIDR()); ok {
 			err = pool.Reserve(podKey, w)
 			a = w
+			if err != nil && !requested {
+				reassigned = append(reassigned, fmt.Sprintf("%s: %v", w, err))
+				a, err = pool.Allocate(podKey)
+			}
 		} else {
 			a, err = pool.Allocate(podKey)
 		}
@@ -392,6 +401,10 @@ func (r *Reconciler) attachLayer3(ctx context.Context, pod *corev1.Pod, local no
 	mac := ""
 	if req.Selection != nil {
 		mac = req.Selection.MAC
+	}
+	if len(reassigned) > 0 {
+		log.FromContext(ctx).Info("pod address reassigned", "pod", podKey, "network", req.Key, "was", reassigned, "now", addrs)
+		r.notePod(pod, "AddressReassigned", fmt.Sprintf("network %s: %s; now %v", req.Key, strings.Join(reassigned, "; "), addrs))
 	}
 	return podnet.Attach(req, addrs, gws, mac, podKey, r.Cluster), nil
 }
