@@ -132,7 +132,21 @@ func (c *Cluster) StartZoneController(node string) *zone.Reconciler {
 // crash and restart (or a leader change) would.
 func (c *Cluster) RestartClusterManager() {
 	c.t.Helper()
+	c.StopClusterManager()
+	c.StartClusterManager()
+}
+
+// StopClusterManager stops the cluster-manager (StartClusterManager starts
+// a new one), for a test to change things while it is down.
+func (c *Cluster) StopClusterManager() {
+	c.t.Helper()
 	c.stopCM()
+	c.stopCM = func() {}
+}
+
+// StartClusterManager starts a new cluster-manager after StopClusterManager.
+func (c *Cluster) StartClusterManager() {
+	c.t.Helper()
 	c.stopCM = cmtest.StartWith(c.t, c.Env, c.clusterManagerOptions())
 }
 

@@ -359,15 +359,25 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 		}
 		owner, want = claimOwner(pod.Namespace, rq.Claim), claim.Status.IPs
 	}
+	// Current addresses the pod neither asked for nor holds by claim are
+	// replaced when they are no longer its to keep (another pod recovered
+	// first holds one); requested and claimed ones are refused instead.
+	replaceable := false
 	if cur, ok := current[rq.Key]; ok && len(want) == 0 {
 		want = cur.IPs
+		replaceable = claim == nil && (rq.Selection == nil || len(rq.Selection.IPs) == 0)
 	} else if len(want) == 0 && rq.Selection != nil {
 		want = rq.Selection.IPs
 	}
 	var addrs []netip.Prefix
 	var gws []netip.Addr
+	var reassigned []string
 	for i, pool := range n.pools {
 		a, err := take(pool, owner, want)
+		if err != nil && replaceable {
+			reassigned = append(reassigned, err.Error())
+			a, err = take(pool, owner, nil)
+		}
 		if err != nil {
 			if owner == podKey {
 				for _, p := range n.pools[:i] {
@@ -392,6 +402,10 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 	mac := ""
 	if rq.Selection != nil {
 		mac = rq.Selection.MAC
+	}
+	if len(reassigned) > 0 {
+		log.FromContext(ctx).Info("pod address reassigned", "pod", podKey, "network", rq.Key, "was", reassigned, "now", addrs)
+		r.Recorder.Eventf(pod, corev1.EventTypeWarning, "AddressReassigned", "network %s: %s; now %v", rq.Key, strings.Join(reassigned, "; "), addrs)
 	}
 	a := podnet.Attach(rq, addrs, gws, mac, podKey, r.Cluster)
 	if n.keys != nil {

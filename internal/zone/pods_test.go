@@ -330,41 +330,58 @@ func networkReadyCount(t *testing.T, zone string) uint64 {
 }
 
 // TestRecoveredAddressConflict: two pods whose annotations claim one
-// address (one edited while the zone controller was down): at restart the
-// older keeps it and the younger is given another, with an Event.
+// address (one edited while the controller that gives the addresses was
+// down: the zone controller on a Layer3 network, cluster-manager on a
+// Layer2 one): at restart the older keeps it and the younger is given
+// another, with an Event.
 func TestRecoveredAddressConflict(t *testing.T) {
-	c := clustertest.Start(t, env, config.Default(), "node-a")
-	ctx := context.Background()
-	u := newUDN(t, c.Admin, "clash", v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.61.0.0/16/24"}})
-	key := podnet.Key(u.Namespace, u.Name)
-	older := createPod(t, c.Admin, newPod(u.Namespace, "older", "node-a", nil))
-	kept := addr(t, waitAnnotated(t, c.Admin, older, "default", key)[key], true)
-	younger := createPod(t, c.Admin, newPod(u.Namespace, "younger", "node-a", nil))
-	own := addr(t, waitAnnotated(t, c.Admin, younger, "default", key)[key], true)
+	for _, tc := range []struct {
+		topology    v1.NetworkTopology
+		subnet      string
+		stop, start func(c *clustertest.Cluster)
+	}{
+		{v1.Layer3, "10.61.0.0/16/24",
+			func(c *clustertest.Cluster) { c.StopZoneController("node-a") },
+			func(c *clustertest.Cluster) { c.StartZoneController("node-a") }},
+		{v1.Layer2, "10.62.0.0/24",
+			func(c *clustertest.Cluster) { c.StopClusterManager() },
+			func(c *clustertest.Cluster) { c.StartClusterManager() }},
+	} {
+		t.Run(string(tc.topology), func(t *testing.T) {
+			c := clustertest.Start(t, env, config.Default(), "node-a")
+			ctx := context.Background()
+			u := newUDN(t, c.Admin, "clash", v1.UserDefinedNetworkSpec{Topology: tc.topology, Role: v1.Primary, Subnets: []v1.NetworkSubnet{v1.NetworkSubnet(tc.subnet)}})
+			key := podnet.Key(u.Namespace, u.Name)
+			older := createPod(t, c.Admin, newPod(u.Namespace, "older", "node-a", nil))
+			kept := addr(t, waitAnnotated(t, c.Admin, older, "default", key)[key], true)
+			younger := createPod(t, c.Admin, newPod(u.Namespace, "younger", "node-a", nil))
+			own := addr(t, waitAnnotated(t, c.Admin, younger, "default", key)[key], true)
 
-	c.StopZoneController("node-a")
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(younger), younger); err != nil {
-			return err
-		}
-		younger.Annotations[podnet.Annotation] = strings.ReplaceAll(younger.Annotations[podnet.Annotation], `"`+own.String()+`"`, `"`+kept.String()+`"`)
-		return c.Admin.Update(ctx, younger)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if got := addr(t, waitAnnotated(t, c.Admin, younger, "default", key)[key], true); got != kept {
-		t.Fatalf("the edit did not take: younger has %s, want %s", got, kept)
-	}
-	c.StartZoneController("node-a")
+			tc.stop(c)
+			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(younger), younger); err != nil {
+					return err
+				}
+				younger.Annotations[podnet.Annotation] = strings.ReplaceAll(younger.Annotations[podnet.Annotation], `"`+own.String()+`"`, `"`+kept.String()+`"`)
+				return c.Admin.Update(ctx, younger)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if got := addr(t, waitAnnotated(t, c.Admin, younger, "default", key)[key], true); got != kept {
+				t.Fatalf("the edit did not take: younger has %s, want %s", got, kept)
+			}
+			tc.start(c)
 
-	cmtest.Eventually(t, time.Minute, func() error {
-		if got := addr(t, waitAnnotated(t, c.Admin, younger, "default", key)[key], true); got == kept {
-			return fmt.Errorf("younger still claims %s", got)
-		}
-		return hasEvent(t, c.Admin, "younger", "AddressReassigned", kept.Addr().String())
-	})
-	if got := addr(t, waitAnnotated(t, c.Admin, older, "default", key)[key], true); got != kept {
-		t.Fatalf("older lost its address: has %s, had %s", got, kept)
+			cmtest.Eventually(t, time.Minute, func() error {
+				if got := addr(t, waitAnnotated(t, c.Admin, younger, "default", key)[key], true); got == kept {
+					return fmt.Errorf("younger still claims %s", got)
+				}
+				return hasEvent(t, c.Admin, "younger", "AddressReassigned", kept.Addr().String())
+			})
+			if got := addr(t, waitAnnotated(t, c.Admin, older, "default", key)[key], true); got != kept {
+				t.Fatalf("older lost its address: has %s, had %s", got, kept)
+			}
+		})
 	}
 }
 
