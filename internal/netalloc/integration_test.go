@@ -696,6 +696,46 @@ func TestHandMadeNADRenamed(t *testing.T) {
 	})
 }
 
+// TestHandMadeNADWaitsForRoom: a hand-made NAD refused an ID at the network
+// limit gets one as soon as another network releases its own, with no
+// other event about the NAD.
+func TestHandMadeNADWaitsForRoom(t *testing.T) {
+	c := startWithOneSlot(t)
+	ctx := context.Background()
+	ns := cmtest.Namespace(t, c, "room", nil)
+	u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "u"},
+		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.81.0/24"}}}
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.DeleteAtCleanup(t, c, u)
+	cmtest.WaitNetworkCreated(t, c, u)
+	nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "by-hand"},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"room-by-hand","topology":"layer2","role":"secondary","subnets":"192.168.82.0/24","netAttachDefName":"` + ns + `/by-hand"}`}}
+	if err := c.Create(ctx, nad); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.DeleteAtCleanup(t, c, nad)
+	cmtest.Eventually(t, 0, func() error {
+		if !hasEvent(t, c, "by-hand", "AllocationFailed") {
+			return fmt.Errorf("no AllocationFailed Event on NAD by-hand yet")
+		}
+		return nil
+	})
+	if err := c.Delete(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, 0, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(nad), nad); err != nil {
+			return err
+		}
+		if nad.Annotations[netconf.NetworkIDAnnotation] == "" {
+			return fmt.Errorf("NAD by-hand has no network ID yet")
+		}
+		return nil
+	})
+}
+
 // TestChurn creates and deletes networks and nodes in random order, restarting
 // the cluster-manager now and then, and checks the invariants at every
 // observation; at the end everything has converged. OVN_UDN_CHURN_SEED

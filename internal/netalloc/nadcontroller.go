@@ -35,6 +35,9 @@ type NADController struct {
 
 	mu      sync.Mutex
 	network map[types.NamespacedName]string // NAD -> network name, to release on deletion
+	// waiting are the NADs refused an ID or tunnel keys for want of room:
+	// every release retries them.
+	waiting map[types.NamespacedName]bool
 }
 
 // SetupWithManager registers the controller for NADs ovn-udn does not render.
@@ -43,6 +46,10 @@ func (r *NADController) SetupWithManager(mgr ctrl.Manager) error {
 		_, managed := o.GetLabels()[netconf.ManagedByLabel]
 		return !managed
 	})
+	room, err := r.Networks.OnRelease(mgr, r.waitingNADs)
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("nad-allocation").
 		For(&nadv1.NetworkAttachmentDefinition{}, builder.WithPredicates(unmanaged)).
@@ -50,6 +57,8 @@ func (r *NADController) SetupWithManager(mgr ctrl.Manager) error {
 		// NADs of its namespace (netconf.Admit): judge them again.
 		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(r.handMadeBeside),
 			builder.WithPredicates(predicate.Not(unmanaged))).
+		// An ID or tunnel keys released: the NADs that wait for room.
+		WatchesRawSource(room).
 		WithOptions(controller.Options{NewQueue: fairqueue.NewQueue}).
 		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
 }
@@ -100,6 +109,7 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 
 	n, err := r.Networks.Allocate(c.Name, TunnelKeysNeeded(c))
+	r.wait(req.NamespacedName, err != nil)
 	if err != nil {
 		r.Recorder.Eventf(nad, corev1.EventTypeWarning, "AllocationFailed", "network %s: %v", c.Name, err)
 		return ctrl.Result{}, nil
@@ -110,6 +120,31 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	log.FromContext(ctx).Info("allocated network", "nad", req.String(), "network", c.Name, "networkID", n.ID)
 	return ctrl.Result{}, nil
+}
+
+// wait records whether a NAD waits for room (an ID or tunnel keys).
+func (r *NADController) wait(nad types.NamespacedName, waits bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !waits {
+		delete(r.waiting, nad)
+		return
+	}
+	if r.waiting == nil {
+		r.waiting = map[types.NamespacedName]bool{}
+	}
+	r.waiting[nad] = true
+}
+
+// waitingNADs returns the NADs that wait for room.
+func (r *NADController) waitingNADs(context.Context, client.Object) []reconcile.Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]reconcile.Request, 0, len(r.waiting))
+	for nad := range r.waiting {
+		out = append(out, reconcile.Request{NamespacedName: nad})
+	}
+	return out
 }
 
 // handMadeBeside returns the hand-made NADs in a managed NAD's namespace.
@@ -159,6 +194,7 @@ func (r *NADController) forget(ctx context.Context, key types.NamespacedName) er
 	r.mu.Lock()
 	name, ok := r.network[key]
 	delete(r.network, key)
+	delete(r.waiting, key)
 	r.mu.Unlock()
 	if !ok {
 		return nil

@@ -2,20 +2,14 @@ package udncontroller
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/udn"
@@ -139,28 +133,3 @@ func (c *Controller) udnsWaitingIn(ctx context.Context, o client.Object) []recon
 	}, client.InNamespace(o.GetNamespace()))
 }
 
-// onRelease returns a source that fires, through mapFn, every time netalloc
-// releases network IDs or tunnel keys, so networks waiting for one are
-// retried as soon as there is room (not at their next unrelated event).
-func (c *Controller) onRelease(mgr ctrl.Manager, mapFn handler.MapFunc) (source.Source, error) {
-	events := make(chan event.GenericEvent)
-	released := c.Networks.Released()
-	err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-released:
-				select {
-				case events <- event.GenericEvent{Object: &v1.UserDefinedNetwork{}}:
-				case <-ctx.Done():
-					return nil
-				}
-			}
-		}
-	}))
-	if err != nil {
-		return nil, fmt.Errorf("release notifications: %w", err)
-	}
-	return source.Channel(events, handler.EnqueueRequestsFromMapFunc(mapFn)), nil
-}

@@ -28,11 +28,11 @@ import (
 // the namespaces' labels, the pods that keep it in use, other networks that
 // compete for a namespace or a VRF).
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	udnRoom, err := c.onRelease(mgr, c.udnsWaiting)
+	udnRoom, err := c.Networks.OnRelease(mgr, c.udnsWaiting)
 	if err != nil {
 		return err
 	}
-	cudnRoom, err := c.onRelease(mgr, c.cudnsWaiting)
+	cudnRoom, err := c.Networks.OnRelease(mgr, c.cudnsWaiting)
 	if err != nil {
 		return err
 	}
