@@ -132,4 +132,3 @@ func (c *Controller) udnsWaitingIn(ctx context.Context, o client.Object) []recon
 		return u.Name != o.GetName() && waitingForRoom(u.Status.Conditions)
 	}, client.InNamespace(o.GetNamespace()))
 }
-
