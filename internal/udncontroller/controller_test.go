@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -466,6 +467,45 @@ func TestCUDNAcrossNamespaces(t *testing.T) {
 	if diff := cmp.Diff([]string{a, conflicted}, cu.Status.ActiveNamespaces); diff != "" {
 		t.Errorf("activeNamespaces (-want +got):\n%s", diff)
 	}
+
+	// Namespace a stops matching while a pod uses the network: the NAD
+	// stays until the pod goes, and goes with it.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "user"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+	if err := c.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	nsA := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: a}, nsA); err != nil {
+		t.Fatal(err)
+	}
+	for k := range sel {
+		delete(nsA.Labels, k)
+	}
+	if err := c.Update(ctx, nsA); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cu), cu); err != nil {
+			return err
+		}
+		if slices.Contains(cu.Status.ActiveNamespaces, a) {
+			return errorf("namespace %s still active after it stopped matching", a)
+		}
+		return nil
+	})
+	if getNAD(t, c, a, nadName) == nil {
+		t.Fatalf("the NAD in namespace %s went while a pod uses it", a)
+	}
+	if err := c.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		if getNAD(t, c, a, nadName) != nil {
+			return errorf("NAD in namespace %s still exists after its last pod went", a)
+		}
+		return nil
+	})
 }
 
 // TestDeletionBlockedByPod: a network in use keeps its finalizers and says so;

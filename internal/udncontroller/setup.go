@@ -144,14 +144,27 @@ func (c *Controller) failingUDNs(ctx context.Context, _ client.Object) []reconci
 }
 
 // cudnsForNamespaceOf requeues the CUDNs that select o's namespace or own a NAD
-// there.
+// there (o a NAD, a pod or a UDN of that namespace): a pod leaving a
+// namespace no longer selected may let its CUDN's NAD go.
 func (c *Controller) cudnsForNamespaceOf(ctx context.Context, o client.Object) []reconcile.Request {
 	ns := &corev1.Namespace{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: o.GetNamespace()}, ns); err != nil {
 		ns.Name = o.GetNamespace()
 	}
+	// The CUDNs' NADs there, by name (a CUDN's NAD is named after its
+	// network); o itself when it is one, as a deleted one is listed no more.
+	nads := map[string]bool{}
+	if _, isNAD := o.(*nadv1.NetworkAttachmentDefinition); isNAD {
+		nads[o.GetName()] = true
+	}
+	var list nadv1.NetworkAttachmentDefinitionList
+	if err := c.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{netconf.OwnerKindLabel: "ClusterUserDefinedNetwork"}); err == nil {
+		for _, n := range list.Items {
+			nads[n.Name] = true
+		}
+	}
 	return requests[v1.ClusterUserDefinedNetwork, *v1.ClusterUserDefinedNetworkList](ctx, c.Client, cudnItems, func(cu *v1.ClusterUserDefinedNetwork) bool {
-		return o.GetName() == netconf.CUDNNetworkName(cu.Name) || selects(cu, ns.Labels)
+		return nads[netconf.CUDNNetworkName(cu.Name)] || selects(cu, ns.Labels)
 	})
 }
 
