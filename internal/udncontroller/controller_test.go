@@ -443,16 +443,19 @@ func TestCUDNAcrossNamespaces(t *testing.T) {
 	}
 
 	// Namespace b stops matching: its NAD (unused) goes away.
-	nsB := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: b}, nsB); err != nil {
-		t.Fatal(err)
+	unselect := func(name string) {
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+			t.Fatal(err)
+		}
+		for k := range sel {
+			delete(ns.Labels, k)
+		}
+		if err := c.Update(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
 	}
-	for k := range sel {
-		delete(nsB.Labels, k)
-	}
-	if err := c.Update(ctx, nsB); err != nil {
-		t.Fatal(err)
-	}
+	unselect(b)
 	eventually(t, func() error {
 		if getNAD(t, c, b, nadName) != nil {
 			return errorf("NAD in namespace %s still exists after it stopped matching", b)
@@ -475,16 +478,7 @@ func TestCUDNAcrossNamespaces(t *testing.T) {
 	if err := c.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	nsA := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: a}, nsA); err != nil {
-		t.Fatal(err)
-	}
-	for k := range sel {
-		delete(nsA.Labels, k)
-	}
-	if err := c.Update(ctx, nsA); err != nil {
-		t.Fatal(err)
-	}
+	unselect(a)
 	eventually(t, func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(cu), cu); err != nil {
 			return err
