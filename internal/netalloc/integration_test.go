@@ -562,11 +562,24 @@ func hasEvent(t testing.TB, c client.Client, object, reason string) bool {
 // startWithOneSlot starts a cluster-manager whose network limit leaves
 // room for one network more than the API server holds.
 func startWithOneSlot(t *testing.T) client.Client {
-	c := cmtest.Admin(t, env)
+	c, _ := startWithOneSlotStoppable(t)
+	return c
+}
+
+// startWithOneSlotStoppable is startWithOneSlot, with a function that stops
+// the cluster-manager and one that starts it again.
+func startWithOneSlotStoppable(t *testing.T) (c client.Client, restart func(stop bool)) {
+	c = cmtest.Admin(t, env)
 	cfg := fleetConfig()
 	cfg.MaxNetworks = len(mustObserve(t, c).networkID) + 1
-	cmtest.Start(t, env, cfg)
-	return c
+	stop := cmtest.Start(t, env, cfg)
+	return c, func(stopIt bool) {
+		if stopIt {
+			stop()
+			return
+		}
+		stop = cmtest.Start(t, env, cfg)
+	}
 }
 
 // TestHandMadeNADs: networks defined by NADs directly get an ID shared by all
@@ -725,15 +738,71 @@ func TestHandMadeNADWaitsForRoom(t *testing.T) {
 	if err := c.Delete(ctx, u); err != nil {
 		t.Fatal(err)
 	}
+	waitNetworkID(t, c, nad)
+}
+
+// waitNetworkID waits until nad has a network ID.
+func waitNetworkID(t *testing.T, c client.Client, nad *nadv1.NetworkAttachmentDefinition) {
+	t.Helper()
 	cmtest.Eventually(t, 0, func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(nad), nad); err != nil {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(nad), nad); err != nil {
 			return err
 		}
 		if nad.Annotations[netconf.NetworkIDAnnotation] == "" {
-			return fmt.Errorf("NAD by-hand has no network ID yet")
+			return fmt.Errorf("NAD %s/%s has no network ID yet", nad.Namespace, nad.Name)
 		}
 		return nil
 	})
+}
+
+// TestHandMadeNADGoingAcrossRestart: a hand-made NAD deleted while
+// cluster-manager is down, held by another finalizer, releases its network
+// once it is gone (the restarted cluster-manager recovered its ID).
+func TestHandMadeNADGoingAcrossRestart(t *testing.T) {
+	c, cm := startWithOneSlotStoppable(t)
+	ctx := context.Background()
+	ns := cmtest.Namespace(t, c, "going", nil)
+	nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "by-hand", Finalizers: []string{"example.com/hold"}},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"going-by-hand","topology":"layer2","role":"secondary","subnets":"192.168.83.0/24","netAttachDefName":"` + ns + `/by-hand"}`}}
+	if err := c.Create(ctx, nad); err != nil {
+		t.Fatal(err)
+	}
+	waitNetworkID(t, c, nad)
+	cm(true)
+	if err := c.Delete(ctx, nad); err != nil {
+		t.Fatal(err)
+	}
+	cm(false)
+	// The restarted cluster-manager has recovered the NAD's ID once a
+	// probe network is refused for want of room.
+	u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "u"},
+		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.84.0/24"}}}
+	if err := c.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.DeleteAtCleanup(t, c, u)
+	waitUDNReason := func(reason string) {
+		cmtest.Eventually(t, 0, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+				return err
+			}
+			if cond := meta.FindStatusCondition(u.Status.Conditions, v1.ConditionNetworkCreated); cond == nil || cond.Reason != reason {
+				return fmt.Errorf("condition %+v, want reason %s", cond, reason)
+			}
+			return nil
+		})
+	}
+	waitUDNReason(v1.ReasonNetworkLimit)
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(nad), nad); err != nil {
+			return err
+		}
+		nad.Finalizers = nil
+		return c.Update(ctx, nad)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitUDNReason(v1.ReasonNADCreated)
 }
 
 // TestChurn creates and deletes networks and nodes in random order, restarting

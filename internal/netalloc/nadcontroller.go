@@ -83,7 +83,21 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		r.Recorder.Eventf(nad, corev1.EventTypeWarning, "InvalidConfig", "not rendered: %v", err)
 		return ctrl.Result{}, nil
 	}
-	if c == nil || nad.DeletionTimestamp != nil {
+	if c == nil {
+		return ctrl.Result{}, nil
+	}
+	if nad.DeletionTimestamp != nil {
+		// Going (another finalizer holds it): nothing to allocate, but
+		// its network is released with its last NAD, after a restart
+		// too (Recovery reserved the ID from its annotation).
+		if _, _, allocated, _ := netconf.ParseAllocation(nad.Annotations); allocated {
+			r.mu.Lock()
+			if r.network == nil {
+				r.network = map[types.NamespacedName]string{}
+			}
+			r.network[req.NamespacedName] = c.Name
+			r.mu.Unlock()
+		}
 		return ctrl.Result{}, nil
 	}
 	if why, err := r.refusal(ctx, nad); err != nil || why != nil {
