@@ -91,12 +91,7 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		// its network is released with its last NAD, after a restart
 		// too (Recovery reserved the ID from its annotation).
 		if _, _, allocated, _ := netconf.ParseAllocation(nad.Annotations); allocated {
-			r.mu.Lock()
-			if r.network == nil {
-				r.network = map[types.NamespacedName]string{}
-			}
-			r.network[req.NamespacedName] = c.Name
-			r.mu.Unlock()
+			r.remember(req.NamespacedName, c.Name)
 		}
 		return ctrl.Result{}, nil
 	}
@@ -107,14 +102,7 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 		return ctrl.Result{}, err
 	}
-	r.mu.Lock()
-	if r.network == nil {
-		r.network = map[types.NamespacedName]string{}
-	}
-	prev, had := r.network[req.NamespacedName]
-	r.network[req.NamespacedName] = c.Name
-	r.mu.Unlock()
-	if had && prev != c.Name {
+	if prev, had := r.remember(req.NamespacedName, c.Name); had && prev != c.Name {
 		// The NAD now names another network: the one it named goes
 		// with its last NAD, as on deletion.
 		if err := r.releaseUnused(ctx, prev); err != nil {
@@ -134,6 +122,19 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	log.FromContext(ctx).Info("allocated network", "nad", req.String(), "network", c.Name, "networkID", n.ID)
 	return ctrl.Result{}, nil
+}
+
+// remember records the network a NAD names, to release it with its last
+// NAD, and returns the one it named before.
+func (r *NADController) remember(nad types.NamespacedName, network string) (prev string, had bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.network == nil {
+		r.network = map[types.NamespacedName]string{}
+	}
+	prev, had = r.network[nad]
+	r.network[nad] = network
+	return prev, had
 }
 
 // wait records whether a NAD waits for room (an ID or tunnel keys).

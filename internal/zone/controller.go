@@ -717,27 +717,37 @@ func (r *Reconciler) note(ctx context.Context, network, node, reason string) {
 // the network now takes in (in is true). A noted node that is gone, or no
 // longer uses the network, is not "added": its note goes without an Event.
 func (r *Reconciler) resolved(ctx context.Context, network string, left, in func(node string) bool) {
-	prefix := network + "/"
 	var back []string
-	r.mu.Lock()
-	for key := range r.noted {
-		node, ok := strings.CutPrefix(key, prefix)
-		if ok && !strings.Contains(node, "/") && !left(node) {
-			delete(r.noted, key)
-			if in(node) {
-				back = append(back, node)
-			} else {
-				log.FromContext(ctx).V(1).Info("node no longer left out of network: gone or not using it", "network", network, "node", node)
-			}
+	for _, node := range r.clearNotes(network, func(node string) bool { return !left(node) }) {
+		if in(node) {
+			back = append(back, node)
+		} else {
+			log.FromContext(ctx).V(1).Info("node no longer left out of network: gone or not using it", "network", network, "node", node)
 		}
 	}
-	r.mu.Unlock()
-	slices.Sort(back)
 	for _, node := range back {
 		log.FromContext(ctx).Info("node added to network", "network", network, "node", node)
 		r.Recorder.Eventf(&corev1.Node{ObjectMeta: objectMeta(node)}, corev1.EventTypeNormal, ReasonNodeTakenBackIn,
 			"zone %s adds the node to network %s", r.Zone, network)
 	}
+}
+
+// clearNotes drops the notes (note) of the network's nodes for which clear
+// is true and returns those nodes, sorted.
+func (r *Reconciler) clearNotes(network string, clear func(node string) bool) []string {
+	prefix := network + "/"
+	var out []string
+	r.mu.Lock()
+	for key := range r.noted {
+		node, ok := strings.CutPrefix(key, prefix)
+		if ok && !strings.Contains(node, "/") && clear(node) {
+			delete(r.noted, key)
+			out = append(out, node)
+		}
+	}
+	r.mu.Unlock()
+	slices.Sort(out)
+	return out
 }
 
 // forgetNetwork drops what the zone holds of a network that is gone, so
@@ -746,14 +756,7 @@ func (r *Reconciler) resolved(ctx context.Context, network string, left, in func
 // rows is observed again) and its pods' address pools (it allocates with
 // its own exclusions, not the old network's).
 func (r *Reconciler) forgetNetwork(ctx context.Context, network string) {
-	prefix := network + "/"
-	r.mu.Lock()
-	for key := range r.noted {
-		if node, ok := strings.CutPrefix(key, prefix); ok && !strings.Contains(node, "/") {
-			delete(r.noted, key)
-		}
-	}
-	r.mu.Unlock()
+	r.clearNotes(network, func(string) bool { return true })
 	r.clocks.forgetNetwork(network)
 	r.ipam.forget(network, func() bool {
 		_, exists, err := r.network(ctx, network)
