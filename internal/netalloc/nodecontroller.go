@@ -81,10 +81,12 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 				r.nadChanged(ctx, e.Object, nil, true, q)
 			},
 		})
+	// Pods by node: the where-used view reads them, and a sync tells the
+	// pods that wait for a slice the node could not get (waiting.go).
+	if err := kubeobj.AddIndexes(context.Background(), mgr.GetFieldIndexer(), whereused.Indexes()...); err != nil {
+		return err
+	}
 	if r.Usage != nil {
-		if err := kubeobj.AddIndexes(context.Background(), mgr.GetFieldIndexer(), whereused.Indexes()...); err != nil {
-			return err
-		}
 		b = b.Watches(&corev1.Pod{}, handler.Funcs{
 			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				podNode(e.Object, nil, q)
@@ -262,13 +264,16 @@ func (r *NodeController) sync(ctx context.Context, node *corev1.Node) (synced, e
 	} else {
 		r.Recorder.Eventf(node, corev1.EventTypeWarning, "NodeIDExhausted", "node gets no ID: %v", a.IDErr)
 	}
-	for network, ferr := range a.Failed {
-		reason := "NodeSubnetExhausted"
+	reason := func(network string) string {
 		if r.Nodes.Unsplittable(network) != nil {
-			reason = "NodeSubnetTooSmall"
+			return "NodeSubnetTooSmall"
 		}
-		r.Recorder.Eventf(node, corev1.EventTypeWarning, reason, "no subnet of network %s for this node: %v", network, ferr)
+		return "NodeSubnetExhausted"
 	}
+	for network, ferr := range a.Failed {
+		r.Recorder.Eventf(node, corev1.EventTypeWarning, reason(network), "no subnet of network %s for this node: %v", network, ferr)
+	}
+	r.tellWaitingPods(ctx, node.Name, a.Failed, reason)
 	wrote, err := kubeobj.PatchAnnotations(ctx, r.Client, node, want)
 	if err != nil {
 		return synced{}, err

@@ -123,12 +123,16 @@ func (c *NetConf) Marshal() string {
 	return string(b)
 }
 
-// IsPrimary reports whether the network is a primary network.
-func (c *NetConf) IsPrimary() bool { return c.Role == RolePrimary }
+// IsPrimary reports whether the network is a primary network. A nil config
+// (what Parse returns for another plugin's NAD) is not.
+func (c *NetConf) IsPrimary() bool { return c != nil && c.Role == RolePrimary }
 
 // Parse reads the config of a NAD. It returns (nil, nil) for NADs of other CNI
-// plugins, which ovn-udn ignores, and an error for ovn-udn configs that are
-// malformed.
+// plugins, which ovn-udn ignores (Multus and its neighbours are common
+// beside ovn-udn: every caller must check for nil before reading a field),
+// and an error for ovn-udn configs that are malformed. A NAD with an empty
+// config is another plugin's too: Multus then reads the configuration from
+// the node's CNI directory.
 func Parse(nad *nadv1.NetworkAttachmentDefinition) (*NetConf, error) {
 	return ParseConfig(nad.Spec.Config)
 }
@@ -137,6 +141,9 @@ func Parse(nad *nadv1.NetworkAttachmentDefinition) (*NetConf, error) {
 func ParseConfig(config string) (*NetConf, error) {
 	var probe struct {
 		Type string `json:"type"`
+	}
+	if strings.TrimSpace(config) == "" {
+		return nil, nil
 	}
 	if err := json.Unmarshal([]byte(config), &probe); err != nil {
 		return nil, fmt.Errorf("config is not JSON: %w", err)

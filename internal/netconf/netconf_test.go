@@ -15,6 +15,9 @@ func TestParseConfig(t *testing.T) {
 		wantErr string
 	}{
 		{name: "other plugin is ignored", config: `{"type":"bridge","name":"x"}`, nilConf: true},
+		{name: "macvlan is ignored", config: `{"cniVersion":"0.3.1","type":"macvlan","master":"eth0","mode":"bridge"}`, nilConf: true},
+		{name: "a plugin list is ignored", config: `{"cniVersion":"1.0.0","name":"x","plugins":[{"type":"bridge"}]}`, nilConf: true},
+		{name: "empty config (Multus reads the node's file) is ignored", config: "  ", nilConf: true},
 		{name: "not json", config: `{`, wantErr: "not JSON"},
 		{name: "no name", config: `{"type":"ovn-k8s-cni-overlay","topology":"layer2"}`, wantErr: "no network name"},
 		{name: "bad topology", config: `{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer4"}`, wantErr: `unknown topology "layer4"`},
@@ -47,6 +50,10 @@ func TestParseConfig(t *testing.T) {
 	}
 	if c.Role != RoleSecondary {
 		t.Errorf("missing role defaults to %q, want secondary", c.Role)
+	}
+	var foreign *NetConf // what Parse returns for another plugin's NAD
+	if foreign.IsPrimary() {
+		t.Error("a nil config is primary")
 	}
 }
 

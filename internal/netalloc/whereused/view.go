@@ -76,8 +76,8 @@ func (v *View) NamespaceNetworks(namespace string) ([]string, error) {
 	var out []string
 	for i := range nads.Items {
 		c, err := netconf.Parse(&nads.Items[i])
-		if err != nil || !c.IsPrimary() {
-			continue
+		if err != nil || c == nil || !c.IsPrimary() {
+			continue // malformed, or another plugin's (nil)
 		}
 		out = append(out, c.Name)
 		if id, _, ok, err := netconf.ParseAllocation(nads.Items[i].Annotations); ok && err == nil {
@@ -126,7 +126,7 @@ func (v *View) Connected(network string) ([]string, error) {
 			continue
 		}
 		c, err := netconf.Parse(&nads.Items[i])
-		if err != nil || !c.IsPrimary() || seen[c.Name] || !peers[connect.Key{Topology: c.Topology, ID: id}] {
+		if err != nil || c == nil || !c.IsPrimary() || seen[c.Name] || !peers[connect.Key{Topology: c.Topology, ID: id}] {
 			continue
 		}
 		seen[c.Name] = true
