@@ -17,6 +17,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
@@ -69,7 +70,11 @@ func TestRenderWhereUsed(t *testing.T) {
 	port := func(key string, p *corev1.Pod) string { return podnet.PortName(key, p.Namespace, p.Name) }
 	za, zb, zc := c.Zones["node-a"], c.Zones["node-b"], c.Zones["node-c"]
 
-	a1 := createPod(t, c.Admin, newPod(ns1, "a1", "node-a", nil))
+	// Another plugin's NAD in the namespace, selected by a pod: the
+	// where-used decisions of cluster-manager and zones ignore it (they
+	// panicked on it before).
+	createMacvlanNAD(t, c.Admin, ns1)
+	a1 := createPod(t, c.Admin, newPod(ns1, "a1", "node-a", map[string]string{netconf.NetworksAnnotation: "macvlan"}))
 	b1 := createPod(t, c.Admin, newPod(ns1, "b1", "node-b", nil))
 	a2 := createPod(t, c.Admin, newPod(ns2, "a2", "node-a", nil))
 	b2 := createPod(t, c.Admin, newPod(ns2, "b2", "node-b", nil))

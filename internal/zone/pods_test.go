@@ -36,6 +36,17 @@ func newPod(ns, name, node string, annotations map[string]string) *corev1.Pod {
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
 }
 
+// createMacvlanNAD creates another plugin's NAD, "macvlan", in ns, as
+// Multus users keep beside ovn-udn's.
+func createMacvlanNAD(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "macvlan"},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.3.1","type":"macvlan","master":"eth0","mode":"bridge"}`}}
+	if err := c.Create(context.Background(), nad); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func createPod(t *testing.T, c client.Client, p *corev1.Pod) *corev1.Pod {
 	t.Helper()
 	if err := c.Create(context.Background(), p); err != nil {
@@ -116,12 +127,17 @@ func TestPodsOnUserDefinedNetworks(t *testing.T) {
 	ns3, _ := udnIn(t, c.Admin, "l3same", l3)
 	ns4 := cmtest.Namespace(t, c.Admin, "plain", nil)
 	k1, k2, k3 := podnet.Key(ns1, "net"), podnet.Key(ns2, "net"), podnet.Key(ns3, "net")
-	a1 := createPod(t, c.Admin, newPod(ns1, "a1", "node-a", nil))
+	// Another plugin's NAD beside the networks, selected by two pods (as
+	// Multus users do): not ovn-udn's to attach, and no reason to fail.
+	macvlan := map[string]string{netconf.NetworksAnnotation: "macvlan"}
+	createMacvlanNAD(t, c.Admin, ns1)
+	createMacvlanNAD(t, c.Admin, ns4)
+	a1 := createPod(t, c.Admin, newPod(ns1, "a1", "node-a", macvlan))
 	b1 := createPod(t, c.Admin, newPod(ns1, "b1", "node-b", nil))
 	a2 := createPod(t, c.Admin, newPod(ns2, "a2", "node-a", nil))
 	b2 := createPod(t, c.Admin, newPod(ns2, "b2", "node-b", nil))
 	a3 := createPod(t, c.Admin, newPod(ns3, "a3", "node-a", nil))
-	d := createPod(t, c.Admin, newPod(ns4, "d", "node-b", nil))
+	d := createPod(t, c.Admin, newPod(ns4, "d", "node-b", macvlan))
 
 	// The annotations, field by field.
 	na, nb := c.NodeInfo("node-a"), c.NodeInfo("node-b")
