@@ -15,9 +15,9 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
-	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
