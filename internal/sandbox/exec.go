@@ -70,7 +70,9 @@ func PodNetns(ctx context.Context, dir string, c client.Client, ref string) (str
 
 // Command returns a command running argv inside a pod's network namespace.
 // Programs installed with OVN (ping, nc, ip, tcpdump, ...) are taken from
-// there, others from $PATH.
+// there, others from $PATH; the command's PATH ends with OVN's programs,
+// after the host's own, so that a host program the command runs (sh -c,
+// timeout) finds them too.
 func Command(ctx context.Context, netns string, argv []string) *exec.Cmd {
 	prog := argv[0]
 	if !strings.Contains(prog, "/") {
@@ -79,7 +81,31 @@ func Command(ctx context.Context, netns string, argv []string) *exec.Cmd {
 		}
 	}
 	args := append([]string{"netns", "exec", netns, prog}, argv[1:]...)
-	return exec.CommandContext(ctx, deps.OVNProgram("ip"), args...)
+	cmd := exec.CommandContext(ctx, deps.OVNProgram("ip"), args...)
+	cmd.Env = WithOVNPath(os.Environ())
+	return cmd
+}
+
+// WithOVNPath returns env with OVN's program directory appended to its
+// PATH (which it gets when it has none).
+func WithOVNPath(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	found := false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			found = true
+			if v == "" {
+				kv = "PATH=" + deps.OVNBinDir()
+			} else {
+				kv = "PATH=" + v + string(os.PathListSeparator) + deps.OVNBinDir()
+			}
+		}
+		out = append(out, kv)
+	}
+	if !found {
+		out = append(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"+string(os.PathListSeparator)+deps.OVNBinDir())
+	}
+	return out
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

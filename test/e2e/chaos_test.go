@@ -73,6 +73,7 @@ type chaosTenant struct {
 	pods                 map[string]bool
 	policy, service      bool
 	shared               bool // labelled into the shared CUDN's selection
+	foreign              bool // holds another CNI plugin's NAD (macvlan)
 }
 
 type chaosRun struct {
@@ -185,6 +186,7 @@ func (r *chaosRun) step() {
 		{"service", 1, r.toggleService},
 		{"policy", 1, r.togglePolicy},
 		{"shared", 1, r.toggleShared},
+		{"foreign", 1, r.toggleForeign},
 		{"kill", 2, r.kill},
 	}
 	if chaosNodes() {
@@ -350,6 +352,26 @@ func (r *chaosRun) togglePolicy() bool {
 	return true
 }
 
+// toggleForeign adds or removes another CNI plugin's NAD in a tenant's
+// namespace, as Multus users keep beside ovn-udn's: every controller must
+// ignore it (one panicked on it, and its node's slices then never came).
+func (r *chaosRun) toggleForeign() bool {
+	tn := r.pick()
+	if tn == nil {
+		return false
+	}
+	nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "macvlan"},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"0.3.1","type":"macvlan","master":"eth0","mode":"bridge"}`}}
+	if tn.foreign {
+		r.must(admin.Delete(r.ctx, nad), "delete macvlan NAD in "+tn.ns)
+	} else {
+		r.must(admin.Create(r.ctx, nad), "create macvlan NAD in "+tn.ns)
+	}
+	tn.foreign = !tn.foreign
+	r.record("macvlan NAD in %s: %v", tn.ns, tn.foreign)
+	return true
+}
+
 func (r *chaosRun) createCUDN() {
 	cu := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: chaosCUDN},
 		Spec: v1.ClusterUserDefinedNetworkSpec{
@@ -448,6 +470,9 @@ func (r *chaosRun) settle() {
 	r.waitFor("nothing left of a node that left", r.nodeForgotten)
 	r.waitFor("every pod Ready", r.podsReady)
 	r.waitFor("the shared CUDN in exactly its namespaces", r.sharedNADs)
+	if err := r.foreignUntouched(); err != nil {
+		r.violation("%v", err)
+	}
 	r.settles = append(r.settles, time.Since(start))
 	if err := r.allocations(); err != nil {
 		r.violation("%v", err)
@@ -533,6 +558,34 @@ func (r *chaosRun) sharedNADs() error {
 			if err := admin.Get(r.ctx, client.ObjectKey{Name: ns}, nsObj); err == nil && nsObj.DeletionTimestamp == nil {
 				return fmt.Errorf("unselected namespace %s has the CUDN's NAD", ns)
 			}
+		}
+	}
+	return nil
+}
+
+// foreignUntouched: other plugins' NADs carry no finalizer, annotation or
+// label of ovn-udn's.
+func (r *chaosRun) foreignUntouched() error {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := admin.List(r.ctx, &nads); err != nil {
+		return err
+	}
+	for _, n := range nads.Items {
+		if c, err := netconf.Parse(&n); err != nil || c != nil {
+			continue
+		}
+		for k := range n.Annotations {
+			if strings.HasPrefix(k, "k8s.ovn.org/") {
+				return fmt.Errorf("another plugin's NAD %s/%s got annotation %s", n.Namespace, n.Name, k)
+			}
+		}
+		for k := range n.Labels {
+			if strings.HasPrefix(k, "k8s.ovn.org/") {
+				return fmt.Errorf("another plugin's NAD %s/%s got label %s", n.Namespace, n.Name, k)
+			}
+		}
+		if len(n.Finalizers) > 0 {
+			return fmt.Errorf("another plugin's NAD %s/%s got finalizers %v", n.Namespace, n.Name, n.Finalizers)
 		}
 	}
 	return nil
