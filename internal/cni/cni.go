@@ -64,6 +64,9 @@ const (
 	PodKey    = "k8s.ovn.org/pod"
 	ConfigKey = "k8s.ovn.org/interface-config"
 	NetnsKey  = "k8s.ovn.org/netns"
+	// SandboxKey is the container runtime's sandbox (CNI_CONTAINERID) an
+	// interface was plumbed for through the CNI plugin; DEL and GC match it.
+	SandboxKey = "k8s.ovn.org/sandbox"
 )
 
 // HostVeth is the host-side name of a port's veth: short (interface names
@@ -135,6 +138,16 @@ func (h Host) Add(podNetns, podKey string, ifaces []Interface) error {
 	if err := h.ensureNetns(podNetns); err != nil {
 		return err
 	}
+	return h.AddIn(podNetns, podKey, "", ifaces)
+}
+
+// AddIn is Add into a network namespace that exists (a container
+// runtime's), recording the runtime's sandbox ID (when not empty) on the
+// interfaces.
+func (h Host) AddIn(podNetns, podKey, sandbox string, ifaces []Interface) error {
+	if len(ifaces) == 0 {
+		return nil
+	}
 	var ports []string
 	for _, i := range ifaces {
 		ports = append(ports, i.Port)
@@ -142,7 +155,7 @@ func (h Host) Add(podNetns, podKey string, ifaces []Interface) error {
 	if err := h.remove(ports...); err != nil {
 		return err
 	}
-	if err := h.add(podNetns, podKey, ifaces); err != nil {
+	if err := h.add(podNetns, podKey, sandbox, ifaces); err != nil {
 		_ = h.remove(ports...)
 		return fmt.Errorf("interfaces of %s: %w", podKey, err)
 	}
@@ -163,7 +176,7 @@ func (h Host) ensureNetns(name string) error {
 	return h.ip(name, "link", "set", "lo", "up")
 }
 
-func (h Host) add(podNetns, podKey string, ifaces []Interface) error {
+func (h Host) add(podNetns, podKey, sandbox string, ifaces []Interface) error {
 	// The veth pairs, each end created straight in its namespace.
 	for _, i := range ifaces {
 		link := []string{"link", "add", HostVeth(i.Port)}
@@ -199,6 +212,9 @@ func (h Host) add(podNetns, podKey string, ifaces []Interface) error {
 		}
 		vsctl = append(vsctl, "--", "set", "Interface", HostVeth(i.Port), "external_ids:iface-id="+i.Port,
 			"external_ids:"+PodKey+"="+podKey, "external_ids:"+ConfigKey+"="+i.Fingerprint(), "external_ids:"+NetnsKey+"="+podNetns)
+		if sandbox != "" {
+			vsctl = append(vsctl, "external_ids:"+SandboxKey+"="+sandbox)
+		}
 	}
 	for _, i := range ifaces {
 		pod = append(pod, routeLines(i)...)
@@ -296,6 +312,9 @@ type Plugged struct {
 	Fingerprint string
 	// Netns is the pod network namespace the interface is in.
 	Netns string
+	// Sandbox is the runtime's sandbox ID ("" when not plumbed through
+	// the CNI plugin).
+	Sandbox string
 	// Installed is set once ovn-controller has installed the port's flows
 	// (external_ids:ovn-installed): the pod's network works from then on.
 	Installed bool
@@ -322,7 +341,7 @@ func (h Host) Ports() (map[string][]Plugged, error) {
 		}
 		if pod := kv[PodKey]; pod != "" {
 			res[pod] = append(res[pod], Plugged{Port: kv["iface-id"], Fingerprint: kv[ConfigKey], Netns: kv[NetnsKey],
-				Installed: kv["ovn-installed"] == "true"})
+				Sandbox: kv[SandboxKey], Installed: kv["ovn-installed"] == "true"})
 		}
 	}
 	for k := range res {

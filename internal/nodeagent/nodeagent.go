@@ -33,6 +33,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/workload"
 )
@@ -74,6 +75,10 @@ type Options struct {
 	// Gateway is the external bridge the agent keeps the flows of (shared
 	// gateway mode); off when Gateway.Bridge is empty or Info.Gateway nil.
 	Gateway GatewayOptions
+	// CNI, when its Socket or ConfDir is set, makes the agent serve
+	// ovn-udn's CNI plugin to a real container runtime instead of
+	// plumbing pods itself (cnimode.go).
+	CNI CNIOptions
 }
 
 // Scheme returns the scheme the agent needs.
@@ -119,7 +124,7 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
-	r := &PodReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
+	r := &PodReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
 	if opts.WorkloadDir != "" && opts.APIProxy != "" {
 		u, err := url.Parse(cfg.Host)
 		if err != nil || u.Host == "" {
@@ -134,6 +139,15 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
+	}
+	if opts.CNI.enabled() {
+		if opts.WorkloadDir != "" || opts.ReportNodeStatus {
+			return nil, fmt.Errorf("node agent: CNI mode leaves workloads and node status to the kubelet")
+		}
+		srv := &cniserver.Server{Socket: opts.CNI.socket(), Handler: cniHandler{r: r}, OnListen: opts.CNI.install}
+		if err := mgr.Add(srv); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Gateway.Bridge != "" && opts.Info.Gateway != nil {
 		if err := (&GatewayReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: r.Recorder}).SetupWithManager(mgr); err != nil {

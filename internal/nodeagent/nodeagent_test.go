@@ -113,9 +113,14 @@ func (h *agentHarness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.run(mgr.Start)
+}
+
+// run runs an agent's manager until the test ends or stopAgent is called.
+func (h *agentHarness) run(start func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	go func() { done <- start(ctx) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {

@@ -45,9 +45,12 @@ const (
 // PodReconciler keeps each pod of the node plumbed as its annotation says, and
 // nothing else plumbed. Its key is the pod's namespace/name.
 type PodReconciler struct {
-	Client   client.Client
-	Opts     Options
-	Recorder record.EventRecorder
+	Client client.Client
+	// APIReader reads from the API server itself (a CNI ADD tells a pod
+	// that is gone from one the cache has not seen yet).
+	APIReader client.Reader
+	Opts      Options
+	Recorder  record.EventRecorder
 
 	mu sync.Mutex
 	// plugged is what OVS says is plugged, by pod key; loaded from OVS once
@@ -64,6 +67,8 @@ type PodReconciler struct {
 	workloads *workload.Runner
 	// apiProxies serve the API server inside workload pods; nil: none.
 	apiProxies *apiProxies
+	// pokes wake CNI ADDs waiting for a pod (cnimode.go).
+	pokes map[string]chan struct{}
 }
 
 // SetupWithManager registers the controller and the startup sweep.
@@ -196,7 +201,13 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 		if !isGone(err) {
 			return reconcile.Result{}, err
 		}
+		if r.Opts.CNI.enabled() {
+			return r.reconcileCNI(ctx, key, nil, have)
+		}
 		return reconcile.Result{}, r.unplumb(key, have)
+	}
+	if r.Opts.CNI.enabled() {
+		return r.reconcileCNI(ctx, key, pod, have)
 	}
 	if pod.Spec.NodeName != r.Opts.Node || pod.Spec.HostNetwork || isFinished(pod) || pod.DeletionTimestamp != nil {
 		if err := r.unplumb(key, have); err != nil {
@@ -377,10 +388,6 @@ func isFinished(pod *corev1.Pod) bool {
 // every attachment the pod needs (the zone controller and cluster-manager
 // write it in parts).
 func (r *PodReconciler) desired(ctx context.Context, pod *corev1.Pod) ([]cni.Interface, bool, error) {
-	nets, err := podnet.ParsePod(pod)
-	if err != nil || len(nets) == 0 {
-		return nil, false, err
-	}
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
 		return nil, false, err
@@ -389,8 +396,14 @@ func (r *PodReconciler) desired(ctx context.Context, pod *corev1.Pod) ([]cni.Int
 	if err != nil {
 		return nil, false, err
 	}
+	// The requests first: a refusal (a *podnet.Waiting) shows before the
+	// annotation, which a refused pod never gets.
 	reqs, err := podnet.Requests(pod, ns, nads, v1.PrimaryNetworkLabel)
 	if err != nil {
+		return nil, false, err
+	}
+	nets, err := podnet.ParsePod(pod)
+	if err != nil || len(nets) == 0 {
 		return nil, false, err
 	}
 	for _, q := range reqs {
