@@ -112,6 +112,7 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 	fs.StringVar(&opts.WorkloadDir, "workload-dir", "", "run pods' containers whose program is known (agnhost images, CoreDNS, the tools of --tools-dir) as processes in the pods' network namespaces, logging here (no container runtime; empty: off)")
 	fs.StringVar(&opts.APIProxy, "api-proxy", "", "with --workload-dir: address (e.g. 127.0.0.1:6443) at which pods running a workload reach the API server inside their own network namespace (no services yet; empty: none)")
 	fs.BoolVar(&opts.ReportNodeStatus, "report-node-status", false, "report the Node's Ready condition, capacity and addresses, standing in for a kubelet (no kubelet runs)")
+	fs.BoolVar(&opts.ManagementPort, "management-port", false, "keep the node's side of the default network's management port (ovn-k8s-mp0 on br-int, routes to the cluster subnets), through which the node reaches pods (implied by the CNI flags)")
 	fs.StringVar(&opts.CNI.Socket, "cni-socket", "", "serve ovn-udn's CNI plugin to the node's container runtime on this unix socket (CNI mode: the kubelet runs pods; default with --cni-conf-dir: "+cniserver.DefaultSocket+")")
 	fs.StringVar(&opts.CNI.ConfDir, "cni-conf-dir", "", "CNI mode: the node's CNI configuration directory (e.g. /etc/cni/net.d), where the agent writes "+nodeagent.ConfFile+" once it serves")
 	fs.StringVar(&opts.CNI.BinDir, "cni-bin-dir", "", "CNI mode: the node's CNI plugin directory (e.g. /opt/cni/bin), where the agent installs itself as "+netconf.CNIType)

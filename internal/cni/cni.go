@@ -365,3 +365,20 @@ func (h Host) Namespaces(prefix string) ([]string, error) {
 	sort.Strings(res)
 	return res, nil
 }
+
+// Batch runs ip commands (one per line, as `ip -batch` takes them) in a
+// namespace ("" for the caller's) in one process.
+func (h Host) Batch(netns string, lines []string) error { return h.batch(netns, lines) }
+
+// Program resolves a program run inside a namespace by "ip netns exec".
+func (h Host) Program(program string) string { return h.path(program) }
+
+// LinkExists reports whether the node's namespace (h.Netns) has an
+// interface of that name.
+func (h Host) LinkExists(name string) bool {
+	args := []string{"link", "show", name}
+	if h.Netns != "" {
+		args = append([]string{"-n", h.Netns}, args...)
+	}
+	return h.Command("ip", args...).Run() == nil
+}

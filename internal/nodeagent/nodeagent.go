@@ -75,6 +75,10 @@ type Options struct {
 	// Gateway is the external bridge the agent keeps the flows of (shared
 	// gateway mode); off when Gateway.Bridge is empty or Info.Gateway nil.
 	Gateway GatewayOptions
+	// ManagementPort makes the agent keep the node's side of the default
+	// network's management port (ovn-k8s-mp0), through which the node and
+	// its kubelet reach pods; CNI mode implies it.
+	ManagementPort bool
 	// CNI, when its Socket or ConfDir is set, makes the agent serve
 	// ovn-udn's CNI plugin to a real container runtime instead of
 	// plumbing pods itself (cnimode.go).
@@ -146,6 +150,11 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		}
 		srv := &cniserver.Server{Socket: opts.CNI.socket(), Handler: cniHandler{r: r}, OnListen: opts.CNI.install}
 		if err := mgr.Add(srv); err != nil {
+			return nil, err
+		}
+	}
+	if opts.ManagementPort || opts.CNI.enabled() {
+		if err := (&mgmtPortReconciler{client: mgr.GetClient(), opts: opts}).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 	}

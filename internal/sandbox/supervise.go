@@ -321,7 +321,7 @@ func (s *supervisor) startNode(i int) error {
 		"--netns=" + ns, "--netns-prefix=" + s.l.PodNetnsPrefix(name), "--node-ip=" + NodeIP(i),
 		"--gateway-ip=" + NodeIP(i), "--gateway-next-hop=" + strings.Join(s.opts.nextHops(), ","), "--gateway-mac=" + GatewayMAC(i),
 		"--external-bridge=br-ex", "--external-interface=eth0",
-		"--tools-dir=" + deps.OVNBinDir(), "--report-node-status", "--workload-dir=" + filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy=" + APIProxyAddr}
+		"--tools-dir=" + deps.OVNBinDir(), "--report-node-status", "--workload-dir=" + filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy=" + APIProxyAddr, "--management-port"}
 	agent = append(agent, extra...)
 	if s.opts.Uplinks > 1 {
 		agent = append(agent, "--default-route-bfd=true")

@@ -1,0 +1,52 @@
+package nodeagent
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ovn-udn/ovn-udn/internal/node/mgmtport"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+)
+
+// mgmtPortReconciler keeps the node's side of the default network's
+// management port (package mgmtport) as the node's slices say, from the
+// agent's own Node.
+type mgmtPortReconciler struct {
+	client client.Client
+	opts   Options
+}
+
+// mgmtPortResync re-applies the port's routes this often without a Node
+// change (a route removed by hand comes back).
+const mgmtPortResync = time.Minute
+
+func (r *mgmtPortReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("management-port").For(&corev1.Node{}).Complete(r)
+}
+
+func (r *mgmtPortReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if req.Name != r.opts.Node {
+		return reconcile.Result{}, nil
+	}
+	node := &corev1.Node{}
+	if err := r.client.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	subnets, err := nodeinfo.ParseSubnets(node.Annotations[nodeinfo.NodeSubnetsAnnotation])
+	if err != nil {
+		return reconcile.Result{}, nil // cluster-manager's annotation is malformed: it reports and mends it
+	}
+	port, ok, err := mgmtport.Desired(nodeinfo.Info{Name: node.Name, Subnets: subnets}, r.opts.Cluster)
+	if err != nil || !ok {
+		return reconcile.Result{}, err
+	}
+	if err := mgmtport.Ensure(r.opts.Host, port); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: mgmtPortResync}, nil
+}
