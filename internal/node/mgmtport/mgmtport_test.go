@@ -26,7 +26,7 @@ func TestDesired(t *testing.T) {
 		{name: "dual stack", ok: true,
 			slices: []netip.Prefix{netip.MustParsePrefix("10.244.1.0/24"), netip.MustParsePrefix("fd00:10:244:1::/64")},
 			want: cni.Interface{Name: "ovn-k8s-mp0", Port: "k8s-node1", MAC: "0a:58:0a:f4:01:02", MTU: cluster.MTU,
-				IPs: []netip.Prefix{netip.MustParsePrefix("10.244.1.2/24"), netip.MustParsePrefix("fd00:10:244:1::2/64")},
+				IPs:    []netip.Prefix{netip.MustParsePrefix("10.244.1.2/24"), netip.MustParsePrefix("fd00:10:244:1::2/64")},
 				Routes: []podnet.Route{{Dest: "10.244.0.0/16", NextHop: "10.244.1.1"}, {Dest: "fd00:10:244::/48", NextHop: "fd00:10:244:1::1"}}}},
 		{name: "a slice too small", slices: []netip.Prefix{netip.MustParsePrefix("10.244.1.0/32")}, wantErr: true},
 	}
