@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs the real components ovn-udn's tests and sandbox run against, idempotently:
 #   - host Debian packages (debootstrap) through apt;
-#   - kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd and
-#     CoreDNS, built from the Go module proxy through the throwaway modules in
-#     hack/tools/{kube,etcd,coredns} (their go.sum pins every byte);
+#   - kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet, etcd,
+#     CoreDNS, agnhost, the pause program and the CNI loopback plugin, built from the
+#     Go module proxy through the throwaway modules in
+#     hack/tools/{kube,etcd,coredns,pause,cni} (their go.sum pins every byte);
+#   - containerd and runc (Debian's), for the sandbox's real nodes;
 #   - a Debian sid root made with debootstrap holding OVN >= 25.09 and Open vSwitch,
 #     plus wrapper scripts that run its binaries on the host through the root's own
 #     dynamic loader (no chroot: host paths, network namespaces and /proc just work).
@@ -54,6 +56,10 @@ host_packages() {
 	command -v debootstrap >/dev/null || missing+=(debootstrap)
 	command -v flock >/dev/null || missing+=(util-linux)
 	command -v ip >/dev/null || missing+=(iproute2)
+	# The sandbox's real nodes: each runs a containerd (with runc) and a kubelet.
+	command -v containerd >/dev/null || missing+=(containerd)
+	command -v runc >/dev/null || missing+=(runc)
+	command -v nsenter >/dev/null || missing+=(util-linux)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	step "host packages: apt-get install ${missing[*]}"
 	[ "$(id -u)" -eq 0 ] || fail "host packages" "need root to apt-get install ${missing[*]} (or install them yourself)"
@@ -83,9 +89,15 @@ go_tool() {
 kube_binaries() {
 	local v=${KUBE_VERSION#v} c
 	local version="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=${v%%.*} -X k8s.io/component-base/version.gitMinor=$(echo "$v" | cut -d. -f2)"
-	for c in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+	for c in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet; do
 		go_tool "$c" "$REPO/hack/tools/kube" "k8s.io/kubernetes/cmd/$c" "$version"
 	done
+	# The images of the sandbox's real nodes: the real agnhost (its VERSION,
+	# 2.56, is the image tag), the pause program, and the CNI loopback plugin
+	# runtimes call beside ovn-udn's.
+	go_tool agnhost "$REPO/hack/tools/kube" k8s.io/kubernetes/test/images/agnhost "-s -w"
+	go_tool pause "$REPO/hack/tools/pause" . "-s -w"
+	go_tool loopback "$REPO/hack/tools/cni" github.com/containernetworking/plugins/plugins/main/loopback "-s -w"
 	go_tool etcd "$REPO/hack/tools/etcd" go.etcd.io/etcd/server/v3 "-s -w"
 	go_tool coredns "$REPO/hack/tools/coredns" . "-s -w"
 }

@@ -48,10 +48,12 @@ var pluginBinary = sync.OnceValues(func() (string, error) {
 // project's own library (libcni, which containerd uses), with the
 // configuration list the agent installed.
 type runtime struct {
-	t     *testing.T
-	cni   *libcni.CNIConfig
-	list  *libcni.NetworkConfigList
-	netns []string
+	t   *testing.T
+	cni *libcni.CNIConfig
+	// list is the installed configuration list (1.0.0), v11 the same at
+	// 1.1.0, which STATUS and GC need.
+	list, v11 *libcni.NetworkConfigList
+	netns     []string
 }
 
 func newRuntime(t *testing.T, confDir string) *runtime {
@@ -66,7 +68,9 @@ func newRuntime(t *testing.T, confDir string) *runtime {
 		list, err = libcni.ConfListFromFile(filepath.Join(confDir, nodeagent.ConfFile))
 		return err
 	})
-	rt := &runtime{t: t, cni: libcni.NewCNIConfigWithCacheDir([]string{bin}, t.TempDir(), nil), list: list}
+	v11 := *list
+	v11.CNIVersion = "1.1.0"
+	rt := &runtime{t: t, cni: libcni.NewCNIConfigWithCacheDir([]string{bin}, t.TempDir(), nil), list: list, v11: &v11}
 	t.Cleanup(func() {
 		for _, n := range rt.netns {
 			_ = deps.OVNCommand("ip", "netns", "del", n).Run()
@@ -144,7 +148,7 @@ func TestCNIPlugin(t *testing.T) {
 	h.startCNIAgent(socket, confDir)
 	h.installWhenPlugged(ctx)
 	rt := newRuntime(t, confDir)
-	if err := rt.cni.GetStatusNetworkList(ctx, rt.list); err != nil {
+	if err := rt.cni.GetStatusNetworkList(ctx, rt.v11); err != nil {
 		t.Fatalf("STATUS with the agent up: %v", err)
 	}
 	ns := cmtest.Namespace(t, h.admin, "cni", nil)
@@ -209,7 +213,7 @@ func TestCNIPlugin(t *testing.T) {
 
 	// GC with the sandbox still listed keeps it; DEL removes it, and
 	// succeeds again, and for a sandbox nobody knows.
-	if err := rt.cni.GCNetworkList(ctx, rt.list, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: "sb1", IfName: "eth0"}}}); err != nil {
+	if err := rt.cni.GCNetworkList(ctx, rt.v11, &libcni.GCArgs{ValidAttachments: []types.GCAttachment{{ContainerID: "sb1", IfName: "eth0"}}}); err != nil {
 		t.Errorf("GC: %v", err)
 	}
 	if len(plugged(ns+"/p")) != 1 {
@@ -232,7 +236,7 @@ func TestCNIPlugin(t *testing.T) {
 	if a := <-addAsync(rc2); a.err != nil {
 		t.Fatalf("ADD of a second sandbox: %v", a.err)
 	}
-	if err := rt.cni.GCNetworkList(ctx, rt.list, &libcni.GCArgs{}); err != nil {
+	if err := rt.cni.GCNetworkList(ctx, rt.v11, &libcni.GCArgs{}); err != nil {
 		t.Errorf("GC: %v", err)
 	}
 	if p := plugged(ns + "/p"); len(p) != 0 {
@@ -266,7 +270,7 @@ func TestCNIPlugin(t *testing.T) {
 	// The agent down: STATUS is "not available", ADD fails at once, DEL
 	// succeeds (a pod's deletion is never blocked).
 	h.stopAgent()
-	err = rt.cni.GetStatusNetworkList(ctx, rt.list)
+	err = rt.cni.GetStatusNetworkList(ctx, rt.v11)
 	var te *types.Error
 	if !errors.As(err, &te) || te.Code != 50 {
 		t.Errorf("STATUS with the agent down: %v, want code 50", err)

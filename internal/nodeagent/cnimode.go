@@ -47,11 +47,18 @@ func (o CNIOptions) socket() string {
 	return o.Socket
 }
 
+// ConfVersion is the CNI version of the configuration list the agent
+// installs: 1.0.0, which every current runtime takes (containerd 1.6 passes
+// the list's version to the plugin as it is and cannot read a 1.1.0
+// result). A runtime that speaks 1.1 (STATUS, GC) may use the same list
+// with its version raised.
+const ConfVersion = "1.0.0"
+
 // ConfList is the configuration list the agent installs: the default
 // network through ovn-udn's plugin, reached at socket.
 func ConfList(socket string) []byte {
 	b, _ := json.MarshalIndent(map[string]any{
-		"cniVersion": cniserver.ResultVersion,
+		"cniVersion": ConfVersion,
 		"name":       "ovn-udn",
 		"plugins":    []map[string]any{{"type": netconf.CNIType, "socket": socket}},
 	}, "", "  ")

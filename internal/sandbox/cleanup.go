@@ -94,6 +94,7 @@ func cleanup(l Layout) error {
 	}); err != nil {
 		return err
 	}
+	cleanupRealNodes(l)
 	names, err := namespaces(l.NetnsPrefix())
 	if err != nil {
 		return err

@@ -100,6 +100,9 @@ func startKube(l Layout) (*kube, error) {
 		ranges = append(ranges, p.String())
 	}
 	env.ControlPlane.APIServer.Configure().Set("service-cluster-ip-range", strings.Join(ranges, ","))
+	// Real nodes' kubelets (logs, exec, port-forward) by their address: no
+	// DNS here knows the nodes' names.
+	env.ControlPlane.APIServer.Configure().Set("kubelet-preferred-address-types", "InternalIP")
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w (logs in %s)", err, dir)

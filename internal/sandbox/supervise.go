@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
@@ -49,6 +50,10 @@ type Options struct {
 	// InactiveGracePeriod is the zone controllers' and cluster-manager's
 	// --inactive-grace-period (0: their default).
 	InactiveGracePeriod time.Duration
+	// RealNodes runs a containerd and a kubelet on every node, and the node
+	// agents in CNI mode, instead of the agents standing in for kubelets
+	// (realnodes.go). The cluster then has no DNS yet.
+	RealNodes bool
 }
 
 func (o *Options) defaults() error {
@@ -93,6 +98,8 @@ type supervisor struct {
 	restarts map[string]int
 	backoff  map[string]*healBackoff
 	state    State
+	// images is the archive real nodes import (Options.RealNodes).
+	images string
 }
 
 // component is a process the supervisor restarts when it exits: an ovn-udn
@@ -176,11 +183,22 @@ func (s *supervisor) start(ctx context.Context) error {
 	if err := s.startRouters(); err != nil {
 		return err
 	}
+	if s.opts.RealNodes {
+		if err := CheckRealNodes(); err != nil {
+			return err
+		}
+		if s.images, err = s.buildImages(); err != nil {
+			return fmt.Errorf("building the nodes' images: %w", err)
+		}
+		if err := s.startHostLink(ctx, s.kube.env.Config.Host); err != nil {
+			return err
+		}
+	}
 	for i := 1; i <= s.opts.Nodes; i++ {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err := s.startNode(i); err != nil {
+		if err := s.startNode(ctx, i); err != nil {
 			return err
 		}
 	}
@@ -191,6 +209,9 @@ func (s *supervisor) start(ctx context.Context) error {
 	s.addComponent(&component{name: "cluster-manager", metrics: s.metricsAddr(), args: cm})
 	if err := s.waitReady(ctx); err != nil {
 		return err
+	}
+	if s.opts.RealNodes {
+		return nil // CoreDNS has no image yet
 	}
 	return s.startDNS(ctx)
 }
@@ -246,11 +267,13 @@ func (s *supervisor) startExternal() error {
 // startNode brings up one node: its Node object, zone, namespace on the
 // underlay, Open vSwitch with br-ex on the underlay, ovn-controller, node
 // agent and zone controller.
-func (s *supervisor) startNode(i int) error {
+func (s *supervisor) startNode(ctx context.Context, i int) error {
 	name := NodeName(i)
 	s.log.Printf("starting %s", name)
-	if err := s.kube.createNode(name); err != nil {
-		return err
+	if !s.opts.RealNodes { // a kubelet registers its own
+		if err := s.kube.createNode(name); err != nil {
+			return err
+		}
 	}
 	for _, d := range []string{s.l.ZoneDir(name), s.l.NodeDir(name)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -321,7 +344,20 @@ func (s *supervisor) startNode(i int) error {
 		"--netns=" + ns, "--netns-prefix=" + s.l.PodNetnsPrefix(name), "--node-ip=" + NodeIP(i),
 		"--gateway-ip=" + NodeIP(i), "--gateway-next-hop=" + strings.Join(s.opts.nextHops(), ","), "--gateway-mac=" + GatewayMAC(i),
 		"--external-bridge=br-ex", "--external-interface=eth0",
-		"--tools-dir=" + deps.OVNBinDir(), "--report-node-status", "--workload-dir=" + filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy=" + APIProxyAddr, "--management-port"}
+		"--tools-dir=" + deps.OVNBinDir(), "--management-port"}
+	if s.opts.RealNodes {
+		user, err := s.kube.env.AddUser(envtest.User{Name: "system:node:" + name, Groups: []string{"system:nodes", "system:masters"}}, nil)
+		if err != nil {
+			return err
+		}
+		cniFlags, err := s.startRealNode(ctx, i, name, ns, user)
+		if err != nil {
+			return err
+		}
+		agent = append(agent, cniFlags...)
+	} else {
+		agent = append(agent, "--report-node-status", "--workload-dir="+filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy="+APIProxyAddr)
+	}
 	agent = append(agent, extra...)
 	if s.opts.Uplinks > 1 {
 		agent = append(agent, "--default-route-bfd=true")

@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+)
+
+// realSandbox is a 2-node sandbox whose nodes run containerd and a kubelet
+// (sandbox up --real-nodes), the node agents in CNI mode.
+type realSandbox struct {
+	t   *testing.T
+	dir string
+	c   client.Client
+}
+
+func startRealSandbox(t *testing.T) *realSandbox {
+	t.Helper()
+	if err := sandbox.CheckRealNodes(); err != nil {
+		t.Fatal(err)
+	}
+	s := &realSandbox{t: t, dir: filepath.Join(t.TempDir(), "real")}
+	if err := sandbox.Up(sandbox.Options{Dir: s.dir, Nodes: 2, RealNodes: true, Binary: binary, Attached: true}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sandbox.Down(s.dir, &bytes.Buffer{}) })
+	var err error
+	if s.c, err = sandbox.Client(s.dir); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// kubectl runs the real kubectl against the sandbox.
+func (s *realSandbox) kubectl(args ...string) (string, error) {
+	cmd := exec.Command(deps.KubeBinary("kubectl"), append([]string{"--kubeconfig", filepath.Join(s.dir, "kubeconfig")}, args...)...)
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// web is an ordinary Deployment of agnhost's netexec server with the three
+// kinds of kubelet probe: readiness over HTTP, liveness over TCP, startup
+// by exec.
+func web(ns string, replicas int32) *appsv1.Deployment {
+	labels := map[string]string{"app": "web"}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				// One per node.
+				TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+					WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
+				Containers: []corev1.Container{{Name: "web", Image: sandbox.AgnhostImage, Args: []string{"netexec", "--http-port=8080"},
+					StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+						Command: []string{"/agnhost", "connect", "--timeout=1s", "127.0.0.1:8080"}}}, PeriodSeconds: 1, FailureThreshold: 30},
+					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+					LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
+				}}}}}}
+}
+
+// TestRealNodes: on nodes run by real kubelets and containerd, through
+// ovn-udn's CNI plugin, an ordinary Deployment with HTTP, TCP and exec
+// probes becomes Available on the default network, a Layer3 and a Layer2
+// primary network; the kubelet reports the pods' default-network addresses;
+// pods of one network reach each other across nodes and not another
+// tenant's; kubectl logs and exec work through the kubelets; a missing
+// image fails as ErrImagePull; a forbidden network shows ovn-udn's reason in
+// the kubelet's Event.
+func TestRealNodes(t *testing.T) {
+	s := startRealSandbox(t)
+	ctx := context.Background()
+	var nodes corev1.NodeList
+	if err := s.c.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if ni := n.Status.NodeInfo; !strings.HasPrefix(ni.ContainerRuntimeVersion, "containerd://") || ni.KubeletVersion != "v1.34.10" {
+			t.Errorf("node %s runs %q with kubelet %q, want containerd and v1.34.10", n.Name, ni.ContainerRuntimeVersion, ni.KubeletVersion)
+		}
+	}
+
+	nets := map[string]*v1.UserDefinedNetworkSpec{
+		"plain": nil,
+		"blue":  {Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.128.0.0/16/24"}},
+		// Another subnet: an answer from it could only come across tenants.
+		"green": {Topology: v1.Layer2, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.100.0.0/16"}},
+	}
+	for ns, spec := range nets {
+		labels := map[string]string{}
+		if spec != nil {
+			labels[v1.PrimaryNetworkLabel] = ""
+		}
+		if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
+			t.Fatal(err)
+		}
+		if spec != nil {
+			if err := s.c.Create(ctx, &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}, Spec: *spec}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.c.Create(ctx, web(ns, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// addr is where a pod serves its network: its primary network's address.
+	type pod struct{ ns, name, node, addr string }
+	pods := map[string][]pod{}
+	for ns, spec := range nets {
+		if out, err := s.kubectl("-n", ns, "wait", "--for=condition=Available", "deploy/web", "--timeout=120s"); err != nil {
+			t.Fatalf("deployment %s/web: %v: %s", ns, err, out)
+		}
+		var list corev1.PodList
+		if err := s.c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range list.Items {
+			an, err := podnet.ParsePod(&p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			def := an[podnet.DefaultKey].IPs
+			var got []string
+			for _, ip := range p.Status.PodIPs {
+				got = append(got, ip.IP)
+			}
+			if len(def) == 0 || len(got) == 0 || !strings.HasPrefix(def[0], got[0]+"/") {
+				t.Errorf("pod %s/%s: the kubelet reports %v, its default-network attachment is %v", ns, p.Name, got, def)
+			}
+			addr := p.Status.PodIP
+			if spec != nil {
+				a := an[podnet.Key(ns, "net")]
+				if len(a.IPs) == 0 {
+					t.Fatalf("pod %s/%s has no address on its primary network: %v", ns, p.Name, an)
+				}
+				addr = strings.Split(a.IPs[0], "/")[0]
+			}
+			pods[ns] = append(pods[ns], pod{ns, p.Name, p.Spec.NodeName, addr})
+		}
+		if len(pods[ns]) != 2 || pods[ns][0].node == pods[ns][1].node {
+			t.Fatalf("%s: pods %v, want one on each node", ns, pods[ns])
+		}
+	}
+
+	connect := func(from pod, to string) error {
+		out, err := s.kubectl("-n", from.ns, "exec", from.name, "--", "/agnhost", "connect", "--timeout=2s", to+":8080")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	}
+	for ns, ps := range pods {
+		if err := connect(ps[0], ps[1].addr); err != nil {
+			t.Errorf("%s: %s on %s does not reach %s on %s: %v", ns, ps[0].name, ps[0].node, ps[1].addr, ps[1].node, err)
+		}
+	}
+	if connect(pods["blue"][0], pods["green"][1].addr) == nil {
+		t.Errorf("a blue pod reaches a green pod's address %s (another tenant)", pods["green"][1].addr)
+	}
+	if out, err := s.kubectl("-n", "blue", "logs", pods["blue"][0].name); err != nil || !strings.Contains(out, "GET /healthz") {
+		t.Errorf("kubectl logs: %v: the kubelet's probes are not in the log: %.300s", err, out)
+	}
+
+	// A missing image: the runtime's ordinary ErrImagePull, not a hang.
+	missing := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "plain", Name: "missing"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/nothing:1", ImagePullPolicy: corev1.PullIfNotPresent}}}}
+	// A network the pod may not use: ovn-udn's reason in the kubelet's Event.
+	forbidden := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "plain", Name: "forbidden",
+		Annotations: map[string]string{netconf.NetworksAnnotation: "blue/net"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: sandbox.PauseImage}}}}
+	for _, p := range []*corev1.Pod{missing, forbidden} {
+		if err := s.c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, func() error {
+		if err := s.c.Get(ctx, client.ObjectKeyFromObject(missing), missing); err != nil {
+			return err
+		}
+		for _, cs := range missing.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
+				return nil
+			}
+		}
+		return fmt.Errorf("pod with a missing image: %+v", missing.Status.ContainerStatuses)
+	})
+	eventually(t, func() error {
+		var events corev1.EventList
+		if err := s.c.List(ctx, &events, client.InNamespace("plain")); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "forbidden" && e.Reason == "FailedCreatePodSandBox" &&
+				strings.Contains(e.Message, "InvalidNetworkSelection") && strings.Contains(e.Message, "blue/net") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no FailedCreatePodSandBox Event with ovn-udn's reason on plain/forbidden")
+	})
+}
