@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
+	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
 )
@@ -62,10 +63,27 @@ func PodNetns(ctx context.Context, dir string, c client.Client, ref string) (str
 		return "", fmt.Errorf("pod %s has no node", ref)
 	}
 	netns := nodeagent.NetnsName(l.PodNetnsPrefix(pod.Spec.NodeName), pod.UID)
-	if _, err := os.Stat(filepath.Join("/run/netns", netns)); err != nil {
-		return "", fmt.Errorf("pod %s is not plumbed yet (no network namespace %s)", ref, netns)
+	if _, err := os.Stat(filepath.Join("/run/netns", netns)); err == nil {
+		return netns, nil
 	}
-	return netns, nil
+	// On a real node the runtime made the namespace: the node's Open
+	// vSwitch records it on the pod's interfaces.
+	if st, err := ReadState(l); err == nil {
+		for _, n := range st.Nodes {
+			if n.Name != pod.Spec.NodeName {
+				continue
+			}
+			h := cni.Host{OVSDB: n.OVSDB, Command: deps.OVNCommand}
+			if plugged, err := h.Ports(); err == nil {
+				for _, p := range plugged[ns+"/"+name] {
+					if _, err := os.Stat(filepath.Join("/run/netns", p.Netns)); p.Netns != "" && err == nil {
+						return p.Netns, nil
+					}
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("pod %s is not plumbed yet (no network namespace %s, none recorded by its node)", ref, netns)
 }
 
 // Command returns a command running argv inside a pod's network namespace.

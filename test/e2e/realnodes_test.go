@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
@@ -119,7 +124,7 @@ func TestRealNodes(t *testing.T) {
 		}
 	}
 	// addr is where a pod serves its network: its primary network's address.
-	type pod struct{ ns, name, node, addr string }
+	type pod = struct{ ns, name, node, addr string }
 	pods := map[string][]pod{}
 	for ns, spec := range nets {
 		if out, err := s.kubectl("-n", ns, "wait", "--for=condition=Available", "deploy/web", "--timeout=120s"); err != nil {
@@ -212,4 +217,193 @@ func TestRealNodes(t *testing.T) {
 		}
 		return fmt.Errorf("no FailedCreatePodSandBox Event with ovn-udn's reason on plain/forbidden")
 	})
+
+	s.faults(t, pods["blue"])
+}
+
+// restart kills a process of the sandbox and waits until the supervisor
+// has started it again.
+func (s *realSandbox) restart(t *testing.T, name string) {
+	t.Helper()
+	find := func() (sandbox.Process, error) {
+		st, err := sandbox.ReadState(sandbox.NewLayoutMust(s.dir))
+		if err != nil {
+			return sandbox.Process{}, err
+		}
+		for _, p := range st.Processes {
+			if p.Name == name {
+				return p, nil
+			}
+		}
+		return sandbox.Process{}, fmt.Errorf("no process %s", name)
+	}
+	before, err := find()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(before.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() error {
+		p, err := find()
+		if err != nil || p.PID == before.PID || !p.Running {
+			return fmt.Errorf("%s not restarted yet (%+v, %v)", name, p, err)
+		}
+		return nil
+	})
+}
+
+// plumbing returns each pod interface on a node's Open vSwitch with what
+// identifies its plumbing: the OVS row and the sandbox it was made for.
+func (s *realSandbox) plumbing(t *testing.T, node string) map[string]string {
+	t.Helper()
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(s.dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range st.Nodes {
+		if n.Name == node {
+			out, err := deps.OVNCommand("ovs-vsctl", "--db="+n.OVSDB, "--format=csv", "--no-headings", "--data=bare",
+				"--columns=_uuid,name,external_ids", "find", "Interface", "external_ids:"+cni.PodKey+"!=\"\"").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := map[string]string{}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if f := strings.SplitN(line, ",", 3); len(f) == 3 {
+					rows[f[1]] = f[0] + " " + f[2]
+				}
+			}
+			return rows
+		}
+	}
+	t.Fatalf("no node %s", node)
+	return nil
+}
+
+// faults, on real nodes: containerd, then the kubelet, restarted on a node
+// re-plumb nothing and change no address; the node agent killed while
+// pods start fails their ADDs, which the kubelet retries until the agent
+// is back, and a TCP connection between two running pods carries data
+// across the restart.
+func (s *realSandbox) faults(t *testing.T, blue []struct{ ns, name, node, addr string }) {
+	ctx := context.Background()
+	node := blue[0].node
+	before := s.plumbing(t, node)
+	if len(before) == 0 {
+		t.Fatalf("nothing plumbed on %s", node)
+	}
+	addrs := func() map[string]string {
+		var list corev1.PodList
+		if err := s.c.List(ctx, &list); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, p := range list.Items {
+			out[p.Namespace+"/"+p.Name] = p.Annotations[podnet.Annotation] + " " + p.Status.PodIP
+		}
+		return out
+	}
+	addrsBefore := addrs()
+	for _, c := range []string{"containerd/" + node, "kubelet/" + node} {
+		s.restart(t, c)
+		if out, err := s.kubectl("wait", "--for=condition=Ready", "node/"+node, "--timeout=60s"); err != nil {
+			t.Fatalf("%s after %s restarted: %v: %s", node, c, err, out)
+		}
+		for _, ns := range []string{"plain", "blue", "green"} {
+			if out, err := s.kubectl("-n", ns, "wait", "--for=condition=Available", "deploy/web", "--timeout=60s"); err != nil {
+				t.Fatalf("%s after %s restarted: %v: %s", ns, c, err, out)
+			}
+		}
+		if after := s.plumbing(t, node); !maps.Equal(before, after) {
+			t.Errorf("%s restarted: the pods' interfaces changed:\nbefore %v\nafter  %v", c, before, after)
+		}
+		if after := addrs(); !maps.Equal(addrsBefore, after) {
+			t.Errorf("%s restarted: pod addresses changed", c)
+		}
+	}
+
+	// A TCP connection between the two blue pods, through hosts' nc in
+	// their namespaces, open across the agent's restart.
+	serverNS, err := sandbox.PodNetns(ctx, s.dir, s.c, "blue/"+blue[1].name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientNS, err := sandbox.PodNetns(ctx, s.dir, s.c, "blue/"+blue[0].name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var received syncBuffer
+	server := sandbox.Command(ctx, serverNS, []string{"nc", "-l", "9000"})
+	server.Stdout = &received
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
+	var sent io.WriteCloser
+	eventually(t, func() error { // the server listens a moment after it starts
+		client := sandbox.Command(ctx, clientNS, []string{"nc", blue[1].addr, "9000"})
+		w, err := client.StdinPipe()
+		if err != nil {
+			return err
+		}
+		if err := client.Start(); err != nil {
+			return err
+		}
+		t.Cleanup(func() { _ = client.Process.Kill(); _ = client.Wait() })
+		if _, err := io.WriteString(w, "before\n"); err != nil {
+			return err
+		}
+		sent = w
+		return nil
+	})
+	eventually(t, func() error {
+		if !strings.Contains(received.String(), "before") {
+			return fmt.Errorf("the server has not received the first line")
+		}
+		return nil
+	})
+
+	// The agent killed while two new pods start on its node.
+	s.restart(t, "node-agent/"+node)
+	for _, name := range []string{"late-1", "late-2"} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: name},
+			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: sandbox.PauseImage}}}}
+		if err := s.c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.restart(t, "node-agent/"+node)
+	for _, name := range []string{"late-1", "late-2"} {
+		if out, err := s.kubectl("-n", "blue", "wait", "--for=condition=Ready", "pod/"+name, "--timeout=120s"); err != nil {
+			t.Errorf("pod %s started across the agent's restarts: %v: %s", name, err, out)
+		}
+	}
+	if _, err := io.WriteString(sent, "after\n"); err != nil {
+		t.Fatalf("the connection broke across the agent's restart: %v", err)
+	}
+	eventually(t, func() error {
+		if !strings.Contains(received.String(), "after") {
+			return fmt.Errorf("the server received %q, not the line sent after the agent's restart", received.String())
+		}
+		return nil
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
