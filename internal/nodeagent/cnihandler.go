@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ovn-udn/ovn-udn/internal/cni"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
@@ -67,7 +68,14 @@ func netnsName(path string) (string, error) {
 // Add plumbs the pod's interfaces into the runtime's namespace once its
 // annotation is complete, waits until ovn-controller has installed their
 // flows, and returns them as a CNI result.
-func (h cniHandler) Add(ctx context.Context, req cniserver.Request) (types.Result, error) {
+func (h cniHandler) Add(ctx context.Context, req cniserver.Request) (res types.Result, err error) {
+	defer func(start time.Time) {
+		outcome := "ok"
+		if err != nil {
+			outcome = "error"
+		}
+		metrics.CNIAddSeconds.WithLabelValues(h.r.Opts.Node, outcome).Observe(time.Since(start).Seconds())
+	}(time.Now())
 	a := parsePodArgs(req.Args)
 	if a.namespace == "" || a.name == "" {
 		return nil, types.NewError(types.ErrInvalidEnvironmentVariables, "ovn-udn: CNI_ARGS has no K8S_POD_NAMESPACE and K8S_POD_NAME", req.Args)
@@ -86,6 +94,7 @@ func (h cniHandler) Add(ctx context.Context, req cniserver.Request) (types.Resul
 	if err := hst.AddIn(netns, key, req.ContainerID, ifaces); err != nil {
 		return nil, fmt.Errorf("pod %s: plumbing its interfaces: %w", key, err)
 	}
+	metrics.PlumbSeconds.WithLabelValues(h.r.Opts.Node).Observe(time.Since(start).Seconds())
 	ports := make([]string, len(ifaces))
 	for i, f := range ifaces {
 		ports[i] = f.Port

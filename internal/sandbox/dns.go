@@ -37,6 +37,9 @@ const (
 	// inside their own network namespace (the node agents' --api-proxy).
 	APIProxyAddr = "127.0.0.1:6443"
 	dnsUser      = "ovn-udn-sandbox-coredns"
+	// CoreDNSImage is CoreDNS's image (make deps' CoreDNS build, imported
+	// into real nodes).
+	CoreDNSImage = "registry.k8s.io/coredns/coredns:v1.12.4"
 	dnsApp       = "kube-dns"
 )
 
@@ -68,7 +71,7 @@ var dnsRole = rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: dnsUser}, R
 // dnsFiles writes CoreDNS's identity (a kubeconfig naming the API server at
 // APIProxyAddr, as pods reach it) and its Corefile; it returns the
 // Corefile's path.
-func (k *kube) dnsFiles(l Layout) (string, error) {
+func (k *kube) dnsFiles(l Layout, server string) (string, error) {
 	ctx := context.Background()
 	if err := k.admin.Create(ctx, dnsRole.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
@@ -92,7 +95,9 @@ func (k *kube) dnsFiles(l Layout) (string, error) {
 		return "", err
 	}
 	for _, c := range cfg.Clusters {
-		c.Server = "https://" + APIProxyAddr
+		c.Server = "https://" + server
+		// The API server's certificate names localhost.
+		c.TLSServerName = "localhost"
 	}
 	dir := filepath.Join(l.KubeDir(), "coredns")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -109,13 +114,19 @@ func (k *kube) dnsFiles(l Layout) (string, error) {
 // dnsObjects are CoreDNS's Deployment (two replicas on different nodes where
 // there are two) and the kube-dns Service.
 func dnsObjects(corefilePath string) []client.Object {
+	dir := filepath.Dir(corefilePath)
 	labels := map[string]string{"k8s-app": dnsApp}
 	dnsPorts := []corev1.ContainerPort{{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}, {Name: "dns-tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP}}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "coredns", Labels: labels},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(2)), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "coredns", Image: "registry.k8s.io/coredns/coredns:v1.12.4",
-					Command: []string{"/coredns"}, Args: []string{"-conf", corefilePath}, Ports: dnsPorts}},
+				Containers: []corev1.Container{{Name: "coredns", Image: CoreDNSImage,
+					Command: []string{"/coredns"}, Args: []string{"-conf", corefilePath}, Ports: dnsPorts,
+					// Its Corefile and kubeconfig, where a real node's
+					// container finds them (the stand-in agent runs it on
+					// the host).
+					VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: dir, ReadOnly: true}}}},
+				Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}}},
 				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
 					{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, TopologyKey: "kubernetes.io/hostname"}}}}},
 			}}}}
@@ -129,7 +140,11 @@ func dnsObjects(corefilePath string) []client.Object {
 // startDNS deploys CoreDNS and waits until a replica answers (is a ready
 // endpoint of kube-dns).
 func (s *supervisor) startDNS(ctx context.Context) error {
-	path, err := s.kube.dnsFiles(s.l)
+	server := APIProxyAddr
+	if s.opts.RealNodes { // pods reach the host's link through their gateway routers
+		server = fmt.Sprintf("%s:%d", HostUnderlayIP, APIServerProxyPort)
+	}
+	path, err := s.kube.dnsFiles(s.l, server)
 	if err != nil {
 		return fmt.Errorf("cluster DNS: %w", err)
 	}

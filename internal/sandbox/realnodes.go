@@ -130,7 +130,8 @@ func (s *supervisor) buildImages() (string, error) {
 	path := s.l.imagesArchive()
 	_, err := images.WriteArchive(path,
 		images.Image{Refs: []string{PauseImage}, Files: []images.File{{Path: "pause", Source: deps.KubeBinary("pause")}}, Entrypoint: []string{"/pause"}},
-		images.Image{Refs: []string{AgnhostImage}, Files: []images.File{{Path: "agnhost", Source: deps.KubeBinary("agnhost")}}, Entrypoint: []string{"/agnhost"}})
+		images.Image{Refs: []string{AgnhostImage}, Files: []images.File{{Path: "agnhost", Source: deps.KubeBinary("agnhost")}}, Entrypoint: []string{"/agnhost"}},
+		images.Image{Refs: []string{CoreDNSImage}, Files: []images.File{{Path: "coredns", Source: deps.KubeBinary("coredns")}}, Entrypoint: []string{"/coredns"}})
 	return path, err
 }
 

@@ -52,7 +52,7 @@ type Options struct {
 	InactiveGracePeriod time.Duration
 	// RealNodes runs a containerd and a kubelet on every node, and the node
 	// agents in CNI mode, instead of the agents standing in for kubelets
-	// (realnodes.go). The cluster then has no DNS yet.
+	// (realnodes.go).
 	RealNodes bool
 }
 
@@ -209,9 +209,6 @@ func (s *supervisor) start(ctx context.Context) error {
 	s.addComponent(&component{name: "cluster-manager", metrics: s.metricsAddr(), args: cm})
 	if err := s.waitReady(ctx); err != nil {
 		return err
-	}
-	if s.opts.RealNodes {
-		return nil // CoreDNS has no image yet
 	}
 	return s.startDNS(ctx)
 }

@@ -3,9 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
 // BenchmarkPodReady measures, in the sandbox, how long a pod of a Layer2
@@ -30,6 +34,7 @@ func BenchmarkPodReady(b *testing.B) {
 	}
 	ctx := context.Background()
 	for iter := 0; iter < b.N; iter++ {
+		addSum0, addCount0 := cniAdds(b)
 		created := map[string]time.Time{}
 		ready := map[string]time.Duration{}
 		annotated := map[string]time.Duration{}
@@ -37,7 +42,7 @@ func BenchmarkPodReady(b *testing.B) {
 		for i := 0; i < n; i++ {
 			name := fmt.Sprintf("bench-%d-%d-%d", time.Now().UnixNano()%100000, iter, i)
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "l2-blue", Name: name},
-				Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node%d", i%3+1), Containers: []corev1.Container{{Name: "app", Image: "pause"}}}}
+				Spec: corev1.PodSpec{NodeName: fmt.Sprintf("node%d", i%3+1), Containers: []corev1.Container{{Name: "app", Image: sandbox.PauseImage}}}}
 			created[name] = time.Now()
 			if err := admin.Create(ctx, pod); err != nil {
 				b.Fatal(err)
@@ -83,8 +88,48 @@ func BenchmarkPodReady(b *testing.B) {
 		b.ReportMetric(float64(lat[len(lat)*99/100].Milliseconds()), "p99-ms")
 		b.ReportMetric(float64(lat[len(lat)-1].Milliseconds()), "max-ms")
 		b.ReportMetric(all.Seconds(), "all-ready-s")
+		if sum, count := cniAdds(b); count > addCount0 { // real nodes: the CNI ADDs inside
+			b.ReportMetric((sum-addSum0)/(count-addCount0)*1000, "cni-add-mean-ms")
+		}
 		for name := range created {
 			_ = admin.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "l2-blue", Name: name}})
 		}
 	}
+}
+
+// cniAdds sums the node agents' successful CNI ADDs (seconds and count)
+// from their /metrics (zero on stand-in nodes, which take no CNI calls).
+func cniAdds(b *testing.B) (sum, count float64) {
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range st.Processes {
+		if !strings.HasPrefix(p.Name, "node-agent/") || p.Metrics == "" {
+			continue
+		}
+		resp, err := http.Get("http://" + p.Metrics + "/metrics")
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if !strings.Contains(line, `outcome="ok"`) {
+				continue
+			}
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				continue
+			}
+			v, _ := strconv.ParseFloat(f[1], 64)
+			switch {
+			case strings.HasPrefix(line, "ovn_udn_cni_add_duration_seconds_sum"):
+				sum += v
+			case strings.HasPrefix(line, "ovn_udn_cni_add_duration_seconds_count"):
+				count += v
+			}
+		}
+	}
+	return sum, count
 }

@@ -28,7 +28,7 @@ import (
 
 // agnhostImage is the Kubernetes e2e test image; the sandbox's node agent
 // runs its servers as `ovn-udn agnhost`.
-const agnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.53"
+const agnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.56"
 
 // deployment is a Deployment of agnhost netexec pods (HTTP on 8080, UDP on
 // 8081 answering "hostname"), one per node (required anti-affinity),

@@ -86,7 +86,8 @@ func run(m *testing.M) int {
 	}()
 	// A short grace period: render (which has none) and the cluster agree
 	// a few seconds after a node's last pod of a network is gone.
-	opts := sandbox.Options{Dir: dir, Nodes: 3, Binary: binary, Attached: !keep, InactiveGracePeriod: e2eGracePeriod}
+	opts := sandbox.Options{Dir: dir, Nodes: 3, Binary: binary, Attached: !keep, InactiveGracePeriod: e2eGracePeriod,
+		RealNodes: os.Getenv("OVN_UDN_E2E_REAL_NODES") == "1"}
 	if err := sandbox.Up(opts, &log); err != nil {
 		fmt.Fprintf(os.Stderr, "%s%v\n", log.String(), err)
 		return 1
