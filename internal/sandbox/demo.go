@@ -164,6 +164,9 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 		fmt.Fprintf(out, "\nSeveral uplinks (%d outside routers as every node's next hops, %d of them behind a bridge of its own: ECMP default routes on every gateway router, BFD with FRR's bfdd; docs/gateway.md):\n\n", opts.Uplinks, opts.UplinkBridges)
 		merr = errors.Join(merr, PrintAppChecks(out, upChecks))
 	}
+	if opts.RealNodes && slices.Contains(appNamespaces, "web") && slices.Contains(pods, "l3-blue/a") && slices.Contains(pods, "l2-blue/a") {
+		merr = errors.Join(merr, RealNodesDemo(ctx, c, out))
+	}
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",
 		upTook.Round(100*time.Millisecond), len(pods), readyTook.Round(100*time.Millisecond),
 		time.Since(t).Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))

@@ -28,29 +28,24 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
-// realSandbox is a 2-node sandbox whose nodes run containerd and a kubelet
-// (sandbox up --real-nodes), the node agents in CNI mode.
+// realSandbox is the suite's sandbox when its nodes are real (the
+// default), seen by the tests that drive kubelets.
 type realSandbox struct {
 	t   *testing.T
 	dir string
 	c   client.Client
 }
 
+// startRealSandbox returns the suite's sandbox; it fails the test when the
+// suite runs on stand-in nodes (OVN_UDN_E2E_REAL_NODES=0), which take no
+// CNI calls. Only one sandbox with real nodes can run on a machine (the
+// host's link on the underlay), so the tests share the suite's.
 func startRealSandbox(t *testing.T) *realSandbox {
 	t.Helper()
-	if err := sandbox.CheckRealNodes(); err != nil {
-		t.Fatal(err)
+	if !realNodes {
+		t.Fatal("the suite runs on stand-in nodes (OVN_UDN_E2E_REAL_NODES=0): no kubelet here")
 	}
-	s := &realSandbox{t: t, dir: filepath.Join(t.TempDir(), "real")}
-	if err := sandbox.Up(sandbox.Options{Dir: s.dir, Nodes: 2, RealNodes: true, Binary: binary, Attached: true}, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sandbox.Down(s.dir, &bytes.Buffer{}) })
-	var err error
-	if s.c, err = sandbox.Client(s.dir); err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return &realSandbox{t: t, dir: dir, c: admin}
 }
 
 // kubectl runs the real kubectl against the sandbox.
@@ -101,10 +96,10 @@ func TestRealNodes(t *testing.T) {
 	}
 
 	nets := map[string]*v1.UserDefinedNetworkSpec{
-		"plain": nil,
-		"blue":  {Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.128.0.0/16/24"}},
+		"rn-plain": nil,
+		"rn-blue":  {Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.160.0.0/16/24"}},
 		// Another subnet: an answer from it could only come across tenants.
-		"green": {Topology: v1.Layer2, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.100.0.0/16"}},
+		"rn-green": {Topology: v1.Layer2, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.161.0.0/16"}},
 	}
 	for ns, spec := range nets {
 		labels := map[string]string{}
@@ -174,19 +169,19 @@ func TestRealNodes(t *testing.T) {
 			t.Errorf("%s: %s on %s does not reach %s on %s: %v", ns, ps[0].name, ps[0].node, ps[1].addr, ps[1].node, err)
 		}
 	}
-	if connect(pods["blue"][0], pods["green"][1].addr) == nil {
-		t.Errorf("a blue pod reaches a green pod's address %s (another tenant)", pods["green"][1].addr)
+	if connect(pods["rn-blue"][0], pods["rn-green"][1].addr) == nil {
+		t.Errorf("a blue pod reaches a green pod's address %s (another tenant)", pods["rn-green"][1].addr)
 	}
-	if out, err := s.kubectl("-n", "blue", "logs", pods["blue"][0].name); err != nil || !strings.Contains(out, "GET /healthz") {
+	if out, err := s.kubectl("-n", "rn-blue", "logs", pods["rn-blue"][0].name); err != nil || !strings.Contains(out, "GET /healthz") {
 		t.Errorf("kubectl logs: %v: the kubelet's probes are not in the log: %.300s", err, out)
 	}
 
 	// A missing image: the runtime's ordinary ErrImagePull, not a hang.
-	missing := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "plain", Name: "missing"},
+	missing := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "rn-plain", Name: "missing"},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.invalid/nothing:1", ImagePullPolicy: corev1.PullIfNotPresent}}}}
 	// A network the pod may not use: ovn-udn's reason in the kubelet's Event.
-	forbidden := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "plain", Name: "forbidden",
-		Annotations: map[string]string{netconf.NetworksAnnotation: "blue/net"}},
+	forbidden := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "rn-plain", Name: "forbidden",
+		Annotations: map[string]string{netconf.NetworksAnnotation: "rn-blue/net"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: sandbox.PauseImage}}}}
 	for _, p := range []*corev1.Pod{missing, forbidden} {
 		if err := s.c.Create(ctx, p); err != nil {
@@ -206,19 +201,19 @@ func TestRealNodes(t *testing.T) {
 	})
 	eventually(t, func() error {
 		var events corev1.EventList
-		if err := s.c.List(ctx, &events, client.InNamespace("plain")); err != nil {
+		if err := s.c.List(ctx, &events, client.InNamespace("rn-plain")); err != nil {
 			return err
 		}
 		for _, e := range events.Items {
 			if e.InvolvedObject.Name == "forbidden" && e.Reason == "FailedCreatePodSandBox" &&
-				strings.Contains(e.Message, "InvalidNetworkSelection") && strings.Contains(e.Message, "blue/net") {
+				strings.Contains(e.Message, "InvalidNetworkSelection") && strings.Contains(e.Message, "rn-blue/net") {
 				return nil
 			}
 		}
-		return fmt.Errorf("no FailedCreatePodSandBox Event with ovn-udn's reason on plain/forbidden")
+		return fmt.Errorf("no FailedCreatePodSandBox Event with ovn-udn's reason on rn-plain/forbidden")
 	})
 
-	s.faults(t, pods["blue"])
+	s.faults(t, pods["rn-blue"])
 }
 
 // restart kills a process of the sandbox and waits until the supervisor
@@ -310,7 +305,7 @@ func (s *realSandbox) faults(t *testing.T, blue []struct{ ns, name, node, addr s
 		if out, err := s.kubectl("wait", "--for=condition=Ready", "node/"+node, "--timeout=60s"); err != nil {
 			t.Fatalf("%s after %s restarted: %v: %s", node, c, err, out)
 		}
-		for _, ns := range []string{"plain", "blue", "green"} {
+		for _, ns := range []string{"rn-plain", "rn-blue", "rn-green"} {
 			if out, err := s.kubectl("-n", ns, "wait", "--for=condition=Available", "deploy/web", "--timeout=60s"); err != nil {
 				t.Fatalf("%s after %s restarted: %v: %s", ns, c, err, out)
 			}
@@ -325,11 +320,11 @@ func (s *realSandbox) faults(t *testing.T, blue []struct{ ns, name, node, addr s
 
 	// A TCP connection between the two blue pods, through hosts' nc in
 	// their namespaces, open across the agent's restart.
-	serverNS, err := sandbox.PodNetns(ctx, s.dir, s.c, "blue/"+blue[1].name)
+	serverNS, err := sandbox.PodNetns(ctx, s.dir, s.c, "rn-blue/"+blue[1].name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clientNS, err := sandbox.PodNetns(ctx, s.dir, s.c, "blue/"+blue[0].name)
+	clientNS, err := sandbox.PodNetns(ctx, s.dir, s.c, "rn-blue/"+blue[0].name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +362,7 @@ func (s *realSandbox) faults(t *testing.T, blue []struct{ ns, name, node, addr s
 	// The agent killed while two new pods start on its node.
 	s.restart(t, "node-agent/"+node)
 	for _, name := range []string{"late-1", "late-2"} {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: name},
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "rn-blue", Name: name},
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: sandbox.PauseImage}}}}
 		if err := s.c.Create(ctx, p); err != nil {
 			t.Fatal(err)
@@ -375,7 +370,7 @@ func (s *realSandbox) faults(t *testing.T, blue []struct{ ns, name, node, addr s
 	}
 	s.restart(t, "node-agent/"+node)
 	for _, name := range []string{"late-1", "late-2"} {
-		if out, err := s.kubectl("-n", "blue", "wait", "--for=condition=Ready", "pod/"+name, "--timeout=120s"); err != nil {
+		if out, err := s.kubectl("-n", "rn-blue", "wait", "--for=condition=Ready", "pod/"+name, "--timeout=120s"); err != nil {
 			t.Errorf("pod %s started across the agent's restarts: %v: %s", name, err, out)
 		}
 	}

@@ -1,0 +1,95 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ovn-udn/ovn-udn/internal/proc"
+)
+
+// RealNodeNamespaces are the namespaces, one per kind of network, where
+// the real-nodes section of the demo runs a Deployment made Ready by the
+// kubelet's probes: the examples' default-network app, Layer3 and Layer2
+// tenants.
+var RealNodeNamespaces = []struct{ Namespace, Network string }{
+	{"web", "default network"}, {"l3-blue", "Layer3 primary UDN"}, {"l2-blue", "Layer2 primary UDN"},
+}
+
+// ProbedDeployment is an ordinary Deployment of agnhost's netexec with the
+// three kinds of kubelet probe: startup by exec, readiness over HTTP,
+// liveness over TCP.
+func ProbedDeployment(namespace, name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "web", Image: AgnhostImage, Args: []string{"netexec", "--http-port=8080", "--udp-port=0"},
+					StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+						Command: []string{"/agnhost", "connect", "--timeout=1s", "127.0.0.1:8080"}}}, PeriodSeconds: 1, FailureThreshold: 30},
+					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
+					LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
+				}}}}}}
+}
+
+// RealNodesDemo prints the real nodes' kubelet and runtime, and, per kind
+// of network, a Deployment with probes made Ready by its kubelet (then
+// deleted).
+func RealNodesDemo(ctx context.Context, c client.Client, out io.Writer) error {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return err
+	}
+	var checks []AppCheck
+	for _, n := range nodes.Items {
+		ni := n.Status.NodeInfo
+		runtime, _, _ := strings.Cut(ni.ContainerRuntimeVersion, "://")
+		checks = append(checks, AppCheck{Name: "the node's kubelet and runtime", From: "API", Target: n.Name,
+			Want: "v1.34.10 containerd", Got: ni.KubeletVersion + " " + runtime})
+	}
+	const name = "probed"
+	for _, x := range RealNodeNamespaces {
+		if err := c.Create(ctx, ProbedDeployment(x.Namespace, name)); err != nil {
+			return fmt.Errorf("probed Deployment in %s: %w", x.Namespace, err)
+		}
+	}
+	for _, x := range RealNodeNamespaces {
+		a := AppCheck{Name: "Ready by its probes, " + x.Network, From: "kubelet", Target: x.Namespace + "/" + name,
+			Want: "Ready, no restart"}
+		a.Err = proc.WaitFor(2*time.Minute, 200*time.Millisecond, func() (bool, error) {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(x.Namespace), client.MatchingLabels{"app": name}); err != nil {
+				return false, err
+			}
+			for _, p := range pods.Items {
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.Ready && cs.Started != nil && *cs.Started {
+						a.Got, a.Node = fmt.Sprintf("Ready, %s", restarts(cs.RestartCount)), p.Spec.NodeName
+						return true, nil
+					}
+				}
+			}
+			return false, fmt.Errorf("no pod of %s/%s Ready yet", x.Namespace, name)
+		})
+		checks = append(checks, a)
+		_ = c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: x.Namespace, Name: name}})
+	}
+	fmt.Fprintf(out, "\nReal nodes (each node's kubelet and containerd; pods plumbed through ovn-udn's CNI plugin, probed by the kubelet through the node's management port):\n\n")
+	return PrintAppChecks(out, checks)
+}
+
+func restarts(n int32) string {
+	if n == 0 {
+		return "no restart"
+	}
+	return fmt.Sprintf("%d restarts", n)
+}
