@@ -40,8 +40,8 @@ var (
 	binary string // the ovn-udn binary under test
 	// realNodes: the suite's sandbox runs kubelets and containerd.
 	realNodes bool
-	dir    string // the sandbox's state directory
-	admin  client.Client
+	dir       string // the sandbox's state directory
+	admin     client.Client
 )
 
 func TestMain(m *testing.M) {
