@@ -79,6 +79,11 @@ func CheckRealNodes() error {
 // there, until ctx ends.
 func (s *supervisor) startHostLink(ctx context.Context, apiserver string) error {
 	ul := s.l.UnderlayNetns()
+	if l, err := net.Listen("tcp", net.JoinHostPort(HostUnderlayIP, strconv.Itoa(APIServerProxyPort))); err == nil {
+		_ = l.Close()
+	} else if hostHasAddress(HostUnderlayIP) {
+		return fmt.Errorf("another sandbox with real nodes runs on this machine (the host already holds %s; one fits a machine): stop it, or use --real-nodes=false", HostUnderlayIP)
+	}
 	if err := ipCmds(
 		[]string{"link", "add", s.l.hostLink(), "type", "veth", "peer", "name", "ulhost", "netns", ul},
 		[]string{"-n", ul, "link", "set", "ulhost", "master", "br0", "up"},
@@ -110,6 +115,17 @@ func (s *supervisor) startHostLink(ctx context.Context, apiserver string) error 
 		}
 	}()
 	return nil
+}
+
+// hostHasAddress reports whether an interface of the host holds addr.
+func hostHasAddress(addr string) bool {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if ip, _, err := net.ParseCIDR(a.String()); err == nil && ip.String() == addr {
+			return true
+		}
+	}
+	return false
 }
 
 func proxyConn(c net.Conn, upstream string) {
