@@ -25,14 +25,16 @@ var RealNodeNamespaces = []struct{ Namespace, Network string }{
 	{"web", "default network"}, {"l3-blue", "Layer3 primary UDN"}, {"l2-blue", "Layer2 primary UDN"},
 }
 
-// ProbedDeployment is an ordinary Deployment of agnhost's netexec with the
-// three kinds of kubelet probe: startup by exec, readiness over HTTP,
-// liveness over TCP.
-func ProbedDeployment(namespace, name string) *appsv1.Deployment {
+// ProbedDeployment is an ordinary Deployment of agnhost's netexec (HTTP on
+// 8080) with the three kinds of kubelet probe: startup by exec, readiness
+// over HTTP, liveness over TCP; its replicas on distinct nodes.
+func ProbedDeployment(namespace, name string, replicas int32) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+					WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
 				Containers: []corev1.Container{{Name: "web", Image: AgnhostImage, Args: []string{"netexec", "--http-port=8080", "--udp-port=0"},
 					StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 						Command: []string{"/agnhost", "connect", "--timeout=1s", "127.0.0.1:8080"}}}, PeriodSeconds: 1, FailureThreshold: 30},
@@ -58,7 +60,7 @@ func RealNodesDemo(ctx context.Context, c client.Client, out io.Writer) error {
 	}
 	const name = "probed"
 	for _, x := range RealNodeNamespaces {
-		if err := c.Create(ctx, ProbedDeployment(x.Namespace, name)); err != nil {
+		if err := c.Create(ctx, ProbedDeployment(x.Namespace, name, 1)); err != nil {
 			return fmt.Errorf("probed Deployment in %s: %w", x.Namespace, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,11 +14,8 @@ import (
 	"syscall"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -53,25 +51,6 @@ func (s *realSandbox) kubectl(args ...string) (string, error) {
 	cmd := exec.Command(deps.KubeBinary("kubectl"), append([]string{"--kubeconfig", filepath.Join(s.dir, "kubeconfig")}, args...)...)
 	out, err := cmd.CombinedOutput()
 	return strings.TrimSpace(string(out)), err
-}
-
-// web is an ordinary Deployment of agnhost's netexec server with the three
-// kinds of kubelet probe: readiness over HTTP, liveness over TCP, startup
-// by exec.
-func web(ns string, replicas int32) *appsv1.Deployment {
-	labels := map[string]string{"app": "web"}
-	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				// One per node.
-				TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
-					WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
-				Containers: []corev1.Container{{Name: "web", Image: sandbox.AgnhostImage, Args: []string{"netexec", "--http-port=8080"},
-					StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-						Command: []string{"/agnhost", "connect", "--timeout=1s", "127.0.0.1:8080"}}}, PeriodSeconds: 1, FailureThreshold: 30},
-					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},
-					LivenessProbe:  &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
-				}}}}}}
 }
 
 // TestRealNodes: on nodes run by real kubelets and containerd, through
@@ -114,7 +93,7 @@ func TestRealNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := s.c.Create(ctx, web(ns, 2)); err != nil {
+		if err := s.c.Create(ctx, sandbox.ProbedDeployment(ns, "web", 2)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -175,6 +154,25 @@ func TestRealNodes(t *testing.T) {
 	if out, err := s.kubectl("-n", "rn-blue", "logs", pods["rn-blue"][0].name); err != nil || !strings.Contains(out, "GET /healthz") {
 		t.Errorf("kubectl logs: %v: the kubelet's probes are not in the log: %.300s", err, out)
 	}
+	// kubectl port-forward, through the kubelet into the pod's namespace.
+	pf := exec.Command(deps.KubeBinary("kubectl"), "--kubeconfig", filepath.Join(s.dir, "kubeconfig"), "-n", "rn-blue",
+		"port-forward", "pod/"+pods["rn-blue"][0].name, "18080:8080")
+	if err := pf.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pf.Process.Kill(); _ = pf.Wait() })
+	eventually(t, func() error {
+		resp, err := http.Get("http://127.0.0.1:18080/hostname")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if string(b) != pods["rn-blue"][0].name {
+			return fmt.Errorf("port-forward answered %q, want %s", b, pods["rn-blue"][0].name)
+		}
+		return nil
+	})
 
 	// A missing image: the runtime's ordinary ErrImagePull, not a hang.
 	missing := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "rn-plain", Name: "missing"},
