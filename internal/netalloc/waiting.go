@@ -2,7 +2,6 @@ package netalloc
 
 import (
 	"context"
-	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +30,7 @@ func (r *NodeController) tellWaitingPods(ctx context.Context, node string, faile
 		log.FromContext(ctx).V(1).Info("pods waiting for a slice not told", "node", node, "error", err)
 		return
 	}
-	nsNets := map[string]map[string]string{} // namespace -> NAD name -> network, primaries under ""
+	nsNets := map[string]nsNetworks{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.Spec.NodeName != node || p.Spec.HostNetwork || p.Status.Phase != corev1.PodPending || p.DeletionTimestamp != nil {
@@ -46,7 +45,7 @@ func (r *NodeController) tellWaitingPods(ctx context.Context, node string, faile
 			}
 			nsNets[p.Namespace] = nets
 		}
-		for _, network := range podNetworks(p, nets) {
+		for _, network := range nets.of(p) {
 			if ferr, ok := failed[network]; ok {
 				r.Recorder.Eventf(p, corev1.EventTypeWarning, reason(network),
 					"network %s: node %s has no subnet of the network (%v); the pod waits until one is free", network, node, ferr)
@@ -55,48 +54,46 @@ func (r *NodeController) tellWaitingPods(ctx context.Context, node string, faile
 	}
 }
 
-// namespaceNetworks maps the ovn-udn NADs of namespace to their networks by
-// NAD name, and its primary networks under "<primary>/<network>".
-func (r *NodeController) namespaceNetworks(ctx context.Context, namespace string) (map[string]string, error) {
+// nsNetworks are a namespace's ovn-udn networks: by NAD name, and its
+// primary networks.
+type nsNetworks struct {
+	byNAD     map[string]string
+	primaries []string
+}
+
+// namespaceNetworks reads a namespace's ovn-udn networks from its NADs.
+func (r *NodeController) namespaceNetworks(ctx context.Context, namespace string) (nsNetworks, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := r.Client.List(ctx, &nads, client.InNamespace(namespace)); err != nil {
-		return nil, err
+		return nsNetworks{}, err
 	}
-	out := map[string]string{}
+	out := nsNetworks{byNAD: map[string]string{}}
 	for i := range nads.Items {
 		c, err := netconf.Parse(&nads.Items[i])
 		if err != nil || c == nil {
 			continue // malformed, or another plugin's
 		}
-		out[nads.Items[i].Name] = c.Name
+		out.byNAD[nads.Items[i].Name] = c.Name
 		if c.IsPrimary() {
-			out[primaryKey+c.Name] = c.Name
+			out.primaries = append(out.primaries, c.Name)
 		}
 	}
 	return out, nil
 }
 
-// primaryKey prefixes a namespace's primary networks in namespaceNetworks'
-// map; NAD names cannot hold a slash, so it never meets one.
-const primaryKey = "<primary>/"
-
-// podNetworks returns the networks a pod attaches to that need a node slice
-// (nets is namespaceNetworks of its namespace). Selections of NADs in other
-// namespaces are not followed: they are refused to the pod anyway.
-func podNetworks(p *corev1.Pod, nets map[string]string) []string {
-	out := []string{nodeinfo.DefaultNetwork}
-	for k, n := range nets {
-		if strings.HasPrefix(k, primaryKey) {
-			out = append(out, n)
-		}
-	}
+// of returns the networks a pod of the namespace attaches to that need a
+// node slice: the default network, the namespace's primary networks, and
+// the secondary ones it selects. Selections of NADs in other namespaces
+// are not followed: they are refused to the pod anyway.
+func (n nsNetworks) of(p *corev1.Pod) []string {
+	out := append([]string{nodeinfo.DefaultNetwork}, n.primaries...)
 	sels, err := netconf.ParseNetworkSelections(p.Annotations[netconf.NetworksAnnotation], p.Namespace)
 	if err != nil {
 		return out
 	}
 	for _, s := range sels {
-		if n, ok := nets[s.Name]; ok && s.Namespace == p.Namespace {
-			out = append(out, n)
+		if network, ok := n.byNAD[s.Name]; ok && s.Namespace == p.Namespace {
+			out = append(out, network)
 		}
 	}
 	return out

@@ -19,6 +19,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
@@ -43,18 +44,17 @@ func Desired(local nodeinfo.Info, cluster config.Cluster) (cni.Interface, bool, 
 	n := topology.Network{Name: nodeinfo.DefaultNetwork}
 	port := cni.Interface{Name: Interface, Port: n.ManagementPort(local.Name), MTU: cluster.MTU}
 	for _, s := range slices {
-		var gw, mgmt netip.Prefix
-		var err error
-		if gw, err = nth(s, 1); err == nil {
-			mgmt, err = nth(s, 2)
+		// The zone's addresses for the slice (topology): the gateway
+		// first, the management port second.
+		if err := allocator.CheckNodeSlice(s); err != nil {
+			return cni.Interface{}, false, fmt.Errorf("node %s: %w", local.Name, err)
 		}
-		if err != nil {
-			return cni.Interface{}, false, fmt.Errorf("node %s: slice %s: %w", local.Name, s, err)
-		}
-		port.IPs = append(port.IPs, mgmt)
+		gw, _ := allocator.NthAddress(s, 1)
+		mgmt, _ := allocator.NthAddress(s, 2)
+		port.IPs = append(port.IPs, netip.PrefixFrom(mgmt, s.Bits()))
 		for _, c := range cluster.ClusterSubnets {
 			if c.CIDR.Addr().Is4() == s.Addr().Is4() {
-				port.Routes = append(port.Routes, podnet.Route{Dest: c.CIDR.String(), NextHop: gw.Addr().String()})
+				port.Routes = append(port.Routes, podnet.Route{Dest: c.CIDR.String(), NextHop: gw.String()})
 			}
 		}
 	}
@@ -63,17 +63,6 @@ func Desired(local nodeinfo.Info, cluster config.Cluster) (cni.Interface, bool, 
 		port.MTU = 1400
 	}
 	return port, true, nil
-}
-
-func nth(s netip.Prefix, n int) (netip.Prefix, error) {
-	a := s.Masked().Addr()
-	for i := 0; i < n; i++ {
-		a = a.Next()
-	}
-	if !s.Contains(a) {
-		return netip.Prefix{}, fmt.Errorf("has no address %d", n)
-	}
-	return netip.PrefixFrom(a, s.Bits()), nil
 }
 
 // Fingerprint summarises the port's configuration.
