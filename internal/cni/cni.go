@@ -9,6 +9,7 @@ package cni
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
@@ -381,4 +383,18 @@ func (h Host) LinkExists(name string) bool {
 		args = append([]string{"-n", h.Netns}, args...)
 	}
 	return h.Command("ip", args...).Run() == nil
+}
+
+// WaitInstalled waits until ovn-controller has marked a port's interface
+// installed (external_ids:ovn-installed, ovs-vsctl wait-until: no polling),
+// for at most timeout or until ctx ends.
+func (h Host) WaitInstalled(ctx context.Context, port string, timeout time.Duration) error {
+	cmd := h.Command("ovs-vsctl", "--db="+h.OVSDB, fmt.Sprintf("--timeout=%d", max(1, int(timeout.Seconds()))),
+		"wait-until", "Interface", HostVeth(port), `external_ids:ovn-installed="true"`)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
+	defer stop()
+	return cmd.Wait()
 }

@@ -448,29 +448,7 @@ func TestSubnetExhaustion(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		nodes = append(nodes, f.addNode())
 	}
-	var lacking string
-	cmtest.Eventually(t, time.Minute, func() error {
-		s, err := observe(t, c)
-		if err != nil {
-			return err
-		}
-		have := 0
-		lacking = ""
-		for _, n := range nodes {
-			if len(s.subnets[n][network]) == 1 {
-				have++
-			} else {
-				lacking = n
-			}
-			if len(s.subnets[n][nodeinfo.DefaultNetwork]) != 2 {
-				return fmt.Errorf("node %s lacks its default-network subnets", n)
-			}
-		}
-		if have != 4 || lacking == "" {
-			return fmt.Errorf("%d nodes have a subnet of %s, want 4 and one without", have, network)
-		}
-		return nil
-	})
+	lacking := waitSliceHolders(t, c, network, nodes, 4)
 	cmtest.Eventually(t, 0, func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(small), small); err != nil {
 			return err
@@ -544,6 +522,37 @@ func TestSubnetExhaustion(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// waitSliceHolders waits until exactly want of nodes hold a slice of
+// network and the others none, every node with its two default-network
+// slices, and returns one node without a slice of network.
+func waitSliceHolders(t *testing.T, c client.Client, network string, nodes []string, want int) string {
+	t.Helper()
+	var lacking string
+	cmtest.Eventually(t, time.Minute, func() error {
+		s, err := observe(t, c)
+		if err != nil {
+			return err
+		}
+		have := 0
+		lacking = ""
+		for _, n := range nodes {
+			if len(s.subnets[n][network]) == 1 {
+				have++
+			} else {
+				lacking = n
+			}
+			if len(s.subnets[n][nodeinfo.DefaultNetwork]) != 2 {
+				return fmt.Errorf("node %s lacks its default-network subnets", n)
+			}
+		}
+		if have != want || lacking == "" {
+			return fmt.Errorf("%d nodes have a subnet of %s, want %d and the others without", have, network, want)
+		}
+		return nil
+	})
+	return lacking
 }
 
 func hasEvent(t testing.TB, c client.Client, object, reason string) bool {

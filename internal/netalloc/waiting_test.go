@@ -65,26 +65,7 @@ func TestWaitingPodsAreTold(t *testing.T) {
 		deletePodAtCleanup(t, c, p)
 		pods[n] = p
 	}
-	var lacking string
-	cmtest.Eventually(t, time.Minute, func() error {
-		s, err := observe(t, c)
-		if err != nil {
-			return err
-		}
-		have := 0
-		lacking = ""
-		for _, n := range nodes {
-			if len(s.subnets[n][network]) == 1 {
-				have++
-			} else {
-				lacking = n
-			}
-		}
-		if have != 2 || lacking == "" {
-			return fmt.Errorf("%d nodes have a slice of %s, want 2 and one without", have, network)
-		}
-		return nil
-	})
+	lacking := waitSliceHolders(t, c, network, nodes, 2)
 	msg := cmtest.WaitEvent(t, c, pods[lacking], "Pod", "NodeSubnetExhausted")
 	for _, want := range []string{network, lacking} {
 		if !strings.Contains(msg, want) {

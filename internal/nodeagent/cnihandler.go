@@ -163,21 +163,12 @@ func (h cniHandler) awaitAttachments(ctx context.Context, a podArgs) ([]cni.Inte
 // awaitInstalled waits until ovn-controller has marked each interface's
 // port installed (the pod's network works from then on), within ctx.
 func (h cniHandler) awaitInstalled(ctx context.Context, ifaces []cni.Interface) error {
-	hst := h.r.Opts.Host
 	for _, i := range ifaces {
-		timeout := 60
+		timeout := time.Minute
 		if d, ok := ctx.Deadline(); ok {
-			timeout = max(1, int(time.Until(d).Seconds()))
+			timeout = time.Until(d)
 		}
-		cmd := hst.Command("ovs-vsctl", "--db="+hst.OVSDB, fmt.Sprintf("--timeout=%d", timeout),
-			"wait-until", "Interface", cni.HostVeth(i.Port), `external_ids:ovn-installed="true"`)
-		if err := cmd.Start(); err != nil {
-			return err
-		}
-		stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
-		err := cmd.Wait()
-		stop()
-		if err != nil {
+		if err := h.r.Opts.Host.WaitInstalled(ctx, i.Port, timeout); err != nil {
 			return types.NewError(types.ErrTryAgainLater, fmt.Sprintf("ovn-controller did not install port %s in time", i.Port), err.Error())
 		}
 	}

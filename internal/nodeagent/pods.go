@@ -334,17 +334,8 @@ func (r *PodReconciler) awaitInstalled(pod *corev1.Pod, ifaces []cni.Interface) 
 			case <-ctx.Done():
 			}
 		}()
-		h := r.Opts.Host
 		for _, i := range ifaces {
-			cmd := h.Command("ovs-vsctl", "--db="+h.OVSDB, fmt.Sprintf("--timeout=%d", int(installTimeout.Seconds())),
-				"wait-until", "Interface", cni.HostVeth(i.Port), `external_ids:ovn-installed="true"`)
-			if err := cmd.Start(); err != nil {
-				return
-			}
-			stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
-			err := cmd.Wait()
-			stop()
-			if err != nil {
+			if err := r.Opts.Host.WaitInstalled(ctx, i.Port, installTimeout); err != nil {
 				return
 			}
 		}
