@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 
@@ -121,3 +122,5 @@ func ovnCommand(program string, args ...string) *exec.Cmd {
 	}
 	return exec.Command(program, args...)
 }
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 
@@ -13,11 +12,9 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
 	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
-	"github.com/ovn-udn/ovn-udn/internal/workload"
 )
 
 func newNodeCommand() *cobra.Command {
@@ -29,12 +26,14 @@ func newNodeCommand() *cobra.Command {
 	var extraUplinks []string
 	cmd := &cobra.Command{
 		Use:   "node",
-		Short: "Run the node agent: node annotations and pod network plumbing",
+		Short: "Run the node agent: node annotations, the management port, and ovn-udn's CNI plugin",
 		Long: `Run the agent of one node: it publishes the node's annotations (chassis name from
-OVS, zone, addresses, gateway), and plumbs the pods bound to the node — a network
-namespace per pod, a veth per attachment of its k8s.ovn.org/pod-networks
-annotation, plugged into br-int with the attachment's logical port as iface-id —
-reports them Running and Ready, and unplumbs them when they go away.`,
+OVS, zone, addresses, gateway), keeps the node's side of the management port
+(ovn-k8s-mp0) and the external bridge's flows, and serves ovn-udn's CNI plugin to
+the node's container runtime. An ADD plumbs the pod into the namespace the runtime
+made — a veth per attachment of its k8s.ovn.org/pod-networks annotation, plugged
+into br-int with the attachment's logical port as iface-id — and returns once
+ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.Node == "" || opts.Host.OVSDB == "" || nodeIP == "" {
@@ -74,11 +73,6 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 			}
 			opts.Host.Command, opts.Host.Path = tools(toolsDir)
 			opts.Gateway.Netns = opts.Host.Netns
-			if opts.WorkloadDir != "" {
-				if opts.Workloads, err = workloadPrograms(toolsDir); err != nil {
-					return err
-				}
-			}
 			ctrl.SetLogger(zap.New())
 			cfg, err := kube.config()
 			if err != nil {
@@ -94,7 +88,6 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 	fs.StringVar(&opts.Host.OVSDB, "ovsdb", "", "the node's Open vSwitch database, e.g. unix:/run/openvswitch/db.sock")
 	fs.StringVar(&opts.Host.Bridge, "bridge", opts.Host.Bridge, "the integration bridge")
 	fs.StringVar(&opts.Host.Netns, "netns", "", "network namespace of the node's OVS bridges (default: the agent's own)")
-	fs.StringVar(&opts.NetnsPrefix, "netns-prefix", "ovn-udn-", "name prefix of the pod network namespaces the agent creates")
 	fs.StringVar(&nodeIP, "node-ip", "", "the node's primary address with prefix length, e.g. 192.168.100.11/24")
 	fs.StringVar(&encapIP, "encap-ip", "", "the node's Geneve endpoint (default: the node address)")
 	fs.StringVar(&gw.IP, "gateway-ip", "", "address with prefix length of the node's external interface for gateway routers (none: no gateway)")
@@ -109,13 +102,9 @@ reports them Running and Ready, and unplumbs them when they go away.`,
 	fs.IntVar(&opts.Workers, "workers", 4, "pods plumbed at once")
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "0", "/metrics listen address, e.g. 127.0.0.1:9414 (0 disables; see docs/metrics.md)")
-	fs.StringVar(&opts.WorkloadDir, "workload-dir", "", "run pods' containers whose program is known (agnhost images, CoreDNS, the tools of --tools-dir) as processes in the pods' network namespaces, logging here (no container runtime; empty: off)")
-	fs.StringVar(&opts.APIProxy, "api-proxy", "", "with --workload-dir: address (e.g. 127.0.0.1:6443) at which pods running a workload reach the API server inside their own network namespace (no services yet; empty: none)")
-	fs.BoolVar(&opts.ReportNodeStatus, "report-node-status", false, "report the Node's Ready condition, capacity and addresses, standing in for a kubelet (no kubelet runs)")
-	fs.BoolVar(&opts.ManagementPort, "management-port", false, "keep the node's side of the default network's management port (ovn-k8s-mp0 on br-int, routes to the cluster subnets), through which the node reaches pods (implied by the CNI flags)")
-	fs.StringVar(&opts.CNI.Socket, "cni-socket", "", "serve ovn-udn's CNI plugin to the node's container runtime on this unix socket (CNI mode: the kubelet runs pods; default with --cni-conf-dir: "+cniserver.DefaultSocket+")")
-	fs.StringVar(&opts.CNI.ConfDir, "cni-conf-dir", "", "CNI mode: the node's CNI configuration directory (e.g. /etc/cni/net.d), where the agent writes "+nodeagent.ConfFile+" once it serves")
-	fs.StringVar(&opts.CNI.BinDir, "cni-bin-dir", "", "CNI mode: the node's CNI plugin directory (e.g. /opt/cni/bin), where the agent installs itself as "+netconf.CNIType)
+	fs.StringVar(&opts.CNI.Socket, "cni-socket", cniserver.DefaultSocket, "serve ovn-udn's CNI plugin to the node's container runtime on this unix socket")
+	fs.StringVar(&opts.CNI.ConfDir, "cni-conf-dir", "", "the node's CNI configuration directory (e.g. /etc/cni/net.d), where the agent writes "+nodeagent.ConfFile+" once it serves (empty: none)")
+	fs.StringVar(&opts.CNI.BinDir, "cni-bin-dir", "", "the node's CNI plugin directory (e.g. /opt/cni/bin), where the agent installs itself as "+netconf.CNIType+" (empty: none)")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }
@@ -131,31 +120,3 @@ func tools(dir string) (func(string, ...string) *exec.Cmd, func(string) string) 
 	}
 	return func(p string, args ...string) *exec.Cmd { return exec.Command(path(p), args...) }, path
 }
-
-// workloadPrograms is what the node agent can run for containers: this
-// binary's agnhost servers (agnhost images), CoreDNS as make deps installs
-// it, and a few harmless tools of toolsDir. Nothing that manages the node
-// (ip, ovs-vsctl, ...): pods' programs run as root on the node.
-func workloadPrograms(toolsDir string) (workload.Resolver, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return workload.Resolver{}, err
-	}
-	programs := map[string]string{}
-	if _, err := os.Stat(deps.KubeBinary("coredns")); err == nil {
-		programs["coredns"] = deps.KubeBinary("coredns")
-	}
-	if toolsDir != "" {
-		for _, name := range workloadTools {
-			if p := filepath.Join(toolsDir, name); fileExists(p) {
-				programs[name] = p
-			}
-		}
-	}
-	return workload.Resolver{Self: self, Programs: programs}, nil
-}
-
-// workloadTools are the programs of --tools-dir pods may run.
-var workloadTools = []string{"nc", "ping"}
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -21,7 +21,7 @@ an offline renderer, and a local sandbox cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newClusterManagerCommand(), newControllerCommand(), newNodeCommand(), newRenderCommand(), newSandboxCommand(), newExplainCommand(), newAgnhostCommand())
+	root.AddCommand(newVersionCommand(), newClusterManagerCommand(), newControllerCommand(), newNodeCommand(), newRenderCommand(), newSandboxCommand(), newExplainCommand())
 	for _, p := range planned {
 		root.AddCommand(p.command())
 	}

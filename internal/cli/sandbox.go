@@ -21,11 +21,11 @@ func newSandboxCommand() *cobra.Command {
 		Short: "Run a local multi-node cluster with a real API server and real OVN",
 		Long: `Run a local cluster on this machine: a real kube-apiserver and etcd, and per node
 an OVN zone, Open vSwitch (userspace datapath) and ovn-controller in the node's
-own network namespace, the node agent and the zone controller; one
-cluster-manager, kube-controller-manager and kube-scheduler. The node agents
-stand in for kubelets: nodes report Ready, the scheduler places pods (or
-spec.nodeName pins them), and the node agent plumbs them into network
-namespaces and reports them Ready.
+own network namespace, a containerd (with runc) and a kubelet, the node agent
+(serving ovn-udn's CNI plugin to containerd) and the zone controller; one
+cluster-manager, kube-controller-manager and kube-scheduler. The images pods
+run (pause, agnhost, CoreDNS) are built here and imported at up: there is no
+registry. docs/sandbox.md has the details.
 
 Needs root (network namespaces) and the components make deps installs.`,
 	}
@@ -337,6 +337,5 @@ func addUplinkFlags(fs *pflag.FlagSet, opts *sandbox.Options) {
 	fs.IntVar(&opts.Uplinks, "uplinks", opts.Uplinks, fmt.Sprintf("outside routers the nodes route through, 192.168.100.1 to .K (1-%d); with 2 or more every gateway router has ECMP default routes and the routers run BFD with every node", sandbox.MaxUplinks))
 	fs.IntVar(&opts.UplinkBridges, "uplink-bridges", opts.UplinkBridges, "how many of the routers (the last ones) are each on a segment of their own, 192.168.(100+k).0/24, reached through a further bridge br-ex<k> on every node (0 to --uplinks - 1)")
 	fs.DurationVar(&opts.BFDInterval, "bfd-interval", 0, "BFD transmit and receive interval of the routers and gateway routers (0: FRR's 300ms on the routers, OVN's 1s on the gateway routers)")
-	fs.BoolVar(&opts.RealNodes, "real-nodes", true, "run a containerd and a kubelet on every node, the node agents in CNI mode (docs/sandbox.md, \"Real nodes\"); false: node agents stand in for kubelets")
 	fs.DurationVar(&opts.InactiveGracePeriod, "inactive-grace-period", 0, "the zone controllers' --inactive-grace-period: how long a network stays on a node after its last pod there is gone (0: the controllers' default)")
 }

@@ -3,8 +3,9 @@
 // annotated name, MAC, addresses and routes inside the pod's network namespace,
 // and whose host end is plugged into the node's integration bridge with
 // external_ids:iface-id = the attachment's logical port, so ovn-controller
-// binds it. It is the logic a CNI plugin's ADD and DEL run; the node agent calls
-// it, and a CNI binary could.
+// binds it. It is what ovn-udn's CNI plugin's ADD and DEL do: the node agent's
+// CNI server calls it. The pod's namespace is the container runtime's: this
+// package never creates or deletes one.
 package cni
 
 import (
@@ -15,7 +16,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -128,25 +128,14 @@ func (h Host) vsctl(args ...string) error {
 	return h.run("ovs-vsctl", append([]string{"--db=" + h.OVSDB, "--timeout=10"}, args...)...)
 }
 
-// Add creates the pod's network namespace if needed and its interfaces; an
-// interface that exists is first removed. podKey ("ns/name") is recorded on the
-// OVS interfaces, so Ports can find them later. It runs a fixed handful of
-// commands per pod (ip -batch, one ovs-vsctl transaction), not a handful per
-// address and route: on a busy node, process start-up is the cost.
-func (h Host) Add(podNetns, podKey string, ifaces []Interface) error {
-	if len(ifaces) == 0 {
-		return nil
-	}
-	if err := h.ensureNetns(podNetns); err != nil {
-		return err
-	}
-	return h.AddIn(podNetns, podKey, "", ifaces)
-}
-
-// AddIn is Add into a network namespace that exists (a container
-// runtime's), recording the runtime's sandbox ID (when not empty) on the
-// interfaces.
-func (h Host) AddIn(podNetns, podKey, sandbox string, ifaces []Interface) error {
+// Add plugs the pod's interfaces into its network namespace, which the
+// container runtime made; an interface that exists is first removed. podKey
+// ("ns/name") and the runtime's sandbox ID (when not empty) are recorded on
+// the OVS interfaces, so Ports can find them later. It runs a fixed handful
+// of commands per pod (ip -batch, one ovs-vsctl transaction), not a handful
+// per address and route: on a busy node, process start-up is the cost. It
+// never creates or deletes a namespace.
+func (h Host) Add(podNetns, podKey, sandbox string, ifaces []Interface) error {
 	if len(ifaces) == 0 {
 		return nil
 	}
@@ -162,20 +151,6 @@ func (h Host) AddIn(podNetns, podKey, sandbox string, ifaces []Interface) error 
 		return fmt.Errorf("interfaces of %s: %w", podKey, err)
 	}
 	return nil
-}
-
-func (h Host) ensureNetns(name string) error {
-	have, err := h.Namespaces(name)
-	if err != nil {
-		return err
-	}
-	if slices.Contains(have, name) {
-		return nil
-	}
-	if err := h.run("ip", "netns", "add", name); err != nil {
-		return err
-	}
-	return h.ip(name, "link", "set", "lo", "up")
 }
 
 func (h Host) add(podNetns, podKey, sandbox string, ifaces []Interface) error {
@@ -294,19 +269,9 @@ func (h Host) remove(ports ...string) error {
 	return nil
 }
 
-// Del removes the given ports' interfaces and the pod's network namespace.
-func (h Host) Del(podNetns string, ports []string) error {
-	if err := h.remove(ports...); err != nil {
-		return err
-	}
-	if podNetns == "" {
-		return nil
-	}
-	if err := h.run("ip", "netns", "del", podNetns); err != nil && !strings.Contains(err.Error(), "No such file") {
-		return err
-	}
-	return nil
-}
+// Del removes the given ports' interfaces: the OVS ports and their veths
+// (the pod's ends go with them).
+func (h Host) Del(ports []string) error { return h.remove(ports...) }
 
 // Plugged is one interface the node has plugged for a pod.
 type Plugged struct {
@@ -349,22 +314,6 @@ func (h Host) Ports() (map[string][]Plugged, error) {
 	for k := range res {
 		sort.Slice(res[k], func(i, j int) bool { return res[k][i].Port < res[k][j].Port })
 	}
-	return res, nil
-}
-
-// Namespaces lists the network namespaces whose names start with prefix.
-func (h Host) Namespaces(prefix string) ([]string, error) {
-	out, err := h.output("ip", "netns", "list")
-	if err != nil {
-		return nil, err
-	}
-	var res []string
-	for _, line := range strings.Split(out, "\n") {
-		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], prefix) {
-			res = append(res, f[0])
-		}
-	}
-	sort.Strings(res)
 	return res, nil
 }
 

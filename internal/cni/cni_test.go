@@ -63,9 +63,12 @@ func TestAddDel(t *testing.T) {
 	nets := podnet.Networks{"default": {IPs: []string{"10.244.1.5/24", "fd00::5/64"}, MAC: "0a:58:0a:f4:01:05", Role: podnet.RolePrimary,
 		Gateways: []string{"10.244.1.1", "fd00::1"}, Routes: []podnet.Route{{Dest: "100.64.0.0/16", NextHop: "10.244.1.1"}}}}
 	ifs, _ := cni.Interfaces(pod, nets, func(string) int { return 0 })
-	podNetns := "cnitest-pod"
+	podNetns := "cnitest-pod" // as a runtime makes it
+	if out, err := deps.OVNCommand("ip", "netns", "add", podNetns).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
 	t.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", podNetns).Run() })
-	if err := h.Add(podNetns, "ns/p", ifs); err != nil {
+	if err := h.Add(podNetns, "ns/p", "sandbox-1", ifs); err != nil {
 		t.Fatal(err)
 	}
 	out, _ := deps.OVNCommand("ip", "-n", podNetns, "addr", "show", "eth0").CombinedOutput()
@@ -82,20 +85,27 @@ func TestAddDel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plugged["ns/p"]) != 1 || plugged["ns/p"][0].Port != "ns_p" || plugged["ns/p"][0].Fingerprint != ifs[0].Fingerprint() || plugged["ns/p"][0].Netns != podNetns {
+	if len(plugged["ns/p"]) != 1 || plugged["ns/p"][0].Port != "ns_p" || plugged["ns/p"][0].Fingerprint != ifs[0].Fingerprint() || plugged["ns/p"][0].Netns != podNetns || plugged["ns/p"][0].Sandbox != "sandbox-1" {
 		t.Fatalf("plugged ports %+v", plugged)
 	}
 	// Adding again (e.g. after an agent restart) replaces, not duplicates.
-	if err := h.Add(podNetns, "ns/p", ifs); err != nil {
+	if err := h.Add(podNetns, "ns/p", "sandbox-1", ifs); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Del(podNetns, []string{"ns_p"}); err != nil {
+	if err := h.Del([]string{"ns_p"}); err != nil {
 		t.Fatal(err)
 	}
 	if plugged, _ := h.Ports(); len(plugged) != 0 {
 		t.Fatalf("ports left after Del: %+v", plugged)
 	}
-	if out, _ := deps.OVNCommand("ip", "netns", "list").CombinedOutput(); strings.Contains(string(out), podNetns) {
-		t.Fatal("pod netns left after Del")
+	// The veths went with the ports; the namespace is the runtime's and stays.
+	if out, _ := deps.OVNCommand("ip", "-n", node, "link", "show", cni.HostVeth("ns_p")).CombinedOutput(); !strings.Contains(string(out), "does not exist") {
+		t.Fatalf("host veth left after Del: %s", out)
+	}
+	if out, _ := deps.OVNCommand("ip", "-n", podNetns, "link", "show", "eth0").CombinedOutput(); !strings.Contains(string(out), "does not exist") {
+		t.Fatalf("pod's eth0 left after Del: %s", out)
+	}
+	if out, _ := deps.OVNCommand("ip", "netns", "list").CombinedOutput(); !strings.Contains(string(out), podNetns) {
+		t.Fatal("Del removed the runtime's namespace")
 	}
 }

@@ -1,6 +1,6 @@
 // Package kubeobj holds the small Kubernetes object chores every component
 // repeats: building a scheme, setting annotations without needless writes, and
-// ordering objects oldest first for recovery.
+// ordering objects oldest first for recovery, and reading a pod's readiness.
 package kubeobj
 
 import (
@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -101,4 +102,15 @@ func AddIndexes(ctx context.Context, indexer client.FieldIndexer, indexes ...Ind
 		}
 	}
 	return nil
+}
+
+// PodReady reports whether a pod's Ready condition is true (its kubelet
+// found every container ready).
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,11 +21,9 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/cni"
-	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
-	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
 
 // pluginBinary builds ovn-udn once and installs it as the CNI plugin in a
@@ -96,21 +93,6 @@ func podArgs(rc *libcni.RuntimeConf, pod *corev1.Pod) *libcni.RuntimeConf {
 	return rc
 }
 
-// startCNIAgent runs the harness's agent in CNI mode and returns its
-// configuration directory.
-func (h *agentHarness) startCNIAgent(socket, confDir string) {
-	h.t.Helper()
-	h.stopAgent()
-	cfg := cmtest.RoleIdentity(h.t, env, "node.yaml", "ovn-udn-node")
-	mgr, err := nodeagent.Build(cfg, nodeagent.Options{Node: h.node, Host: h.host, Cluster: config.Default(),
-		Info: nodeinfo.Info{PrimaryIPs: []netip.Prefix{netip.MustParsePrefix("192.168.100.11/24")}},
-		CNI:  nodeagent.CNIOptions{Socket: socket, ConfDir: confDir}})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.run(mgr.Start)
-}
-
 // installWhenPlugged plays ovn-controller: it marks each interface the
 // agent plugs installed, until the test ends.
 func (h *agentHarness) installWhenPlugged(ctx context.Context) {
@@ -137,17 +119,17 @@ func (h *agentHarness) installWhenPlugged(ctx context.Context) {
 // from; CHECK holds; DEL removes it all, and again, and for an unknown
 // sandbox; GC removes what the runtime no longer lists; a pod asking for a
 // network it may not use is refused with the reason; a pod deleted while
-// its ADD waits leaves nothing; and with the agent down, STATUS says the
-// plugin is not available, ADD fails at once, and DEL still succeeds.
+// its ADD waits leaves nothing, and so does one whose plumbing fails; with
+// the agent down, STATUS says the plugin is not available, ADD fails at
+// once, and DEL still succeeds; and a pod deleted while the agent was down
+// loses its interfaces when the agent is back.
 func TestCNIPlugin(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	socket := filepath.Join(t.TempDir(), "cni.sock")
-	confDir := t.TempDir()
-	h.startCNIAgent(socket, confDir)
+	h.start()
 	h.installWhenPlugged(ctx)
-	rt := newRuntime(t, confDir)
+	rt := newRuntime(t, h.confDir)
 	if err := rt.cni.GetStatusNetworkList(ctx, rt.v11); err != nil {
 		t.Fatalf("STATUS with the agent up: %v", err)
 	}
@@ -267,9 +249,38 @@ func TestCNIPlugin(t *testing.T) {
 		t.Errorf("a pod deleted during its ADD left %v", p)
 	}
 
+	// Plumbing that fails (a multicast MAC: the kernel refuses it) fails
+	// the ADD, naming the pod, and leaves nothing: no port, no veth at
+	// either end.
+	badMAC := newPod("badmac", nil)
+	annotateMAC(t, h.admin, badMAC, "10.244.1.9", "01:00:5e:00:00:01")
+	if a := <-addAsync(podArgs(rt.sandbox("sb6"), badMAC)); a.err == nil || !strings.Contains(a.err.Error(), ns+"/badmac") {
+		t.Errorf("ADD with a MAC the kernel refuses: %v, want an error naming the pod", a.err)
+	}
+	if p := plugged(ns + "/badmac"); len(p) != 0 {
+		t.Errorf("failed plumbing left %v", p)
+	}
+	if h.host.LinkExists(cni.HostVeth(ns + "_badmac")) {
+		t.Errorf("failed plumbing left the host's veth")
+	}
+	if got := addresses("cni-natest-sb6", "eth0"); got != "" {
+		t.Errorf("failed plumbing left eth0 in the sandbox: %q", got)
+	}
+
+	// A pod plumbed before the agent goes down, deleted while it is down
+	// (its DEL never comes).
+	left := newPod("left", nil)
+	annotate(t, h.admin, left, "10.244.1.7")
+	if a := <-addAsync(podArgs(rt.sandbox("sb7"), left)); a.err != nil {
+		t.Fatalf("ADD: %v", a.err)
+	}
+
 	// The agent down: STATUS is "not available", ADD fails at once, DEL
 	// succeeds (a pod's deletion is never blocked).
 	h.stopAgent()
+	if err := h.admin.Delete(ctx, left, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
 	err = rt.cni.GetStatusNetworkList(ctx, rt.v11)
 	var te *types.Error
 	if !errors.As(err, &te) || te.Code != 50 {
@@ -285,4 +296,13 @@ func TestCNIPlugin(t *testing.T) {
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("ADD and DEL with the agent down took %s", took)
 	}
+
+	// The agent back: the pod deleted meanwhile loses its interfaces.
+	h.start()
+	cmtest.Eventually(t, 0, func() error {
+		if p := plugged(ns + "/left"); len(p) != 0 || h.host.LinkExists(cni.HostVeth(ns+"_left")) {
+			return fmt.Errorf("a pod deleted while the agent was down is still plugged: %v", p)
+		}
+		return nil
+	})
 }

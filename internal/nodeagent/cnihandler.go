@@ -91,7 +91,7 @@ func (h cniHandler) Add(ctx context.Context, req cniserver.Request) (res types.R
 	}
 	hst := h.r.Opts.Host
 	start := time.Now()
-	if err := hst.AddIn(netns, key, req.ContainerID, ifaces); err != nil {
+	if err := hst.Add(netns, key, req.ContainerID, ifaces); err != nil {
 		return nil, fmt.Errorf("pod %s: plumbing its interfaces: %w", key, err)
 	}
 	metrics.PlumbSeconds.WithLabelValues(h.r.Opts.Node).Observe(time.Since(start).Seconds())
@@ -100,7 +100,7 @@ func (h cniHandler) Add(ctx context.Context, req cniserver.Request) (res types.R
 		ports[i] = f.Port
 	}
 	if err := h.awaitInstalled(ctx, ifaces); err != nil {
-		_ = hst.Del("", ports) // leave nothing half-done: the runtime retries
+		_ = hst.Del(ports) // leave nothing half-done: the runtime retries
 		return nil, fmt.Errorf("pod %s: %w", key, err)
 	}
 	h.r.refreshPlugged(key)
@@ -230,7 +230,7 @@ func (h cniHandler) Del(ctx context.Context, req cniserver.Request) error {
 		if len(ports) == 0 {
 			continue
 		}
-		if err := h.r.Opts.Host.Del("", ports); err != nil {
+		if err := h.r.Opts.Host.Del(ports); err != nil {
 			return fmt.Errorf("pod %s: removing its interfaces: %w", k, err)
 		}
 		h.r.refreshPlugged(k)
@@ -309,7 +309,7 @@ func (h cniHandler) GC(ctx context.Context, req cniserver.Request) error {
 		}
 		if len(stale) > 0 {
 			log.FromContext(ctx).Info("removing interfaces of a sandbox the runtime no longer has", "pod", k, "ports", stale)
-			errs = append(errs, h.r.Opts.Host.Del("", stale))
+			errs = append(errs, h.r.Opts.Host.Del(stale))
 			h.r.refreshPlugged(k)
 		}
 	}

@@ -2,28 +2,21 @@ package nodeagent
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
 )
 
-// CNIOptions put the agent in CNI mode: a container runtime (the kubelet's)
-// creates pods' network namespaces and calls ovn-udn's CNI plugin, which
-// the agent answers on Socket. The agent then neither creates namespaces
-// nor reports pods' status; it removes what a pod that is gone left
-// plumbed.
+// CNIOptions say where the agent meets the node's container runtime (the
+// kubelet's), which creates pods' network namespaces and calls ovn-udn's
+// CNI plugin; the agent answers the plugin on Socket.
 type CNIOptions struct {
 	// Socket is where the agent serves the plugin (cniserver.DefaultSocket
-	// when empty and ConfDir is set).
+	// when empty).
 	Socket string
 	// ConfDir is the node's CNI configuration directory (/etc/cni/net.d):
 	// once the agent serves, it writes ConfFile there, which makes the
@@ -36,9 +29,6 @@ type CNIOptions struct {
 
 // ConfFile is the CNI configuration list the agent writes into ConfDir.
 const ConfFile = "10-ovn-udn.conflist"
-
-// enabled reports whether the agent runs in CNI mode.
-func (o CNIOptions) enabled() bool { return o.Socket != "" || o.ConfDir != "" }
 
 func (o CNIOptions) socket() string {
 	if o.Socket == "" {
@@ -103,29 +93,6 @@ func writeIfChanged(path string, b []byte, mode os.FileMode) error {
 	return os.Rename(tmp, path)
 }
 
-// reconcileCNI is Reconcile in CNI mode: it wakes ADDs waiting for the pod,
-// and removes the interfaces of a pod that is gone, finished or moved
-// (a DEL the runtime could not deliver).
-func (r *PodReconciler) reconcileCNI(ctx context.Context, key string, pod *corev1.Pod, have []cni.Plugged) (reconcile.Result, error) {
-	r.poke(key)
-	if pod != nil && pod.Spec.NodeName == r.Opts.Node && !isFinished(pod) {
-		return reconcile.Result{}, nil
-	}
-	if len(have) == 0 {
-		return reconcile.Result{}, nil
-	}
-	// The ports only: the namespace is the runtime's to delete.
-	ports := make([]string, len(have))
-	for i, p := range have {
-		ports[i] = p.Port
-	}
-	if err := r.Opts.Host.Del("", ports); err != nil {
-		return reconcile.Result{}, err
-	}
-	r.setPlugged(key, nil)
-	return reconcile.Result{}, nil
-}
-
 // pokeChan returns a channel closed at the pod's next reconcile.
 func (r *PodReconciler) pokeChan(key string) <-chan struct{} {
 	r.mu.Lock()
@@ -153,11 +120,6 @@ func (r *PodReconciler) poke(key string) {
 // refreshPlugged reads a pod's plugged interfaces from OVS again.
 func (r *PodReconciler) refreshPlugged(key string) {
 	if all, err := r.Opts.Host.Ports(); err == nil {
-		r.mu.Lock()
-		if r.plugged == nil {
-			r.plugged = map[string][]cni.Plugged{}
-		}
-		r.mu.Unlock()
 		r.setPlugged(key, all[key])
 	}
 }

@@ -1,20 +1,19 @@
 // Package nodeagent is `ovn-udn node`: the per-node agent. It publishes the
 // node's annotations that the controllers read (chassis, zone, addresses,
-// gateway), and does the CNI work for the pods bound to the node: when a pod's
-// pod-networks annotation is complete it plumbs the pod's interfaces (package
-// cni), and since no kubelet runs in the sandbox, it reports the pod Running
-// and Ready; when the pod goes away it unplumbs it.
+// gateway), keeps the node's side of the management port and the external
+// bridge's flows, and serves ovn-udn's CNI plugin to the node's container
+// runtime: an ADD plumbs a pod's interfaces (package cni) into the
+// namespace the runtime made once the pod's pod-networks annotation is
+// complete, and returns when ovn-controller has installed them; a DEL, or
+// the pod's going away, unplumbs them. The kubelet and the runtime own
+// everything else of a pod: its namespace, containers and status.
 package nodeagent
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"net/url"
-	"os/exec"
 	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -22,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -35,7 +33,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
-	"github.com/ovn-udn/ovn-udn/internal/workload"
 )
 
 // Options configures a node agent.
@@ -44,14 +41,12 @@ type Options struct {
 	Node string
 	// Host is where pods are plumbed: the node's OVS database and bridge.
 	Host cni.Host
-	// NetnsPrefix starts the name of every pod network namespace the agent
-	// creates (so it, and `sandbox down`, can find them).
-	NetnsPrefix string
 	// Info is what the agent publishes; the chassis comes from OVS when
 	// Info.ChassisID is empty, and the zone is the node's name when empty.
 	Info    nodeinfo.Info
 	Cluster config.Cluster
-	// Workers is how many pods are plumbed at once (default 4).
+	// Workers is how many pods' changes the agent handles at once (default
+	// 4); ADDs are served each on its own.
 	Workers int
 	// HealthAddr serves /healthz and /readyz (ready: caches synced); "" or
 	// "0" disables it.
@@ -59,41 +54,16 @@ type Options struct {
 	// MetricsAddr serves /metrics (controller-runtime's and the agent's own,
 	// see docs/metrics.md); "" or "0" disables it.
 	MetricsAddr string
-	// ReportNodeStatus makes the agent report the Node's Ready condition,
-	// capacity and addresses, standing in for a kubelet (the sandbox).
-	ReportNodeStatus bool
-	// WorkloadDir, when set, makes the agent run each pod's containers it can
-	// resolve (Workloads) as processes in the pod's network namespace,
-	// standing in for a container runtime (the sandbox); their logs and PID
-	// files go there.
-	WorkloadDir string
-	Workloads   workload.Resolver
-	// APIProxy, with WorkloadDir, is an address (e.g. 127.0.0.1:6443) at
-	// which pods running a workload reach the API server inside their own
-	// network namespace (see apiProxies); empty: none.
-	APIProxy string
 	// Gateway is the external bridge the agent keeps the flows of (shared
 	// gateway mode); off when Gateway.Bridge is empty or Info.Gateway nil.
 	Gateway GatewayOptions
-	// ManagementPort makes the agent keep the node's side of the default
-	// network's management port (ovn-k8s-mp0), through which the node and
-	// its kubelet reach pods; CNI mode implies it.
-	ManagementPort bool
-	// CNI, when its Socket or ConfDir is set, makes the agent serve
-	// ovn-udn's CNI plugin to a real container runtime instead of
-	// plumbing pods itself (cnimode.go).
+	// CNI says where the agent serves ovn-udn's CNI plugin and installs
+	// its configuration (cnimode.go).
 	CNI CNIOptions
 }
 
 // Scheme returns the scheme the agent needs.
 func Scheme() *runtime.Scheme { return kubeobj.NewScheme(nadv1.AddToScheme) }
-
-// NetnsName is the network namespace of a pod: the prefix and a hash of the
-// pod's UID, so a pod re-created under the same name gets a new one.
-func NetnsName(prefix string, uid types.UID) string {
-	h := sha1.Sum([]byte(uid))
-	return prefix + hex.EncodeToString(h[:])[:12]
-}
 
 // Run publishes the node's annotations and runs the pod controller until ctx
 // ends.
@@ -129,34 +99,15 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("node agent: %w", err)
 	}
 	r := &PodReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
-	if opts.WorkloadDir != "" && opts.APIProxy != "" {
-		u, err := url.Parse(cfg.Host)
-		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("node agent: API server address %q: %v", cfg.Host, err)
-		}
-		r.apiProxies = &apiProxies{listen: opts.APIProxy, upstream: u.Host}
-	}
-	if opts.WorkloadDir != "" {
-		r.workloads = &workload.Runner{Dir: opts.WorkloadDir, Exec: func(netns string, argv []string) *exec.Cmd {
-			return opts.Host.Command("ip", append([]string{"netns", "exec", netns}, argv...)...)
-		}}
-	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if opts.CNI.enabled() {
-		if opts.WorkloadDir != "" || opts.ReportNodeStatus {
-			return nil, fmt.Errorf("node agent: CNI mode leaves workloads and node status to the kubelet")
-		}
-		srv := &cniserver.Server{Socket: opts.CNI.socket(), Handler: cniHandler{r: r}, OnListen: opts.CNI.install}
-		if err := mgr.Add(srv); err != nil {
-			return nil, err
-		}
+	srv := &cniserver.Server{Socket: opts.CNI.socket(), Handler: cniHandler{r: r}, OnListen: opts.CNI.install}
+	if err := mgr.Add(srv); err != nil {
+		return nil, err
 	}
-	if opts.ManagementPort || opts.CNI.enabled() {
-		if err := (&mgmtPortReconciler{client: mgr.GetClient(), opts: opts}).SetupWithManager(mgr); err != nil {
-			return nil, err
-		}
+	if err := (&mgmtPortReconciler{client: mgr.GetClient(), opts: opts}).SetupWithManager(mgr); err != nil {
+		return nil, err
 	}
 	if opts.Gateway.Bridge != "" && opts.Info.Gateway != nil {
 		if err := (&GatewayReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: r.Recorder}).SetupWithManager(mgr); err != nil {
@@ -170,11 +121,6 @@ func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	}
 	if err := (&annotationKeeper{client: mgr.GetClient(), opts: opts}).SetupWithManager(mgr); err != nil {
 		return nil, err
-	}
-	if opts.ReportNodeStatus {
-		if err := mgr.Add(&statusReporter{client: mgr.GetClient(), opts: opts}); err != nil {
-			return nil, err
-		}
 	}
 	if err := kubeobj.AddHealthChecks(mgr); err != nil {
 		return nil, err
@@ -289,3 +235,5 @@ func ParseAddress(s string) (netip.Prefix, error) {
 
 // isGone reports a pod that no longer exists.
 func isGone(err error) bool { return apierrors.IsNotFound(err) }
+
+func ptr[T any](v T) *T { return &v }

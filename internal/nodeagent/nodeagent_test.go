@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -30,56 +30,30 @@ var env *kubetest.Env
 
 func TestMain(m *testing.M) { kubetest.Main(m, kubetest.Options{}, &env) }
 
-func TestReadyStatus(t *testing.T) {
-	then := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	now := metav1.NewTime(then.Add(time.Hour))
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-	got := nodeagent.ReadyStatus(pod, []netip.Addr{netip.MustParseAddr("10.244.1.5"), netip.MustParseAddr("fd00::5")}, "192.168.100.11", then)
-	if got.Phase != corev1.PodRunning || got.PodIP != "10.244.1.5" || len(got.PodIPs) != 2 || got.HostIP != "192.168.100.11" ||
-		len(got.ContainerStatuses) != 1 || !got.ContainerStatuses[0].Ready || len(got.Conditions) != 4 {
-		t.Fatalf("status: %+v", got)
-	}
-	// Reporting again later changes nothing: times already reported stay.
-	pod.Status = got
-	again := nodeagent.ReadyStatus(pod, []netip.Addr{netip.MustParseAddr("10.244.1.5"), netip.MustParseAddr("fd00::5")}, "192.168.100.11", now)
-	if !nodeagent.StatusEqual(got, again) {
-		t.Fatalf("status changed on a second report: %s", cmp.Diff(got, again))
-	}
-	// New addresses are a new status.
-	moved := nodeagent.ReadyStatus(pod, []netip.Addr{netip.MustParseAddr("10.244.1.6")}, "192.168.100.11", now)
-	if nodeagent.StatusEqual(got, moved) {
-		t.Fatal("a status with other addresses compares equal")
-	}
-}
-
 // agentHarness runs a node agent against a real OVS (userspace datapath) in
 // a network namespace, under the node role's RBAC.
 type agentHarness struct {
-	t      *testing.T
-	admin  client.Client
-	node   string
-	prefix string
-	ovs    *ovnrun.Node
-	host   cni.Host
-	mu     sync.Mutex
-	stop   func()
+	t     *testing.T
+	admin client.Client
+	node  string
+	// socket and confDir are where the agent serves the CNI plugin and
+	// installs its configuration.
+	socket, confDir string
+	ovs             *ovnrun.Node
+	host            cni.Host
+	mu              sync.Mutex
+	stop            func()
 }
 
 func newHarness(t *testing.T) *agentHarness {
 	deps.Require(t, deps.CheckOVN)
 	h := &agentHarness{t: t, admin: cmtest.Admin(t, env), node: cmtest.UniqueName("agent")}
-	h.prefix = "natest-" + h.node[len(h.node)-4:] + "-"
+	h.socket, h.confDir = filepath.Join(t.TempDir(), "cni.sock"), t.TempDir()
 	netns := "natest-node-" + h.node[len(h.node)-4:]
 	if out, err := deps.OVNCommand("ip", "netns", "add", netns).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v: %s", err, out)
 	}
-	t.Cleanup(func() {
-		_ = deps.OVNCommand("ip", "netns", "del", netns).Run()
-		names, _ := h.host.Namespaces(h.prefix)
-		for _, n := range names {
-			_ = deps.OVNCommand("ip", "netns", "del", n).Run()
-		}
-	})
+	t.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", netns).Run() })
 	ovs, err := ovnrun.StartNode(ovnrun.NodeOptions{Name: h.node, Dir: t.TempDir(), Netns: netns})
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +73,7 @@ func newHarness(t *testing.T) *agentHarness {
 	return h
 }
 
-// start runs the agent until the test ends or stopAgent is called.
+// start runs the agent (again) until the test ends or stopAgent is called.
 func (h *agentHarness) start() {
 	h.t.Helper()
 	h.stopAgent()
@@ -108,8 +82,9 @@ func (h *agentHarness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	mgr, err := nodeagent.Build(cfg, nodeagent.Options{Node: h.node, Host: h.host, NetnsPrefix: h.prefix, Cluster: config.Default(),
-		Info: nodeinfo.Info{PrimaryIPs: []netip.Prefix{netip.MustParsePrefix("192.168.100.11/24")}, Gateway: gw}})
+	mgr, err := nodeagent.Build(cfg, nodeagent.Options{Node: h.node, Host: h.host, Cluster: config.Default(),
+		Info: nodeinfo.Info{PrimaryIPs: []netip.Prefix{netip.MustParsePrefix("192.168.100.11/24")}, Gateway: gw},
+		CNI:  nodeagent.CNIOptions{Socket: h.socket, ConfDir: h.confDir}})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -156,9 +131,16 @@ func addresses(netns, dev string) string {
 	return string(out)
 }
 
+// annotate gives the pod an address on the default network, as
+// cluster-manager and the zone would.
 func annotate(t *testing.T, c client.Client, pod *corev1.Pod, ip string) {
 	t.Helper()
-	nets := podnet.Networks{podnet.DefaultKey: {IPs: []string{ip + "/24"}, MAC: "0a:58:0a:f4:01:05", Role: podnet.RolePrimary,
+	annotateMAC(t, c, pod, ip, "0a:58:0a:f4:01:05")
+}
+
+func annotateMAC(t *testing.T, c client.Client, pod *corev1.Pod, ip, mac string) {
+	t.Helper()
+	nets := podnet.Networks{podnet.DefaultKey: {IPs: []string{ip + "/24"}, MAC: mac, Role: podnet.RolePrimary,
 		Gateways: []string{"10.244.1.1"}}}
 	cmtest.Eventually(t, 0, func() error {
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod), pod); err != nil {
@@ -167,149 +149,6 @@ func annotate(t *testing.T, c client.Client, pod *corev1.Pod, ip string) {
 		_, err := podnet.Patch(context.Background(), c, pod, nets)
 		return err
 	})
-}
-
-// TestAgent drives the whole life of a pod through the agent: node
-// annotations, plumbing when the annotation appears, readiness, re-plumbing
-// when the annotation changes, and unplumbing and deletion — including after
-// the agent was down, and of namespaces a crash left behind.
-func TestAgent(t *testing.T) {
-	h := newHarness(t)
-	ctx := context.Background()
-	h.start()
-	cmtest.Eventually(t, 0, func() error {
-		n := &corev1.Node{}
-		if err := h.admin.Get(ctx, client.ObjectKey{Name: h.node}, n); err != nil {
-			return err
-		}
-		info, err := nodeinfo.Parse(h.node, n.Annotations)
-		if info.ChassisID != "chassis-"+h.node || info.Gateway == nil || info.EncapIP.String() != "192.168.100.11" {
-			return fmt.Errorf("node annotations not published yet: %+v (%v)", info, err)
-		}
-		return nil
-	})
-
-	ns := cmtest.Namespace(t, h.admin, "agent", nil)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
-		Spec: corev1.PodSpec{NodeName: h.node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-	if err := h.admin.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	annotate(t, h.admin, pod, "10.244.1.5")
-	netns := nodeagent.NetnsName(h.prefix, pod.UID)
-	// Plumbed, the pod waits for ovn-controller (played here by the test) to
-	// mark its port installed before it is Ready.
-	cmtest.Eventually(t, 0, func() error {
-		plugged, err := h.host.Ports()
-		if err != nil || len(plugged[ns+"/p"]) != 1 {
-			return fmt.Errorf("pod not plugged yet: %v (%v)", plugged, err)
-		}
-		return nil
-	})
-	if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil || nodeagent.PodReady(pod) {
-		t.Fatalf("pod Ready before its port is installed (%v)", err)
-	}
-	if _, err := h.ovs.VSCtl("set", "Interface", cni.HostVeth(ns+"_p"), "external_ids:ovn-installed=true"); err != nil {
-		t.Fatal(err)
-	}
-	cmtest.Eventually(t, 0, func() error {
-		if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-			return err
-		}
-		if pod.Status.Phase != corev1.PodRunning || pod.Status.PodIP != "10.244.1.5" {
-			return fmt.Errorf("pod status %s %s", pod.Status.Phase, pod.Status.PodIP)
-		}
-		if a := addresses(netns, "eth0"); !strings.Contains(a, "10.244.1.5/24") {
-			return fmt.Errorf("eth0 in %s: %q", netns, a)
-		}
-		return nil
-	})
-
-	// A changed annotation re-plumbs the interface.
-	annotate(t, h.admin, pod, "10.244.1.7")
-	cmtest.Eventually(t, 0, func() error {
-		if a := addresses(netns, "eth0"); !strings.Contains(a, "10.244.1.7/24") {
-			return fmt.Errorf("eth0 in %s: %q", netns, a)
-		}
-		return nil
-	})
-
-	// With the agent down: a crash left a namespace behind, and the pod is
-	// deleted. The restarted agent removes both and finishes the deletion.
-	h.stopAgent()
-	orphan := h.prefix + "orphan"
-	if out, err := deps.OVNCommand("ip", "netns", "add", orphan).CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	if err := h.admin.Delete(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	h.start()
-	cmtest.Eventually(t, 0, func() error {
-		if err := h.podGone(ctx, pod); err != nil {
-			return err
-		}
-		plugged, err := h.host.Ports()
-		if err != nil || len(plugged) != 0 {
-			return fmt.Errorf("interfaces left: %v (%v)", plugged, err)
-		}
-		return nil
-	})
-}
-
-// TestFailedPlumbingLeavesNothing: a pod whose plumbing fails (an address
-// the kernel refuses) keeps no network namespace, gets a
-// NetworkPlumbingFailed Event, and its deletion completes.
-func TestFailedPlumbingLeavesNothing(t *testing.T) {
-	h := newHarness(t)
-	ctx := context.Background()
-	h.start()
-	ns := cmtest.Namespace(t, h.admin, "badmac", nil)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"},
-		Spec: corev1.PodSpec{NodeName: h.node, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
-	if err := h.admin.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	// A multicast MAC: `ip link set address` refuses it.
-	nets := podnet.Networks{podnet.DefaultKey: {IPs: []string{"10.244.1.9/24"}, MAC: "01:00:5e:00:00:01", Role: podnet.RolePrimary,
-		Gateways: []string{"10.244.1.1"}}}
-	cmtest.Eventually(t, 0, func() error {
-		if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-			return err
-		}
-		_, err := podnet.Patch(ctx, h.admin, pod, nets)
-		return err
-	})
-	cmtest.WaitEvent(t, h.admin, pod, "Pod", nodeagent.ReasonPlumbingFailed)
-	cmtest.Eventually(t, 0, func() error {
-		names, err := h.host.Namespaces(h.prefix)
-		if err != nil || len(names) != 0 {
-			return fmt.Errorf("namespaces left after failed plumbing: %v (%v)", names, err)
-		}
-		return nil
-	})
-	if err := h.admin.Delete(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	cmtest.Eventually(t, 0, func() error {
-		if err := h.podGone(ctx, pod); err != nil {
-			return err
-		}
-		return nil
-	})
-}
-
-// podGone reports why a deleted pod is not completely gone yet: the Pod
-// object, or one of the agent's network namespaces.
-func (h *agentHarness) podGone(ctx context.Context, pod *corev1.Pod) error {
-	if err := h.admin.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); !apierrors.IsNotFound(err) {
-		return fmt.Errorf("pod still exists (%v)", err)
-	}
-	names, err := h.host.Namespaces(h.prefix)
-	if err != nil || len(names) != 0 {
-		return fmt.Errorf("namespaces left: %v (%v)", names, err)
-	}
-	return nil
 }
 
 func TestExtraUplinkFlags(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
 
@@ -62,7 +62,7 @@ func WaitDeployments(ctx context.Context, c client.Client, namespaces []string, 
 // expect: every Service's EndpointSlices list its Ready pods, its name resolves to its ClusterIP through the
 // cluster DNS, and every Ready pod a Deployment made that serves HTTP on
 // ProbePort (agnhost netexec) answers /hostname with its own name.
-func AppChecks(ctx context.Context, dir, binary string, c client.Client, from string, namespaces []string) ([]AppCheck, error) {
+func AppChecks(ctx context.Context, dir string, c client.Client, from string, namespaces []string) ([]AppCheck, error) {
 	var out []AppCheck
 	for _, ns := range namespaces {
 		var svcs corev1.ServiceList
@@ -91,14 +91,14 @@ func AppChecks(ctx context.Context, dir, binary string, c client.Client, from st
 		}
 		sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Spec.NodeName < pods.Items[j].Spec.NodeName })
 		for _, p := range pods.Items {
-			if !madeByDeployment(&p) || !nodeagent.PodReady(&p) || !servesProbePort(&p) {
+			if !madeByDeployment(&p) || !kubeobj.PodReady(&p) || !servesProbePort(&p) {
 				continue
 			}
 			url := fmt.Sprintf("http://%s:%d/hostname", p.Status.PodIP, ProbePort)
 			a := AppCheck{Name: "Deployment pod's server", From: from, Target: url, Node: p.Spec.NodeName, Want: p.Name}
 			// A server just started may not listen yet: retried briefly.
 			a.Err = proc.WaitFor(5*time.Second, 200*time.Millisecond, func() (bool, error) {
-				got, err := run(ctx, dir, from, binary, "agnhost", "get", "--timeout=2s", url)
+				got, err := Get(ctx, dir, from, url)
 				a.Got = strings.TrimSpace(got)
 				return err == nil, err
 			})
@@ -118,7 +118,7 @@ func endpointsCheck(ctx context.Context, c client.Client, s *corev1.Service, pod
 		families[f == corev1.IPv4Protocol] = true
 	}
 	for _, p := range pods {
-		if len(s.Spec.Selector) > 0 && sel.Matches(labels.Set(p.Labels)) && nodeagent.PodReady(&p) && p.DeletionTimestamp == nil {
+		if len(s.Spec.Selector) > 0 && sel.Matches(labels.Set(p.Labels)) && kubeobj.PodReady(&p) && p.DeletionTimestamp == nil {
 			for _, ip := range p.Status.PodIPs {
 				if a, err := netip.ParseAddr(ip.IP); err == nil && families[a.Is4()] {
 					want = append(want, ip.IP)

@@ -47,7 +47,6 @@ func Up(opts Options, out io.Writer) error {
 	cmd := exec.Command(opts.Binary, "sandbox", "supervise", "--dir", l.Dir, "--nodes", fmt.Sprint(opts.Nodes),
 		"--uplinks", fmt.Sprint(opts.Uplinks), "--uplink-bridges", fmt.Sprint(opts.UplinkBridges), "--bfd-interval", opts.BFDInterval.String(),
 		"--inactive-grace-period", opts.InactiveGracePeriod.String())
-	cmd.Args = append(cmd.Args, fmt.Sprintf("--real-nodes=%v", opts.RealNodes))
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: the supervisor outlives this command and the terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -111,7 +111,7 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 				defaultApps = append(defaultApps, ns)
 			}
 		}
-		apps, err := AppChecks(ctx, opts.Dir, opts.Binary, c, DemoAppClient, defaultApps)
+		apps, err := AppChecks(ctx, opts.Dir, c, DemoAppClient, defaultApps)
 		if err != nil {
 			return errors.Join(merr, err)
 		}
@@ -123,13 +123,13 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 				clients = append(clients, p)
 			}
 		}
-		svcChecks, err := ServiceChecks(ctx, opts.Dir, opts.Binary, c, appNamespaces, clients, DemoServiceRequests)
+		svcChecks, err := ServiceChecks(ctx, opts.Dir, c, appNamespaces, clients, DemoServiceRequests)
 		if err != nil {
 			return errors.Join(merr, err)
 		}
 		fmt.Fprintf(out, "\nServices per network (ClusterIPs through each zone's OVN load balancers, %d requests each):\n\n", DemoServiceRequests)
 		merr = errors.Join(merr, PrintAppChecks(out, svcChecks))
-		polChecks, err := PolicyChecks(ctx, opts.Dir, opts.Binary, c, DemoPolicyChecks)
+		polChecks, err := PolicyChecks(ctx, opts.Dir, c, DemoPolicyChecks)
 		if err != nil {
 			return errors.Join(merr, err)
 		}
@@ -164,7 +164,7 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 		fmt.Fprintf(out, "\nSeveral uplinks (%d outside routers as every node's next hops, %d of them behind a bridge of its own: ECMP default routes on every gateway router, BFD with FRR's bfdd; docs/gateway.md):\n\n", opts.Uplinks, opts.UplinkBridges)
 		merr = errors.Join(merr, PrintAppChecks(out, upChecks))
 	}
-	if opts.RealNodes && slices.Contains(appNamespaces, "web") && slices.Contains(pods, "l3-blue/a") && slices.Contains(pods, "l2-blue/a") {
+	if slices.Contains(appNamespaces, "web") && slices.Contains(pods, "l3-blue/a") && slices.Contains(pods, "l2-blue/a") {
 		merr = errors.Join(merr, RealNodesDemo(ctx, c, out))
 	}
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",

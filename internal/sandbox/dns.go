@@ -33,9 +33,6 @@ const (
 	// DNSServiceIP is kube-dns's ClusterIP: the tenth address of the
 	// service range.
 	DNSServiceIP = "10.96.0.10"
-	// APIProxyAddr is where pods running a workload reach the API server
-	// inside their own network namespace (the node agents' --api-proxy).
-	APIProxyAddr = "127.0.0.1:6443"
 	dnsUser      = "ovn-udn-sandbox-coredns"
 	// CoreDNSImage is CoreDNS's image (make deps' CoreDNS build, imported
 	// into real nodes).
@@ -69,7 +66,7 @@ var dnsRole = rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: dnsUser}, R
 }}
 
 // dnsFiles writes CoreDNS's identity (a kubeconfig naming the API server at
-// APIProxyAddr, as pods reach it) and its Corefile; it returns the
+// server, as pods reach it) and its Corefile; it returns the
 // Corefile's path.
 func (k *kube) dnsFiles(l Layout, server string) (string, error) {
 	ctx := context.Background()
@@ -122,9 +119,7 @@ func dnsObjects(corefilePath string) []client.Object {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "coredns", Image: CoreDNSImage,
 					Command: []string{"/coredns"}, Args: []string{"-conf", corefilePath}, Ports: dnsPorts,
-					// Its Corefile and kubeconfig, where a real node's
-					// container finds them (the stand-in agent runs it on
-					// the host).
+					// Its Corefile and kubeconfig, from the host.
 					VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: dir, ReadOnly: true}}}},
 				Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}}}},
 				Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{
@@ -140,10 +135,9 @@ func dnsObjects(corefilePath string) []client.Object {
 // startDNS deploys CoreDNS and waits until a replica answers (is a ready
 // endpoint of kube-dns).
 func (s *supervisor) startDNS(ctx context.Context) error {
-	server := APIProxyAddr
-	if s.opts.RealNodes { // pods reach the host's link through their gateway routers
-		server = fmt.Sprintf("%s:%d", HostUnderlayIP, APIServerProxyPort)
-	}
+	// Pods reach the control plane's foot on the underlay through their
+	// gateway routers.
+	server := fmt.Sprintf("%s:%d", ControlUnderlayIP, APIServerProxyPort)
 	path, err := s.kube.dnsFiles(s.l, server)
 	if err != nil {
 		return fmt.Errorf("cluster DNS: %w", err)

@@ -16,7 +16,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
 )
 
 // Client returns an administrator's client of the sandbox in dir.
@@ -62,28 +61,28 @@ func PodNetns(ctx context.Context, dir string, c client.Client, ref string) (str
 	if pod.Spec.NodeName == "" {
 		return "", fmt.Errorf("pod %s has no node", ref)
 	}
-	netns := nodeagent.NetnsName(l.PodNetnsPrefix(pod.Spec.NodeName), pod.UID)
-	if _, err := os.Stat(filepath.Join("/run/netns", netns)); err == nil {
-		return netns, nil
+	// The runtime made the namespace: the node's Open vSwitch records it on
+	// the pod's interfaces.
+	st, err := ReadState(l)
+	if err != nil {
+		return "", err
 	}
-	// On a real node the runtime made the namespace: the node's Open
-	// vSwitch records it on the pod's interfaces.
-	if st, err := ReadState(l); err == nil {
-		for _, n := range st.Nodes {
-			if n.Name != pod.Spec.NodeName {
-				continue
-			}
-			h := cni.Host{OVSDB: n.OVSDB, Command: deps.OVNCommand}
-			if plugged, err := h.Ports(); err == nil {
-				for _, p := range plugged[ns+"/"+name] {
-					if _, err := os.Stat(filepath.Join("/run/netns", p.Netns)); p.Netns != "" && err == nil {
-						return p.Netns, nil
-					}
-				}
+	for _, n := range st.Nodes {
+		if n.Name != pod.Spec.NodeName {
+			continue
+		}
+		h := cni.Host{OVSDB: n.OVSDB, Command: deps.OVNCommand}
+		plugged, err := h.Ports()
+		if err != nil {
+			return "", fmt.Errorf("pod %s: reading %s's Open vSwitch: %w", ref, n.Name, err)
+		}
+		for _, p := range plugged[ns+"/"+name] {
+			if _, err := os.Stat(filepath.Join("/run/netns", p.Netns)); p.Netns != "" && err == nil {
+				return p.Netns, nil
 			}
 		}
 	}
-	return "", fmt.Errorf("pod %s is not plumbed yet (no network namespace %s, none recorded by its node)", ref, netns)
+	return "", fmt.Errorf("pod %s is not plumbed yet (its node %s records no network namespace for it)", ref, pod.Spec.NodeName)
 }
 
 // Command returns a command running argv inside a pod's network namespace.

@@ -103,6 +103,13 @@ func startKube(l Layout) (*kube, error) {
 	// Real nodes' kubelets (logs, exec, port-forward) by their address: no
 	// DNS here knows the nodes' names.
 	env.ControlPlane.APIServer.Configure().Set("kubelet-preferred-address-types", "InternalIP")
+	// ... from the control namespace on the underlay, not from the host
+	// (startControlLink).
+	egress := filepath.Join(dir, "egress-selector.yaml")
+	if err := os.WriteFile(egress, []byte(egressConfig(l.egressSocket())), 0o600); err != nil {
+		return nil, err
+	}
+	env.ControlPlane.APIServer.Configure().Set("egress-selector-config-file", egress)
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w (logs in %s)", err, dir)
@@ -237,15 +244,6 @@ func (k *kube) applyAdmission() error {
 func NodeObject(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}}}
-}
-
-// createNode registers a Node object, as a kubelet would.
-func (k *kube) createNode(name string) error {
-	n := NodeObject(name)
-	if err := k.admin.Create(context.Background(), n); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating node %s: %w", name, err)
-	}
-	return nil
 }
 
 func (k *kube) stop() error {

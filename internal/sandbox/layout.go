@@ -91,9 +91,6 @@ func (l Layout) ExternalNetns() string { return l.prefix() + "external" }
 // NodeNetns is a node's network namespace.
 func (l Layout) NodeNetns(node string) string { return l.prefix() + node }
 
-// PodNetnsPrefix starts the names of a node's pod namespaces.
-func (l Layout) PodNetnsPrefix(node string) string { return l.prefix() + node + "-p" }
-
 // NodeName is the i-th node's name (from 1).
 func NodeName(i int) string { return fmt.Sprintf("node%d", i) }
 

@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
 
@@ -336,7 +336,7 @@ func WaitPodsReady(ctx context.Context, dir string, c client.Client, refs []stri
 			}
 			ns, name, _ := strings.Cut(ref, "/")
 			pod := &corev1.Pod{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil || !nodeagent.PodReady(pod) {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil || !kubeobj.PodReady(pod) {
 				waiting = append(waiting, ref)
 			}
 		}

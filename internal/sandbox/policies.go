@@ -36,7 +36,7 @@ var DemoPolicyChecks = []PolicyCheck{
 // a client expected to be answered must be, every time, within 10 s (the
 // policy or the pod may be new); one expected to be refused must get no
 // answer within 2 s.
-func PolicyChecks(ctx context.Context, dir, binary string, c client.Client, checks []PolicyCheck) ([]AppCheck, error) {
+func PolicyChecks(ctx context.Context, dir string, c client.Client, checks []PolicyCheck) ([]AppCheck, error) {
 	var out []AppCheck
 	var jobs []func(*AppCheck)
 	for _, ch := range checks {
@@ -57,7 +57,7 @@ func PolicyChecks(ctx context.Context, dir, binary string, c client.Client, chec
 		out = append(out, a)
 		jobs = append(jobs, func(a *AppCheck) {
 			ask := func() bool {
-				_, err := run(ctx, dir, ch.From, binary, "agnhost", "get", "--timeout=2s", url)
+				_, err := Get(ctx, dir, ch.From, url)
 				return err == nil
 			}
 			if !ch.Answered {

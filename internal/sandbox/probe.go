@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/ovn-udn/ovn-udn/internal/agnhost"
+	"github.com/ovn-udn/ovn-udn/internal/netns"
 )
 
 // ProbePort is where Serve listens in every demo pod.
@@ -26,7 +27,7 @@ const heldIdle = 2 * time.Minute
 // pod's network namespace, so a probe's answer names the pod that was really
 // reached.
 func Serve(ctx context.Context, listen, reply string) error {
-	return agnhost.ServeTCP(ctx, listen, func(c net.Conn) {
+	return serveTCP(ctx, listen, func(c net.Conn) {
 		_ = c.SetDeadline(time.Now().Add(heldIdle))
 		fmt.Fprintln(c, answer(reply, c.RemoteAddr()))
 		r := bufio.NewReader(c)
@@ -46,7 +47,7 @@ func Serve(ctx context.Context, listen, reply string) error {
 // ServeSink reads every TCP connection on listen to its end and answers
 // with the number of bytes it read, until ctx ends: the far end of Bulk.
 func ServeSink(ctx context.Context, listen string) error {
-	return agnhost.ServeTCP(ctx, listen, func(c net.Conn) {
+	return serveTCP(ctx, listen, func(c net.Conn) {
 		_ = c.SetDeadline(time.Now().Add(heldIdle))
 		n, err := io.Copy(io.Discard, c)
 		if err != nil {
@@ -178,4 +179,95 @@ func ProbeFrom(addr, source string, localPort int, timeout time.Duration) (strin
 		return "", fmt.Errorf("reading the answer from %s: %w", addr, err)
 	}
 	return strings.TrimSpace(line), nil
+}
+
+// serveTCP calls answer with every TCP connection to addr (then closes it),
+// until ctx ends.
+func serveTCP(ctx context.Context, addr string, answer func(net.Conn)) error {
+	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	defer stop()
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		go func() {
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			answer(c)
+		}()
+	}
+}
+
+// serveUDP answers every datagram to addr with answer(its payload, its
+// sender), unless that is empty, until ctx ends.
+func serveUDP(ctx context.Context, addr string, answer func(payload string, from net.Addr) string) error {
+	pc, err := (&net.ListenConfig{}).ListenPacket(ctx, "udp", addr)
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = pc.Close() })
+	defer stop()
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if reply := answer(string(buf[:n]), from); reply != "" {
+			_, _ = pc.WriteTo([]byte(reply), from)
+		}
+	}
+}
+
+// getTimeout bounds one Get.
+const getTimeout = 2 * time.Second
+
+// Get fetches an HTTP URL (addresses only: no resolver is asked) from
+// inside pod from's network namespace ("<namespace>/<name>") and returns
+// the body of a 200 answer, within getTimeout. The request's socket is
+// made in the pod's namespace: no process is started.
+func Get(ctx context.Context, dir, from, url string) (string, error) {
+	c, err := Client(dir)
+	if err != nil {
+		return "", err
+	}
+	ns, err := PodNetns(ctx, dir, c, from)
+	if err != nil {
+		return "", err
+	}
+	return getIn(ctx, ns, url)
+}
+
+// getIn is Get from network namespace ns.
+func getIn(ctx context.Context, ns, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, getTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return netns.Dial(ctx, ns, network, addr)
+	}}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return string(b), err
 }

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/ovn-udn/ovn-udn/internal/agnhost"
 )
 
 // A reach matrix is the NetworkPolicy end-to-end tests' way of measuring
@@ -62,7 +60,7 @@ func ServeAll(ctx context.Context, listens []string, reply string) error {
 				// The answer leaves from the address the pod's routes
 				// pick towards the sender: on the pod's own network, the
 				// address probed.
-				err = agnhost.ServeUDPFrom(ctx, addr, func(_ string, from net.Addr) string { return answer(reply, from) })
+				err = serveUDP(ctx, addr, func(_ string, from net.Addr) string { return answer(reply, from) })
 			case "sink":
 				err = ServeSink(ctx, addr)
 			default:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/netns"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox/images"
 )
@@ -30,16 +32,20 @@ import (
 // runc) and a kubelet built from the pinned Kubernetes module, both in the
 // node's network namespace (entered with nsenter --net: `ip netns exec`
 // would remount /sys and hide the cgroup mounts), and the node agent runs
-// in CNI mode. The host joins the underlay at HostUnderlayIP, where a proxy
-// serves the API server to the kubelets, and from where the API server
-// reaches the kubelets at their node addresses (logs, exec,
-// port-forward). docs/sandbox.md, "Real nodes".
+// in CNI mode. The control plane has a foot on the underlay: a network
+// namespace of its own (ControlNetns) at ControlUnderlayIP, where a proxy
+// serves the API server to the kubelets and to pods. The API server reaches
+// the kubelets at their node addresses (logs, exec, port-forward) through
+// its egress selector: an HTTP CONNECT proxy on a unix socket that dials
+// from that namespace. Nothing of this touches the host's own network, so
+// several sandboxes with real nodes share a machine. docs/sandbox.md,
+// "Real nodes".
 
-// HostUnderlayIP is the host's address on the underlay (real nodes only).
-const HostUnderlayIP = "192.168.100.254"
+// ControlUnderlayIP is the control plane's address on the underlay.
+const ControlUnderlayIP = "192.168.100.254"
 
-// APIServerProxyPort is where the kubelets reach the API server, at
-// HostUnderlayIP.
+// APIServerProxyPort is where the kubelets and pods reach the API server,
+// at ControlUnderlayIP.
 const APIServerProxyPort = 6443
 
 // Image references the real nodes hold (no registry: imported at up).
@@ -54,8 +60,12 @@ func (l Layout) realDir(node string) string { return filepath.Join(l.NodeDir(nod
 // imagesArchive holds the images real nodes import.
 func (l Layout) imagesArchive() string { return filepath.Join(l.Dir, "images.tar") }
 
-// hostLink is the host's veth onto the underlay bridge.
-func (l Layout) hostLink() string { return l.prefix() + "h" }
+// ControlNetns is the control plane's network namespace on the underlay.
+func (l Layout) ControlNetns() string { return l.prefix() + "control" }
+
+// egressSocket is where the API server's egress selector sends its
+// CONNECT requests for the nodes.
+func (l Layout) egressSocket() string { return filepath.Join(l.KubeDir(), "egress.sock") }
 
 // cgroupRoot is the kubelet's cgroup root for a node: distinct per sandbox.
 func (l Layout) cgroupRoot(node string) string { return "/" + l.prefix() + node }
@@ -75,70 +85,129 @@ func CheckRealNodes() error {
 	return nil
 }
 
-// startHostLink puts the host on the underlay and serves the API server
-// there, until ctx ends.
-func (s *supervisor) startHostLink(ctx context.Context, apiserver string) error {
-	ul := s.l.UnderlayNetns()
-	if l, err := net.Listen("tcp", net.JoinHostPort(HostUnderlayIP, strconv.Itoa(APIServerProxyPort))); err == nil {
-		_ = l.Close()
-	} else if hostHasAddress(HostUnderlayIP) {
-		return fmt.Errorf("another sandbox with real nodes runs on this machine (the host already holds %s; one fits a machine): stop it, or use --real-nodes=false", HostUnderlayIP)
-	}
+// startControlLink puts the control plane on the underlay: it serves the
+// API server at ControlUnderlayIP, and the API server's egress to the
+// nodes from there, until ctx ends.
+func (s *supervisor) startControlLink(ctx context.Context, apiserver string) error {
+	ul, cn := s.l.UnderlayNetns(), s.l.ControlNetns()
 	if err := ipCmds(
-		[]string{"link", "add", s.l.hostLink(), "type", "veth", "peer", "name", "ulhost", "netns", ul},
-		[]string{"-n", ul, "link", "set", "ulhost", "master", "br0", "up"},
-		[]string{"addr", "add", HostUnderlayIP + "/24", "dev", s.l.hostLink()},
-		[]string{"link", "set", s.l.hostLink(), "up"},
+		[]string{"netns", "add", cn},
+		[]string{"-n", cn, "link", "set", "lo", "up"},
+		[]string{"-n", cn, "link", "add", "eth0", "type", "veth", "peer", "name", "ulcontrol", "netns", ul},
+		[]string{"-n", ul, "link", "set", "ulcontrol", "master", "br0", "up"},
+		[]string{"-n", cn, "addr", "add", ControlUnderlayIP + "/24", "dev", "eth0"},
+		[]string{"-n", cn, "link", "set", "eth0", "up"},
 	); err != nil {
 		return err
 	}
 	// The userspace datapath's conntrack needs complete checksums.
-	if out, err := exec.Command(deps.OVNProgram("ethtool"), "-K", s.l.hostLink(), "tx", "off").CombinedOutput(); err != nil {
+	if out, err := exec.Command("nsenter", "--net=/run/netns/"+cn, deps.OVNProgram("ethtool"), "-K", "eth0", "tx", "off").CombinedOutput(); err != nil {
 		return fmt.Errorf("ethtool: %v: %s", err, out)
 	}
 	u, err := url.Parse(apiserver)
 	if err != nil {
 		return err
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(HostUnderlayIP, strconv.Itoa(APIServerProxyPort)))
+	api, err := netns.Listen(cn, "tcp", net.JoinHostPort(ControlUnderlayIP, strconv.Itoa(APIServerProxyPort)))
 	if err != nil {
 		return fmt.Errorf("API server proxy: %w", err)
 	}
-	go func() { <-ctx.Done(); _ = l.Close() }()
+	_ = os.Remove(s.l.egressSocket())
+	egress, err := net.Listen("unix", s.l.egressSocket())
+	if err != nil {
+		_ = api.Close()
+		return fmt.Errorf("API server egress: %w", err)
+	}
+	go func() { <-ctx.Done(); _ = api.Close(); _ = egress.Close() }()
+	serveConns(api, func(c net.Conn) {
+		up, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+		if err != nil {
+			_ = c.Close()
+			return
+		}
+		splice(c, up)
+	})
+	serveConns(egress, func(c net.Conn) { serveConnect(ctx, cn, c) })
+	return nil
+}
+
+// serveConns hands every connection l accepts to handle, until l closes.
+func serveConns(l net.Listener, handle func(net.Conn)) {
 	go func() {
 		for {
 			c, err := l.Accept()
 			if err != nil {
 				return
 			}
-			go proxyConn(c, u.Host)
+			go handle(c)
 		}
 	}()
-	return nil
 }
 
-// hostHasAddress reports whether an interface of the host holds addr.
-func hostHasAddress(addr string) bool {
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		if ip, _, err := net.ParseCIDR(a.String()); err == nil && ip.String() == addr {
-			return true
-		}
-	}
-	return false
-}
-
-func proxyConn(c net.Conn, upstream string) {
-	defer c.Close()
-	up, err := net.DialTimeout("tcp", upstream, 5*time.Second)
+// serveConnect answers one HTTP CONNECT request (the API server's egress
+// selector, proxyProtocol HTTPConnect) by dialing its target from network
+// namespace ns, then joins the two connections.
+func serveConnect(ctx context.Context, ns string, c net.Conn) {
+	r := bufio.NewReader(c)
+	req, err := http.ReadRequest(r)
 	if err != nil {
+		_ = c.Close()
 		return
 	}
-	defer up.Close()
+	if req.Method != http.MethodConnect {
+		fmt.Fprintf(c, "HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+		_ = c.Close()
+		return
+	}
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	up, err := netns.Dial(dctx, ns, "tcp", req.Host)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(c, "HTTP/1.1 502 Bad Gateway\r\n\r\n%v", err)
+		_ = c.Close()
+		return
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		_ = c.Close()
+		_ = up.Close()
+		return
+	}
+	splice(&bufferedConn{Conn: c, r: r}, up)
+}
+
+// bufferedConn reads what its reader already buffered before the rest.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (b *bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// splice copies both ways between a and b until either side ends, then
+// closes both.
+func splice(a, b net.Conn) {
+	defer a.Close()
+	defer b.Close()
 	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(b, a); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(a, b); done <- struct{}{} }()
 	<-done
+}
+
+// egressConfig is the API server's egress selector configuration: the
+// "cluster" egress (nodes, pods, services) goes through the sandbox's
+// CONNECT proxy at socket.
+func egressConfig(socket string) string {
+	return fmt.Sprintf(`apiVersion: apiserver.k8s.io/v1beta1
+kind: EgressSelectorConfiguration
+egressSelections:
+- name: cluster
+  connection:
+    proxyProtocol: HTTPConnect
+    transport:
+      uds:
+        udsName: %s
+`, socket)
 }
 
 // buildImages writes the images every real node imports.
@@ -253,7 +322,7 @@ oom_score = 0
 
 // kubeletConfig is a node's kubelet configuration: cgroupfs under its own
 // root, serving on the node's address (the API server's logs, exec and
-// port-forward come through the host's underlay link) to anyone (a
+// port-forward come through the control namespace) to anyone (a
 // sandbox), no eviction and no image garbage collection (nothing to pull
 // images back from).
 func kubeletConfig(dir, cgroupRoot, sock, nodeIP string) string {
@@ -291,7 +360,7 @@ podLogsDir: %s
 // the API server's certificate (issued for localhost) under that name.
 func kubeletKubeconfig(cfg *rest.Config) (string, error) {
 	c := clientcmdapi.NewConfig()
-	c.Clusters["sandbox"] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://%s:%d", HostUnderlayIP, APIServerProxyPort),
+	c.Clusters["sandbox"] = &clientcmdapi.Cluster{Server: fmt.Sprintf("https://%s:%d", ControlUnderlayIP, APIServerProxyPort),
 		CertificateAuthorityData: cfg.CAData, TLSServerName: "localhost"}
 	c.AuthInfos["kubelet"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
 	c.Contexts["sandbox"] = &clientcmdapi.Context{Cluster: "sandbox", AuthInfo: "kubelet"}
@@ -330,7 +399,8 @@ func makeCgroups(root string) error {
 // and containerd stopped: their processes (containerd's shims outlive it,
 // and pods live in the node's cgroups), their mounts under the state
 // directory, their cgroups, the pods' network namespaces that ovn-udn's
-// CNI server recorded, and the host's underlay link.
+// CNI server recorded. (The control namespace goes with the sandbox's
+// other namespaces.)
 func cleanupRealNodes(l Layout) {
 	// Shims name their containerd's socket, under the state directory.
 	for _, pid := range pidsMentioning(filepath.Join(l.Dir, "nodes") + "/") {
@@ -372,7 +442,6 @@ func cleanupRealNodes(l Layout) {
 		}
 	}
 	removeUnusedPodNetns()
-	_ = deps.OVNCommand("ip", "link", "del", l.hostLink()).Run()
 }
 
 // pidsMentioning lists processes (not this one) whose command line holds

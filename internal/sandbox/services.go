@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
@@ -51,7 +51,7 @@ func NamespaceNetwork(ctx context.Context, c client.Client, namespace string) (s
 // answers from the Service's Ready pods, and from more than one; a client on
 // another network gets no answer. Pods with a primary user-defined network also resolve the
 // API server's name through the cluster DNS. Checks run in parallel.
-func ServiceChecks(ctx context.Context, dir, binary string, c client.Client, namespaces, clients []string, requests int) ([]AppCheck, error) {
+func ServiceChecks(ctx context.Context, dir string, c client.Client, namespaces, clients []string, requests int) ([]AppCheck, error) {
 	networks := map[string]string{}
 	networkOf := func(ns string) (string, error) {
 		if n, ok := networks[ns]; ok {
@@ -95,12 +95,12 @@ func ServiceChecks(ctx context.Context, dir, binary string, c client.Client, nam
 				target := fmt.Sprintf("%s/%s %s", ns, s.Name, url)
 				if clientNet == svcNet {
 					add(AppCheck{Name: "Service, same network (" + svcNet + ")", From: from, Target: target, Want: "its pods, spread"},
-						func(a *AppCheck) { a.Got, a.Err = spread(ctx, dir, binary, from, url, backends, requests) })
+						func(a *AppCheck) { a.Got, a.Err = spread(ctx, dir, from, url, backends, requests) })
 					continue
 				}
 				add(AppCheck{Name: "Service of another network (" + svcNet + ")", From: from, Target: target, Want: "no answer"},
 					func(a *AppCheck) {
-						got, err := run(ctx, dir, from, binary, "agnhost", "get", "--timeout=2s", url)
+						got, err := Get(ctx, dir, from, url)
 						a.Got = "no answer"
 						if err == nil {
 							a.Got = "answered " + strings.TrimSpace(got)
@@ -145,7 +145,7 @@ func readyBackends(ctx context.Context, c client.Client, s *corev1.Service) (map
 	}
 	out := map[string]bool{}
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil && nodeagent.PodReady(&p) {
+		if p.DeletionTimestamp == nil && kubeobj.PodReady(&p) {
 			out[p.Name] = true
 		}
 	}
@@ -155,12 +155,12 @@ func readyBackends(ctx context.Context, c client.Client, s *corev1.Service) (map
 // spread asks url requests times from a pod: every answer must come
 // from backends, and more than one backend must answer. A Service just
 // created may not answer yet: retried briefly.
-func spread(ctx context.Context, dir, binary, from, url string, backends map[string]bool, requests int) (string, error) {
+func spread(ctx context.Context, dir, from, url string, backends map[string]bool, requests int) (string, error) {
 	got := ""
 	err := proc.WaitFor(10*time.Second, 200*time.Millisecond, func() (bool, error) {
 		seen := map[string]bool{}
 		for i := 0; i < requests; i++ {
-			body, err := run(ctx, dir, from, binary, "agnhost", "get", "--timeout=2s", url)
+			body, err := Get(ctx, dir, from, url)
 			if err != nil {
 				got = "no answer"
 				return false, err

@@ -50,10 +50,6 @@ type Options struct {
 	// InactiveGracePeriod is the zone controllers' and cluster-manager's
 	// --inactive-grace-period (0: their default).
 	InactiveGracePeriod time.Duration
-	// RealNodes runs a containerd and a kubelet on every node, and the node
-	// agents in CNI mode, instead of the agents standing in for kubelets
-	// (realnodes.go).
-	RealNodes bool
 }
 
 func (o *Options) defaults() error {
@@ -183,16 +179,14 @@ func (s *supervisor) start(ctx context.Context) error {
 	if err := s.startRouters(); err != nil {
 		return err
 	}
-	if s.opts.RealNodes {
-		if err := CheckRealNodes(); err != nil {
-			return err
-		}
-		if s.images, err = s.buildImages(); err != nil {
-			return fmt.Errorf("building the nodes' images: %w", err)
-		}
-		if err := s.startHostLink(ctx, s.kube.env.Config.Host); err != nil {
-			return err
-		}
+	if err := CheckRealNodes(); err != nil {
+		return err
+	}
+	if s.images, err = s.buildImages(); err != nil {
+		return fmt.Errorf("building the nodes' images: %w", err)
+	}
+	if err := s.startControlLink(ctx, s.kube.env.Config.Host); err != nil {
+		return err
 	}
 	for i := 1; i <= s.opts.Nodes; i++ {
 		if ctx.Err() != nil {
@@ -267,11 +261,6 @@ func (s *supervisor) startExternal() error {
 func (s *supervisor) startNode(ctx context.Context, i int) error {
 	name := NodeName(i)
 	s.log.Printf("starting %s", name)
-	if !s.opts.RealNodes { // a kubelet registers its own
-		if err := s.kube.createNode(name); err != nil {
-			return err
-		}
-	}
 	for _, d := range []string{s.l.ZoneDir(name), s.l.NodeDir(name)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -338,23 +327,19 @@ func (s *supervisor) startNode(ctx context.Context, i int) error {
 	}
 	agent := []string{"node",
 		"--kubeconfig=" + componentKubeconfig(s.l, roleOf("node")), "--node=" + name, "--ovsdb=" + n.DB,
-		"--netns=" + ns, "--netns-prefix=" + s.l.PodNetnsPrefix(name), "--node-ip=" + NodeIP(i),
+		"--netns=" + ns, "--node-ip=" + NodeIP(i),
 		"--gateway-ip=" + NodeIP(i), "--gateway-next-hop=" + strings.Join(s.opts.nextHops(), ","), "--gateway-mac=" + GatewayMAC(i),
 		"--external-bridge=br-ex", "--external-interface=eth0",
-		"--tools-dir=" + deps.OVNBinDir(), "--management-port"}
-	if s.opts.RealNodes {
-		user, err := s.kube.env.AddUser(envtest.User{Name: "system:node:" + name, Groups: []string{"system:nodes", "system:masters"}}, nil)
-		if err != nil {
-			return err
-		}
-		cniFlags, err := s.startRealNode(ctx, i, name, ns, user)
-		if err != nil {
-			return err
-		}
-		agent = append(agent, cniFlags...)
-	} else {
-		agent = append(agent, "--report-node-status", "--workload-dir="+filepath.Join(s.l.NodeDir(name), "pods"), "--api-proxy="+APIProxyAddr)
+		"--tools-dir=" + deps.OVNBinDir()}
+	user, err := s.kube.env.AddUser(envtest.User{Name: "system:node:" + name, Groups: []string{"system:nodes", "system:masters"}}, nil)
+	if err != nil {
+		return err
 	}
+	cniFlags, err := s.startRealNode(ctx, i, name, ns, user)
+	if err != nil {
+		return err
+	}
+	agent = append(agent, cniFlags...)
 	agent = append(agent, extra...)
 	if s.opts.Uplinks > 1 {
 		agent = append(agent, "--default-route-bfd=true")

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
@@ -60,7 +60,7 @@ func BenchmarkPodReady(b *testing.B) {
 			for i := range list.Items {
 				p := &list.Items[i]
 				t0, ok := created[p.Name]
-				if _, done := ready[p.Name]; ok && !done && nodeagent.PodReady(p) {
+				if _, done := ready[p.Name]; ok && !done && kubeobj.PodReady(p) {
 					ready[p.Name] = time.Since(t0)
 				}
 				if nets, _ := podnet.Parse(p.Annotations); ok && len(nets) == 2 && len(nets["l2-blue/tenant"].IPs) > 0 && len(nets["default"].IPs) > 0 {
@@ -98,7 +98,7 @@ func BenchmarkPodReady(b *testing.B) {
 }
 
 // cniAdds sums the node agents' successful CNI ADDs (seconds and count)
-// from their /metrics (zero on stand-in nodes, which take no CNI calls).
+// from their /metrics.
 func cniAdds(b *testing.B) (sum, count float64) {
 	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 	if err != nil {

@@ -66,10 +66,11 @@ func (r *chaosRun) drain(node string) int {
 	return len(pods.Items)
 }
 
-// joinNode registers the node that left again, as its kubelet does when it
-// starts: a Node with no annotations and no status. The node agent puts its
-// annotations back and reports Ready, cluster-manager gives it an ID and
-// its slices (perhaps not the ones it had), and every zone renders it.
+// joinNode registers the node that left again, as an administrator does
+// for a kubelet that keeps running: a Node with no annotations and no
+// status. The kubelet reports it Ready, the node agent puts its
+// annotations back, cluster-manager gives it an ID and its slices (perhaps
+// not the ones it had), and every zone renders it.
 func (r *chaosRun) joinNode() bool {
 	if r.absent == "" {
 		return false

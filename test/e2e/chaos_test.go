@@ -8,7 +8,7 @@ import (
 	"math/rand"
 	"net/netip"
 	"os"
-	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,7 +29,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
@@ -820,8 +819,12 @@ func (r *chaosRun) teardown() {
 	}
 }
 
-// nodeLeftovers finds OVS interfaces of chaos pods and pod network
-// namespaces that belong to no existing pod.
+// hostVeth matches the host-side names of pods' veths (cni.HostVeth).
+var hostVeth = regexp.MustCompile(`^ovn[0-9a-f]{11}$`)
+
+// nodeLeftovers finds OVS interfaces of chaos pods that no longer exist,
+// and pods' host-side veths that no OVS port holds. (Pods' namespaces are
+// the container runtime's.)
 func (r *chaosRun) nodeLeftovers() error {
 	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 	if err != nil {
@@ -834,27 +837,39 @@ func (r *chaosRun) nodeLeftovers() error {
 	}
 	live := map[string]bool{}
 	for _, p := range pods.Items {
-		live[nodeagent.NetnsName(l.PodNetnsPrefix(p.Spec.NodeName), p.UID)] = true
-	}
-	entries, err := os.ReadDir("/run/netns")
-	if err != nil {
-		return err
+		live[p.Namespace+"/"+p.Name] = true
 	}
 	for _, n := range st.Nodes {
-		out, err := deps.OVNCommand("ovs-vsctl", "--db="+n.OVSDB, "--bare", "--columns=external_ids", "find", "Interface",
-			"external_ids:"+cni.PodKey+"!=\"\"").Output()
+		h := cni.Host{OVSDB: n.OVSDB, Command: deps.OVNCommand}
+		plugged, err := h.Ports()
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+		for key, ps := range plugged {
+			if strings.HasPrefix(key, chaosPrefix) && !live[key] {
+				return fmt.Errorf("node %s: OVS interfaces of deleted pod %s remain: %+v", n.Name, key, ps)
+			}
+		}
+		out, err := deps.OVNCommand("ovs-vsctl", "--db="+n.OVSDB, "list-ifaces", "br-int").Output()
 		if err != nil {
 			return fmt.Errorf("%s: ovs-vsctl: %w", n.Name, err)
 		}
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.Contains(line, chaosPrefix) {
-				return fmt.Errorf("node %s: an OVS interface of a deleted pod remains: %s", n.Name, line)
-			}
+		ports := map[string]bool{}
+		for _, p := range strings.Fields(string(out)) {
+			ports[p] = true
 		}
-		prefix := filepath.Base(l.PodNetnsPrefix(n.Name))
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), prefix) && !live[e.Name()] {
-				return fmt.Errorf("node %s: network namespace %s belongs to no pod", n.Name, e.Name())
+		links, err := deps.OVNCommand("ip", "-n", l.NodeNetns(n.Name), "-o", "link", "show", "type", "veth").Output()
+		if err != nil {
+			return fmt.Errorf("%s: ip link: %w", n.Name, err)
+		}
+		for _, line := range strings.Split(string(links), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+			if hostVeth.MatchString(name) && !ports[name] {
+				return fmt.Errorf("node %s: veth %s is in no OVS port (a pod's plumbing left it)", n.Name, name)
 			}
 		}
 	}

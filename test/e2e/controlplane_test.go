@@ -22,12 +22,12 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
-// agnhostImage is the Kubernetes e2e test image; the sandbox's node agent
-// runs its servers as `ovn-udn agnhost`.
+// agnhostImage is the Kubernetes e2e test image, built from the pinned
+// module and imported into every node's containerd.
 const agnhostImage = "registry.k8s.io/e2e-test-images/agnhost:2.56"
 
 // deployment is a Deployment of agnhost netexec pods (HTTP on 8080, UDP on
@@ -58,7 +58,7 @@ func readyPods(t testing.TB, ns, app string, n int) []corev1.Pod {
 		}
 		pods = nil
 		for _, p := range list.Items {
-			if p.DeletionTimestamp == nil && nodeagent.PodReady(&p) {
+			if p.DeletionTimestamp == nil && kubeobj.PodReady(&p) {
 				pods = append(pods, p)
 			}
 		}
@@ -91,7 +91,7 @@ func TestDeploymentAndService(t *testing.T) {
 		t.Errorf("pods scheduled on %v, want one on each node", nodes)
 	}
 	serve(t, sandbox.DemoAppClient)
-	checks, err := sandbox.AppChecks(ctx, dir, binary, admin, sandbox.DemoAppClient, []string{"web"})
+	checks, err := sandbox.AppChecks(ctx, dir, admin, sandbox.DemoAppClient, []string{"web"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,10 +38,8 @@ const e2eGracePeriod = 2 * time.Second
 
 var (
 	binary string // the ovn-udn binary under test
-	// realNodes: the suite's sandbox runs kubelets and containerd.
-	realNodes bool
-	dir       string // the sandbox's state directory
-	admin     client.Client
+	dir    string // the sandbox's state directory
+	admin  client.Client
 )
 
 func TestMain(m *testing.M) {
@@ -88,10 +86,7 @@ func run(m *testing.M) int {
 	}()
 	// A short grace period: render (which has none) and the cluster agree
 	// a few seconds after a node's last pod of a network is gone.
-	// Real nodes (kubelets and containerd) unless OVN_UDN_E2E_REAL_NODES=0
-	// asks for the stand-in agents.
-	realNodes = os.Getenv("OVN_UDN_E2E_REAL_NODES") != "0"
-	opts := sandbox.Options{Dir: dir, Nodes: 3, Binary: binary, Attached: !keep, InactiveGracePeriod: e2eGracePeriod, RealNodes: realNodes}
+	opts := sandbox.Options{Dir: dir, Nodes: 3, Binary: binary, Attached: !keep, InactiveGracePeriod: e2eGracePeriod}
 	if err := sandbox.Up(opts, &log); err != nil {
 		fmt.Fprintf(os.Stderr, "%s%v\n", log.String(), err)
 		return 1

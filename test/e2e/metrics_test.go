@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
@@ -88,7 +88,7 @@ func plumbedIsReady(agent string) error {
 	ready := 0
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName == "node1" && p.DeletionTimestamp == nil && nodeagent.PodReady(p) {
+		if p.Spec.NodeName == "node1" && p.DeletionTimestamp == nil && kubeobj.PodReady(p) {
 			ready++
 		}
 	}

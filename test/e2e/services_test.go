@@ -273,7 +273,7 @@ func TestServicesPerNetwork(t *testing.T) {
 	for _, tg := range targets {
 		namespaces, clients = append(namespaces, tg.ns), append(clients, tg.client)
 	}
-	checks, err := sandbox.ServiceChecks(ctx, dir, binary, admin, namespaces, clients, 2*sandbox.DemoServiceRequests)
+	checks, err := sandbox.ServiceChecks(ctx, dir, admin, namespaces, clients, 2*sandbox.DemoServiceRequests)
 	if err != nil {
 		t.Fatal(err)
 	}
