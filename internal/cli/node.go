@@ -13,15 +13,17 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/node"
+	"github.com/ovn-udn/ovn-udn/internal/node/agent"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/node/pods"
 )
 
 func newNodeCommand() *cobra.Command {
-	opts := nodeagent.Options{Cluster: config.Default(), Host: cni.Host{Bridge: "br-int"}}
+	opts := node.Options{Cluster: config.Default(), Host: cni.Host{Bridge: "br-int"}}
 	var kube kubeFlags
 	var toolsDir, nodeIP, encapIP string
-	var gw nodeagent.GatewayFlags
+	var gw node.GatewayFlags
 	var ecmp, bfd bool
 	var extraUplinks []string
 	cmd := &cobra.Command{
@@ -39,7 +41,7 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 			if opts.Node == "" || opts.Host.OVSDB == "" || nodeIP == "" {
 				return fmt.Errorf("--node, --ovsdb and --node-ip are required")
 			}
-			ip, err := nodeagent.ParseAddress(nodeIP)
+			ip, err := node.ParseAddress(nodeIP)
 			if err != nil {
 				return err
 			}
@@ -61,12 +63,12 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 				return fmt.Errorf("--extra-uplink needs --external-bridge (the agent keeps every uplink bridge's flows, the first's included)")
 			}
 			for _, v := range extraUplinks {
-				u, err := nodeagent.ParseUplinkFlag(v)
+				u, err := node.ParseUplinkFlag(v)
 				if err != nil {
 					return err
 				}
 				gw.Extra = append(gw.Extra, u)
-				opts.Gateway.Extra = append(opts.Gateway.Extra, nodeagent.UplinkBridge{Bridge: u.Bridge, Interface: u.Interface})
+				opts.Gateway.Extra = append(opts.Gateway.Extra, node.UplinkBridge{Bridge: u.Bridge, Interface: u.Interface})
 			}
 			if opts.Info.Gateway, err = gw.Parse(); err != nil {
 				return err
@@ -78,7 +80,7 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 			if err != nil {
 				return err
 			}
-			return nodeagent.Run(cmd.Context(), cfg, opts)
+			return agent.Run(cmd.Context(), cfg, opts)
 		},
 	}
 	fs := cmd.Flags()
@@ -103,7 +105,7 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "0", "/metrics listen address, e.g. 127.0.0.1:9414 (0 disables; see docs/metrics.md)")
 	fs.StringVar(&opts.CNI.Socket, "cni-socket", cniserver.DefaultSocket, "serve ovn-udn's CNI plugin to the node's container runtime on this unix socket")
-	fs.StringVar(&opts.CNI.ConfDir, "cni-conf-dir", "", "the node's CNI configuration directory (e.g. /etc/cni/net.d), where the agent writes "+nodeagent.ConfFile+" once it serves (empty: none)")
+	fs.StringVar(&opts.CNI.ConfDir, "cni-conf-dir", "", "the node's CNI configuration directory (e.g. /etc/cni/net.d), where the agent writes "+pods.ConfFile+" once it serves (empty: none)")
 	fs.StringVar(&opts.CNI.BinDir, "cni-bin-dir", "", "the node's CNI plugin directory (e.g. /opt/cni/bin), where the agent installs itself as "+netconf.CNIType+" (empty: none)")
 	opts.Cluster.AddFlags(fs)
 	return cmd

@@ -4,7 +4,7 @@
 // of which network (each network's gateway router reaches br-ex through its
 // own patch port, with the node's address and MAC on its external port).
 //
-// The node agent (internal/nodeagent) gathers the input (patch ports from
+// The node agent (internal/node/gatewayflows) gathers the input (patch ports from
 // OVS, networks from NADs, services from the API) and writes the result with
 // one `ovs-ofctl replace-flows`, so the bridge holds exactly these flows.
 // docs/gateway.md draws the paths.

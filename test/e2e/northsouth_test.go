@@ -26,7 +26,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/gateway"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/node/gatewayflows"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
 
@@ -404,7 +404,7 @@ func TestNorthSouth(t *testing.T) {
 		if err := admin.Create(ctx, rival); err != nil {
 			t.Fatal(err)
 		}
-		msg := cmtest.WaitEvent(t, admin, rival, "Service", nodeagent.ReasonExternalAddressConflict)
+		msg := cmtest.WaitEvent(t, admin, rival, "Service", gatewayflows.ReasonExternalAddressConflict)
 		if !strings.Contains(msg, externalIP+" TCP/80") || !strings.Contains(msg, "ns-l3a/edge") {
 			t.Errorf("conflict Event %q does not name the address and its holder", msg)
 		}

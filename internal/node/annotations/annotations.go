@@ -1,4 +1,6 @@
-package nodeagent
+// Package annotations is the node agent's part that keeps the node's own
+// annotations on its Node.
+package annotations
 
 import (
 	"context"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/node"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
 
@@ -28,10 +31,15 @@ import (
 // --default-route-bfd only give them where the annotation has none.
 type annotationKeeper struct {
 	client client.Client
-	opts   Options
+	opts   node.Options
 	// info is what is published; its chassis name is read from OVS on the
 	// first reconcile that can (Options.Info.ChassisID when given).
 	info *nodeinfo.Info
+}
+
+// Setup registers the annotations part.
+func Setup(mgr ctrl.Manager, opts node.Options) error {
+	return (&annotationKeeper{client: mgr.GetClient(), opts: opts}).SetupWithManager(mgr)
 }
 
 // SetupWithManager watches the agent's own Node.
@@ -76,7 +84,7 @@ func (k *annotationKeeper) published() (nodeinfo.Info, error) {
 		info.Zone = k.opts.Node
 	}
 	if info.ChassisID == "" {
-		id, err := SystemID(k.opts.Host)
+		id, err := node.SystemID(k.opts.Host)
 		if err != nil {
 			return nodeinfo.Info{}, fmt.Errorf("node %s: %w", k.opts.Node, err)
 		}

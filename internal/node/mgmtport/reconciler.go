@@ -1,4 +1,4 @@
-package nodeagent
+package mgmtport
 
 import (
 	"context"
@@ -9,27 +9,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ovn-udn/ovn-udn/internal/node/mgmtport"
+	"github.com/ovn-udn/ovn-udn/internal/node"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
 
-// mgmtPortReconciler keeps the node's side of the default network's
-// management port (package mgmtport) as the node's slices say, from the
-// agent's own Node.
-type mgmtPortReconciler struct {
-	client client.Client
-	opts   Options
+// Setup registers the management port part.
+func Setup(mgr ctrl.Manager, opts node.Options) error {
+	return (&reconciler{client: mgr.GetClient(), opts: opts}).SetupWithManager(mgr)
 }
 
-// mgmtPortResync re-applies the port's routes this often without a Node
-// change (a route removed by hand comes back).
-const mgmtPortResync = time.Minute
+// reconciler keeps the node's side of the default network's management
+// port (Ensure) as the node's slices say, from the agent's own Node.
+type reconciler struct {
+	client client.Client
+	opts   node.Options
+}
 
-func (r *mgmtPortReconciler) SetupWithManager(mgr ctrl.Manager) error {
+// resync re-applies the port's routes this often without a Node
+// change (a route removed by hand comes back).
+const resync = time.Minute
+
+func (r *reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("management-port").For(&corev1.Node{}).Complete(r)
 }
 
-func (r *mgmtPortReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (r *reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if req.Name != r.opts.Node {
 		return reconcile.Result{}, nil
 	}
@@ -41,12 +45,12 @@ func (r *mgmtPortReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 	if err != nil {
 		return reconcile.Result{}, nil // cluster-manager's annotation is malformed: it reports and mends it
 	}
-	port, ok, err := mgmtport.Desired(nodeinfo.Info{Name: node.Name, Subnets: subnets}, r.opts.Cluster)
+	port, ok, err := Desired(nodeinfo.Info{Name: node.Name, Subnets: subnets}, r.opts.Cluster)
 	if err != nil || !ok {
 		return reconcile.Result{}, err
 	}
-	if err := mgmtport.Ensure(r.opts.Host, port); err != nil {
+	if err := Ensure(r.opts.Host, port); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: mgmtPortResync}, nil
+	return reconcile.Result{RequeueAfter: resync}, nil
 }

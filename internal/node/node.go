@@ -1,41 +1,35 @@
-// Package nodeagent is `ovn-udn node`: the per-node agent. It publishes the
-// node's annotations that the controllers read (chassis, zone, addresses,
-// gateway), keeps the node's side of the management port and the external
-// bridge's flows, and serves ovn-udn's CNI plugin to the node's container
-// runtime: an ADD plumbs a pod's interfaces (package cni) into the
-// namespace the runtime made once the pod's pod-networks annotation is
-// complete, and returns when ovn-controller has installed them; a DEL, or
-// the pod's going away, unplumbs them. The kubelet and the runtime own
-// everything else of a pod: its namespace, containers and status.
-package nodeagent
+// Package node holds what the node agent's parts share: the agent's options
+// (one struct every part reads from) and the shape of a part. The parts
+// live in the packages below it (annotations, pods, mgmtport,
+// gatewayflows, ...), and package agent lists them in one place. A part
+// never imports another part: what two parts share goes here or lower.
+package node
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
 
-// Options configures a node agent.
+// Part is one feature of the node agent. Setup registers its controllers
+// and runnables with the agent's manager; Enabled (nil: always) says
+// whether the options ask for it.
+type Part struct {
+	Name    string
+	Enabled func(Options) bool
+	Setup   func(mgr ctrl.Manager, opts Options) error
+}
+
+// Options configure a node agent: every part reads what it needs.
 type Options struct {
 	// Node is the Node object's name.
 	Node string
@@ -58,74 +52,55 @@ type Options struct {
 	// gateway mode); off when Gateway.Bridge is empty or Info.Gateway nil.
 	Gateway GatewayOptions
 	// CNI says where the agent serves ovn-udn's CNI plugin and installs
-	// its configuration (cnimode.go).
+	// its configuration (package pods).
 	CNI CNIOptions
 }
 
-// Scheme returns the scheme the agent needs.
-func Scheme() *runtime.Scheme { return kubeobj.NewScheme(nadv1.AddToScheme) }
-
-// Run publishes the node's annotations and runs the pod controller until ctx
-// ends.
-func Run(ctx context.Context, cfg *rest.Config, opts Options) error {
-	mgr, err := Build(cfg, opts)
-	if err != nil {
-		return err
-	}
-	return mgr.Start(ctx)
+// GatewayOptions configure the external bridge the agent keeps (shared
+// gateway mode): see internal/gateway.
+type GatewayOptions struct {
+	// Bridge is the external bridge (br-ex); "" leaves it alone.
+	Bridge string
+	// Interface is the uplink port on Bridge (eth0).
+	Interface string
+	// Netns is the network namespace holding Bridge's host interface, for
+	// the host's routes to the service CIDRs ("" for the agent's own).
+	Netns string
+	// Resync is how often the bridge is checked without any event (patch
+	// ports come and go with ovn-controller); default 5 s.
+	Resync time.Duration
+	// Extra are the bridges of the node's further uplinks, in the order of
+	// Info.Gateway.Extra.
+	Extra []UplinkBridge
 }
 
-// Build returns a manager with the agent's controller and its publishing of
-// the node's annotations, not started.
-func Build(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
-	if opts.Node == "" {
-		return nil, fmt.Errorf("node agent: the node name is required")
+// UplinkBridge is a further uplink's bridge and its uplink port.
+type UplinkBridge struct {
+	Bridge, Interface string
+}
+
+// CNIOptions say where the agent meets the node's container runtime (the
+// kubelet's), which creates pods' network namespaces and calls ovn-udn's
+// CNI plugin; the agent answers the plugin on Socket.
+type CNIOptions struct {
+	// Socket is where the agent serves the plugin (cniserver.DefaultSocket
+	// when empty).
+	Socket string
+	// ConfDir is the node's CNI configuration directory (/etc/cni/net.d):
+	// once the agent serves, it writes ConfFile there, which makes the
+	// runtime report the node's network ready.
+	ConfDir string
+	// BinDir is the node's CNI plugin directory (/opt/cni/bin): the agent
+	// installs its own binary there as netconf.CNIType ("" leaves it).
+	BinDir string
+}
+
+// SocketPath is Socket, or cniserver.DefaultSocket when empty.
+func (o CNIOptions) SocketPath() string {
+	if o.Socket == "" {
+		return cniserver.DefaultSocket
 	}
-	if opts.Workers == 0 {
-		opts.Workers = 4
-	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: kubeobj.ListenAddr(opts.MetricsAddr)},
-		HealthProbeBindAddress: kubeobj.ListenAddr(opts.HealthAddr),
-		Controller:             ctrlconfig.Controller{SkipNameValidation: ptr(true)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Field: fields.OneTermEqualSelector("spec.nodeName", opts.Node)},
-			// The agent reads and writes its own Node only.
-			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.Node)},
-		}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("node agent: %w", err)
-	}
-	r := &PodReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	srv := &cniserver.Server{Socket: opts.CNI.socket(), Handler: cniHandler{r: r}, OnListen: opts.CNI.install}
-	if err := mgr.Add(srv); err != nil {
-		return nil, err
-	}
-	if err := (&mgmtPortReconciler{client: mgr.GetClient(), opts: opts}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if opts.Gateway.Bridge != "" && opts.Info.Gateway != nil {
-		if err := (&GatewayReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: r.Recorder}).SetupWithManager(mgr); err != nil {
-			return nil, err
-		}
-		for i := range opts.Gateway.Extra {
-			if err := (&GatewayReconciler{Client: mgr.GetClient(), Opts: opts, Uplink: i + 1}).SetupWithManager(mgr); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := (&annotationKeeper{client: mgr.GetClient(), opts: opts}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if err := kubeobj.AddHealthChecks(mgr); err != nil {
-		return nil, err
-	}
-	return mgr, nil
+	return o.Socket
 }
 
 // SystemID reads the chassis name OVS is configured with
@@ -232,8 +207,3 @@ func ParseAddress(s string) (netip.Prefix, error) {
 	}
 	return p, nil
 }
-
-// isGone reports a pod that no longer exists.
-func isGone(err error) bool { return apierrors.IsNotFound(err) }
-
-func ptr[T any](v T) *T { return &v }

@@ -1,4 +1,4 @@
-package nodeagent
+package pods
 
 import (
 	"encoding/json"
@@ -7,14 +7,15 @@ import (
 	"testing"
 
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/node"
 )
 
 // TestCNIInstall: the agent installs its own binary as the plugin and the
 // configuration list naming its socket, and a second install (an agent
 // restart) rewrites neither.
 func TestCNIInstall(t *testing.T) {
-	o := CNIOptions{Socket: "/run/x/cni.sock", ConfDir: t.TempDir(), BinDir: t.TempDir()}
-	if err := o.install(); err != nil {
+	o := node.CNIOptions{Socket: "/run/x/cni.sock", ConfDir: t.TempDir(), BinDir: t.TempDir()}
+	if err := install(o); err != nil {
 		t.Fatal(err)
 	}
 	plugin := filepath.Join(o.BinDir, netconf.CNIType)
@@ -37,7 +38,7 @@ func TestCNIInstall(t *testing.T) {
 		t.Errorf("configuration list %s (%v)", b, err)
 	}
 	sc1, _ := os.Stat(conf)
-	if err := o.install(); err != nil {
+	if err := install(o); err != nil {
 		t.Fatal(err)
 	}
 	st2, _ := os.Stat(plugin)

@@ -1,4 +1,4 @@
-package nodeagent
+package pods
 
 import (
 	"bytes"
@@ -8,34 +8,11 @@ import (
 	"path/filepath"
 
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
+	"github.com/ovn-udn/ovn-udn/internal/node"
 )
-
-// CNIOptions say where the agent meets the node's container runtime (the
-// kubelet's), which creates pods' network namespaces and calls ovn-udn's
-// CNI plugin; the agent answers the plugin on Socket.
-type CNIOptions struct {
-	// Socket is where the agent serves the plugin (cniserver.DefaultSocket
-	// when empty).
-	Socket string
-	// ConfDir is the node's CNI configuration directory (/etc/cni/net.d):
-	// once the agent serves, it writes ConfFile there, which makes the
-	// runtime report the node's network ready.
-	ConfDir string
-	// BinDir is the node's CNI plugin directory (/opt/cni/bin): the agent
-	// installs its own binary there as netconf.CNIType ("" leaves it).
-	BinDir string
-}
 
 // ConfFile is the CNI configuration list the agent writes into ConfDir.
 const ConfFile = "10-ovn-udn.conflist"
-
-func (o CNIOptions) socket() string {
-	if o.Socket == "" {
-		return cniserver.DefaultSocket
-	}
-	return o.Socket
-}
 
 // ConfVersion is the CNI version of the configuration list the agent
 // installs: 1.0.0, which every current runtime takes (containerd 1.6 passes
@@ -57,7 +34,7 @@ func ConfList(socket string) []byte {
 
 // install puts the plugin binary and the configuration in place, each
 // written to a temporary name and renamed, and only when it differs.
-func (o CNIOptions) install() error {
+func install(o node.CNIOptions) error {
 	if o.BinDir != "" {
 		self, err := os.Executable()
 		if err != nil {
@@ -72,7 +49,7 @@ func (o CNIOptions) install() error {
 		}
 	}
 	if o.ConfDir != "" {
-		if err := writeIfChanged(filepath.Join(o.ConfDir, ConfFile), ConfList(o.socket()), 0o644); err != nil {
+		if err := writeIfChanged(filepath.Join(o.ConfDir, ConfFile), ConfList(o.SocketPath()), 0o644); err != nil {
 			return fmt.Errorf("writing the CNI configuration: %w", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package nodeagent
+package annotations
 
 import (
 	"encoding/json"

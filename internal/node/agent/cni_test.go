@@ -1,4 +1,4 @@
-package nodeagent_test
+package agent_test
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/node/pods"
 )
 
 // pluginBinary builds ovn-udn once and installs it as the CNI plugin in a
@@ -62,7 +62,7 @@ func newRuntime(t *testing.T, confDir string) *runtime {
 	var list *libcni.NetworkConfigList
 	cmtest.Eventually(t, 0, func() error {
 		var err error
-		list, err = libcni.ConfListFromFile(filepath.Join(confDir, nodeagent.ConfFile))
+		list, err = libcni.ConfListFromFile(filepath.Join(confDir, pods.ConfFile))
 		return err
 	})
 	v11 := *list

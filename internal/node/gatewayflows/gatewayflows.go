@@ -1,4 +1,8 @@
-package nodeagent
+// Package gatewayflows is the node agent's part that keeps each external
+// bridge's OpenFlow table equal to what package gateway computes for the
+// node's networks and services (shared gateway mode), and the host's routes
+// to the service CIDRs through the first bridge.
+package gatewayflows
 
 import (
 	"bytes"
@@ -29,33 +33,11 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/gateway"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/node"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/services"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
-
-// GatewayOptions configure the external bridge the agent keeps (shared
-// gateway mode): see internal/gateway.
-type GatewayOptions struct {
-	// Bridge is the external bridge (br-ex); "" leaves it alone.
-	Bridge string
-	// Interface is the uplink port on Bridge (eth0).
-	Interface string
-	// Netns is the network namespace holding Bridge's host interface, for
-	// the host's routes to the service CIDRs ("" for the agent's own).
-	Netns string
-	// Resync is how often the bridge is checked without any event (patch
-	// ports come and go with ovn-controller); default 5 s.
-	Resync time.Duration
-	// Extra are the bridges of the node's further uplinks, in the order of
-	// Info.Gateway.Extra.
-	Extra []UplinkBridge
-}
-
-// UplinkBridge is a further uplink's bridge and its uplink port.
-type UplinkBridge struct {
-	Bridge, Interface string
-}
 
 // GatewayReconciler keeps one external bridge's flows equal to
 // gateway.Flows of the node's networks and services, and, on the first
@@ -65,7 +47,7 @@ type UplinkBridge struct {
 // node's address there, not the host's connections to services.
 type GatewayReconciler struct {
 	Client client.Client
-	Opts   Options
+	Opts   node.Options
 	// Uplink is the index of the bridge's uplink in Info.Gateway.Uplinks():
 	// 0 is Opts.Gateway.Bridge, i is Opts.Gateway.Extra[i-1].
 	Uplink int
@@ -83,11 +65,29 @@ type GatewayReconciler struct {
 const ReasonExternalAddressConflict = "ExternalAddressConflict"
 
 // bridge is the reconciler's bridge and its uplink port.
-func (r *GatewayReconciler) bridge() UplinkBridge {
+func (r *GatewayReconciler) bridge() node.UplinkBridge {
 	if r.Uplink == 0 {
-		return UplinkBridge{Bridge: r.Opts.Gateway.Bridge, Interface: r.Opts.Gateway.Interface}
+		return node.UplinkBridge{Bridge: r.Opts.Gateway.Bridge, Interface: r.Opts.Gateway.Interface}
 	}
 	return r.Opts.Gateway.Extra[r.Uplink-1]
+}
+
+// Enabled reports whether the node has an external bridge and a gateway.
+func Enabled(opts node.Options) bool { return opts.Gateway.Bridge != "" && opts.Info.Gateway != nil }
+
+// Setup registers a reconciler per uplink bridge; the first reports
+// conflicting services as Events.
+func Setup(mgr ctrl.Manager, opts node.Options) error {
+	first := &GatewayReconciler{Client: mgr.GetClient(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
+	if err := first.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	for i := range opts.Gateway.Extra {
+		if err := (&GatewayReconciler{Client: mgr.GetClient(), Opts: opts, Uplink: i + 1}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SetupWithManager registers the controller: every Service, NAD and

@@ -1,4 +1,8 @@
-package nodeagent
+// Package pods is the node agent's part for pods: ovn-udn's CNI plugin
+// served to the node's container runtime (cnihandler.go), its configuration
+// installed once it serves (install.go), and a reconciler that follows the
+// node's pods for it (reconciler.go). It plumbs with package cni.
+package pods
 
 import (
 	"context"
@@ -9,6 +13,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +30,8 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/node"
+	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
 
@@ -38,7 +45,7 @@ type PodReconciler struct {
 	// APIReader reads from the API server itself (a CNI ADD tells a pod
 	// that is gone from one the cache has not seen yet).
 	APIReader client.Reader
-	Opts      Options
+	Opts      node.Options
 	Recorder  record.EventRecorder
 
 	mu sync.Mutex
@@ -50,6 +57,15 @@ type PodReconciler struct {
 	resync chan event.GenericEvent
 	// pokes wake CNI ADDs waiting for a pod.
 	pokes map[string]chan struct{}
+}
+
+// Setup registers the pods part: the reconciler and the CNI server.
+func Setup(mgr manager.Manager, opts node.Options) error {
+	r := &PodReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return mgr.Add(&cniserver.Server{Socket: opts.CNI.SocketPath(), Handler: cniHandler{r: r}, OnListen: func() error { return install(opts.CNI) }})
 }
 
 // SetupWithManager registers the controller and the startup sweep.
@@ -155,6 +171,9 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	ctrl.LoggerFrom(ctx).Info("removed the interfaces of a pod that left", "pod", key, "interfaces", len(ports))
 	return reconcile.Result{}, nil
 }
+
+// isGone reports a pod that no longer exists.
+func isGone(err error) bool { return apierrors.IsNotFound(err) }
 
 func isFinished(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed

@@ -1,4 +1,4 @@
-package nodeagent_test
+package agent_test
 
 import (
 	"context"
@@ -20,7 +20,8 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/kubetest"
-	"github.com/ovn-udn/ovn-udn/internal/nodeagent"
+	"github.com/ovn-udn/ovn-udn/internal/node"
+	"github.com/ovn-udn/ovn-udn/internal/node/agent"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovnrun"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
@@ -78,13 +79,13 @@ func (h *agentHarness) start() {
 	h.t.Helper()
 	h.stopAgent()
 	cfg := cmtest.RoleIdentity(h.t, env, "node.yaml", "ovn-udn-node")
-	gw, err := nodeagent.GatewayFlags{IP: "192.168.101.11/24", NextHops: []string{"192.168.101.1"}, MAC: "02:00:00:00:01:0b"}.Parse()
+	gw, err := node.GatewayFlags{IP: "192.168.101.11/24", NextHops: []string{"192.168.101.1"}, MAC: "02:00:00:00:01:0b"}.Parse()
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	mgr, err := nodeagent.Build(cfg, nodeagent.Options{Node: h.node, Host: h.host, Cluster: config.Default(),
+	mgr, err := agent.Build(cfg, node.Options{Node: h.node, Host: h.host, Cluster: config.Default(),
 		Info: nodeinfo.Info{PrimaryIPs: []netip.Prefix{netip.MustParsePrefix("192.168.100.11/24")}, Gateway: gw},
-		CNI:  nodeagent.CNIOptions{Socket: h.socket, ConfDir: h.confDir}})
+		CNI:  node.CNIOptions{Socket: h.socket, ConfDir: h.confDir}})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -152,11 +153,11 @@ func annotateMAC(t *testing.T, c client.Client, pod *corev1.Pod, ip, mac string)
 }
 
 func TestExtraUplinkFlags(t *testing.T) {
-	u, err := nodeagent.ParseUplinkFlag("bridge=br-ex2,interface=eth2,physical-network=physnet2,ip=192.168.102.11/24,mac=02:00:00:00:02:0b,next-hop=192.168.102.1,next-hop=192.168.102.2")
+	u, err := node.ParseUplinkFlag("bridge=br-ex2,interface=eth2,physical-network=physnet2,ip=192.168.102.11/24,mac=02:00:00:00:02:0b,next-hop=192.168.102.1,next-hop=192.168.102.2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := nodeagent.UplinkFlags{Bridge: "br-ex2", Interface: "eth2", PhysicalNetwork: "physnet2", IP: "192.168.102.11/24",
+	want := node.UplinkFlags{Bridge: "br-ex2", Interface: "eth2", PhysicalNetwork: "physnet2", IP: "192.168.102.11/24",
 		MAC: "02:00:00:00:02:0b", NextHops: []string{"192.168.102.1", "192.168.102.2"}}
 	if diff := cmp.Diff(want, u); diff != "" {
 		t.Errorf("ParseUplinkFlag (-want +got):\n%s", diff)
@@ -166,11 +167,11 @@ func TestExtraUplinkFlags(t *testing.T) {
 		{"bridge=br-ex2,colour=red", `unknown key "colour"`},
 		{"bridge", "is not key=value"},
 	} {
-		if _, err := nodeagent.ParseUplinkFlag(bad.in); err == nil || !strings.Contains(err.Error(), bad.err) {
+		if _, err := node.ParseUplinkFlag(bad.in); err == nil || !strings.Contains(err.Error(), bad.err) {
 			t.Errorf("ParseUplinkFlag(%q) = %v, want an error containing %q", bad.in, err, bad.err)
 		}
 	}
-	gw := nodeagent.GatewayFlags{IP: "192.168.100.11/24", MAC: "02:00:00:00:01:0b", NextHops: []string{"192.168.100.1"}, Extra: []nodeagent.UplinkFlags{u}}
+	gw := node.GatewayFlags{IP: "192.168.100.11/24", MAC: "02:00:00:00:01:0b", NextHops: []string{"192.168.100.1"}, Extra: []node.UplinkFlags{u}}
 	g, err := gw.Parse()
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +181,7 @@ func TestExtraUplinkFlags(t *testing.T) {
 	}
 	// An uplink overlapping the first is refused before anything starts.
 	u.IP, u.NextHops = "192.168.100.200/24", nil
-	gw.Extra = []nodeagent.UplinkFlags{u}
+	gw.Extra = []node.UplinkFlags{u}
 	if _, err := gw.Parse(); err == nil || !strings.Contains(err.Error(), "overlapping subnets") {
 		t.Errorf("overlapping uplinks: %v", err)
 	}
