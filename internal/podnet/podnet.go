@@ -255,6 +255,9 @@ func PlaceRequests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1
 		}
 		out = append(out, r)
 	}
+	if err := overlap(out); err != nil {
+		return nil, "", err
+	}
 	return out, record, nil
 }
 

@@ -34,6 +34,9 @@ func TestRequests(t *testing.T) {
 	stolen := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"other.sec","topology":"layer2","role":"secondary","subnets":"192.168.0.0/24","netAttachDefName":"ns1/steal"}`
 	dflt := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"default","topology":"layer2","role":"secondary","subnets":"192.168.0.0/24","netAttachDefName":"ns1/dflt"}`
 	bridge := `{"cniVersion":"1.0.0","type":"bridge","name":"br"}`
+	inL3 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.inl3","topology":"layer2","role":"secondary","subnets":"10.128.7.0/24","netAttachDefName":"ns1/inl3"}`
+	onJoin := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.onjoin","topology":"localnet","role":"secondary","subnets":"100.65.0.0/24","netAttachDefName":"ns1/onjoin"}`
+	sec2 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.sec2","topology":"layer2","role":"secondary","subnets":"192.168.0.128/25","netAttachDefName":"ns1/sec2"}`
 	pod := func(ann map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "p", Annotations: ann}}
 	}
@@ -86,6 +89,15 @@ func TestRequests(t *testing.T) {
 			nads(nad("ns1", "dflt", dflt, true)), nil, WaitBadSelection},
 		{"selecting a missing network", pod(map[string]string{netconf.NetworksAnnotation: "nope"}), plain, nil, nil, WaitBadSelection},
 		{"selecting a primary network", pod(map[string]string{netconf.NetworksAnnotation: "l3"}), labelled, nads(nad("ns1", "l3", l3, true)), nil, WaitBadSelection},
+		{"secondary inside the primary's subnet", pod(map[string]string{netconf.NetworksAnnotation: "inl3"}), labelled,
+			nads(nad("ns1", "l3", l3, true), nad("ns1", "inl3", inL3, true)), nil, WaitBadSelection},
+		{"secondary over the primary's join subnet", pod(map[string]string{netconf.NetworksAnnotation: "onjoin"}), labelled,
+			nads(nad("ns1", "l3", l3, true), nad("ns1", "onjoin", onJoin, true)), nil, WaitBadSelection},
+		{"two secondaries with one subnet", pod(map[string]string{netconf.NetworksAnnotation: "sec,sec2"}), plain,
+			nads(nad("ns1", "sec", sec1, true), nad("ns1", "sec2", sec2, true)), nil, WaitBadSelection},
+		{"secondary beside the primary, apart", pod(map[string]string{netconf.NetworksAnnotation: "sec"}), labelled,
+			nads(nad("ns1", "l3", l3, true), nad("ns1", "sec", sec1, true)),
+			[]want{{"default", RoleInfrastructure, ""}, {"ns1/l3", RolePrimary, ""}, {"ns1/sec", RoleSecondary, ""}}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -231,5 +243,21 @@ func TestParsePodDropsOtherNamespaces(t *testing.T) {
 	slices.Sort(keys)
 	if d := cmp.Diff([]string{"default", "evil/", "evil/net"}, keys); d != "" {
 		t.Fatalf("attachments kept (-want +got):\n%s", d)
+	}
+}
+
+// TestOverlapNamesBoth: the refusal of overlapping networks names both
+// networks and both prefixes, so the pod's owner can tell which to drop.
+func TestOverlapNamesBoth(t *testing.T) {
+	l3 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.l3","topology":"layer3","role":"primary","subnets":"10.128.0.0/16/24","joinSubnet":"100.65.0.0/16","netAttachDefName":"ns1/l3"}`
+	in := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.in","topology":"layer2","role":"secondary","subnets":"10.128.7.0/24","netAttachDefName":"ns1/in"}`
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1", Labels: map[string]string{label: ""}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "p", Annotations: map[string]string{netconf.NetworksAnnotation: "in"}}}
+	nads := map[string]*nadv1.NetworkAttachmentDefinition{"ns1/l3": nad("ns1", "l3", l3, true), "ns1/in": nad("ns1", "in", in, true)}
+	_, err := Requests(pod, ns, nads, label)
+	want := "networks ns1/l3 and ns1/in overlap (subnet 10.128.0.0/16 of ns1/l3, subnet 10.128.7.0/24 of ns1/in): a pod cannot attach both"
+	var w *Waiting
+	if !errors.As(err, &w) || w.Reason != WaitBadSelection || w.Message != want {
+		t.Fatalf("err = %#v\nwant %s: %s", err, WaitBadSelection, want)
 	}
 }

@@ -427,3 +427,53 @@ spec:
 		t.Errorf("zone n2 lacks the peer's address set (its pods are everywhere's peers):\n%s", n2)
 	}
 }
+
+// TestOverlappingNetworksRefused: a pod whose secondary network overlaps
+// its primary network gets no interface on any network (no address
+// allocated anywhere, no logical port) and an InvalidNetworkSelection Event
+// naming both networks; its neighbour on the primary alone is attached.
+func TestOverlappingNetworksRefused(t *testing.T) {
+	res := run(t, docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: ov, labels: {k8s.ovn.org/primary-user-defined-network: ""}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: prim, namespace: ov}
+spec: {topology: Layer3, role: Primary, subnets: [10.128.0.0/16/24]}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: sec, namespace: ov}
+spec: {topology: Layer2, role: Secondary, subnets: [10.128.7.0/24]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: both, namespace: ov, annotations: {k8s.v1.cni.cncf.io/networks: sec}}
+spec: {nodeName: n1, containers: [{name: c, image: registry.k8s.io/pause:3.10}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: alone, namespace: ov}
+spec: {nodeName: n1, containers: [{name: c, image: registry.k8s.io/pause:3.10}]}
+`), render.Options{})
+	nets := map[string]int{}
+	for _, p := range res.Pods {
+		nets[p.Name] = len(p.Networks)
+	}
+	if nets["both"] != 0 || nets["alone"] != 2 {
+		t.Errorf("networks per pod %v: want none for both, default and primary for alone", nets)
+	}
+	var refused bool
+	for _, e := range res.Events {
+		refused = refused || e.Object == "Pod ov/both" && e.Reason == "InvalidNetworkSelection" &&
+			strings.Contains(e.Message, "ov/prim") && strings.Contains(e.Message, "ov/sec") && strings.Contains(e.Message, "10.128.7.0/24")
+	}
+	if !refused {
+		t.Errorf("no InvalidNetworkSelection Event naming both networks: %+v", res.Events)
+	}
+	if nb := output(t, res, "nbctl"); strings.Contains(nb, "ov_both") || !strings.Contains(nb, "ov_alone") {
+		t.Errorf("want rows for ov/alone and none for the refused ov/both:\n%s", nb)
+	}
+}
