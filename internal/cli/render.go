@@ -76,5 +76,9 @@ reason, and the rest is still rendered; the exit status is then 1.`,
 	fs.BoolVarP(&verbose, "verbose", "v", false, "print the controllers' logs on stderr")
 	fs.BoolVar(&opts.RenderEverywhere, "render-everywhere", false, "render every network in every zone, as zone controllers with --render-everywhere do; by default a primary user-defined network is rendered only in the zones of nodes its pods (or a node-port service) use")
 	opts.Cluster.AddFlags(fs)
+	// The zone controllers' default-route policy: give render the same.
+	gw := config.DefaultGateway()
+	opts.Gateway = &gw
+	gw.AddFlags(fs)
 	return cmd
 }

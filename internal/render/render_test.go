@@ -16,6 +16,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/manifest"
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/render"
 )
 
@@ -475,5 +476,69 @@ spec: {nodeName: n1, containers: [{name: c, image: registry.k8s.io/pause:3.10}]}
 	}
 	if nb := output(t, res, "nbctl"); strings.Contains(nb, "ov_both") || !strings.Contains(nb, "ov_alone") {
 		t.Errorf("want rows for ov/alone and none for the refused ov/both:\n%s", nb)
+	}
+}
+
+// TestUserNetworkRoutesShareBFD: with BFD on, a user-defined network's
+// gateway-router default routes refer to the default network's BFD session
+// with the same next hop, as the zone controller writes them (seed 004:
+// one session per node and next hop, shared). Render used to leave the
+// reference out.
+func TestUserNetworkRoutesShareBFD(t *testing.T) {
+	docs := docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: blue, labels: {k8s.ovn.org/primary-user-defined-network: ""}}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: net, namespace: blue}
+spec: {topology: Layer3, role: Primary, subnets: [10.128.0.0/16/24]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: blue}
+spec: {nodeName: n1, containers: [{name: c, image: registry.k8s.io/pause:3.10}]}
+`)
+	for _, bfd := range []bool{true, false} {
+		res := run(t, docs, render.Options{Gateway: &config.Gateway{ECMP: true, BFD: bfd}})
+		sessions := map[string]bool{} // the default network's BFD rows
+		refs := map[string][]string{} // default routes' BFD references, by network
+		for _, z := range res.Zones {
+			for _, n := range z.Networks {
+				for _, m := range n.Models {
+					switch row := m.(type) {
+					case *nbdb.BFD:
+						if n.Network != "default" {
+							t.Errorf("network %s renders a BFD row of its own: %+v", n.Network, row)
+						}
+						sessions[row.UUID] = true
+					case *nbdb.LogicalRouterStaticRoute:
+						if row.IPPrefix == "0.0.0.0/0" && row.OutputPort != nil && strings.HasPrefix(*row.OutputPort, "rtoe-") {
+							ref := ""
+							if row.BFD != nil {
+								ref = *row.BFD
+							}
+							refs[n.Network] = append(refs[n.Network], ref)
+						}
+					}
+				}
+			}
+		}
+		user := refs["blue.net"]
+		if len(user) == 0 {
+			t.Fatalf("BFD %v: no default route on blue.net's gateway router: %v", bfd, refs)
+		}
+		for _, ref := range user {
+			if bfd && !sessions[ref] {
+				t.Errorf("BFD on: blue.net's default route refers to %q, not to one of the default network's sessions %v", ref, sessions)
+			}
+			if !bfd && ref != "" {
+				t.Errorf("BFD off: blue.net's default route refers to %q", ref)
+			}
+		}
+		if bfd == (len(sessions) == 0) {
+			t.Errorf("BFD %v: the default network has sessions %v", bfd, sessions)
+		}
 	}
 }

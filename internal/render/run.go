@@ -54,12 +54,18 @@ type Options struct {
 	// primary user-defined network is rendered only on the nodes its
 	// input's pods (or a service served on every node) use.
 	RenderEverywhere bool
+	// Gateway is the gateway routers' default-route policy (ECMP, BFD and
+	// its timers), as the zone controllers' flags give it; nil is
+	// config.DefaultGateway(). A node's annotation may override ECMP and BFD.
+	Gateway *config.Gateway
 }
 
 // engine is one render: the in-memory API and the controllers over it.
 type engine struct {
 	// everywhere: every network in every zone (Options.RenderEverywhere).
 	everywhere bool
+	// gateway is Options.Gateway.
+	gateway *config.Gateway
 	c          client.Client
 	events     *recorder
 	warn       func(Problem)
@@ -125,7 +131,7 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 	for _, i := range indexes() {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
 	}
-	e := &engine{c: newCachedClient(b.Build()), events: &recorder{}, warn: warn, zones: map[string]*zone.Reconciler{}, zoneOf: map[string]string{}, everywhere: opts.RenderEverywhere,
+	e := &engine{c: newCachedClient(b.Build()), events: &recorder{}, warn: warn, zones: map[string]*zone.Reconciler{}, zoneOf: map[string]string{}, everywhere: opts.RenderEverywhere, gateway: opts.Gateway,
 		seen: map[string]map[types.NamespacedName]bool{}, observed: map[types.NamespacedName]*nadv1.NetworkAttachmentDefinition{}}
 	e.build(opts.Cluster, logger)
 
@@ -284,7 +290,7 @@ func (e *engine) reconcileNode(ctx context.Context, req reconcile.Request) error
 	}
 	e.zoneOf[node.Name] = z
 	if e.zones[z] == nil {
-		e.zones[z] = &zone.Reconciler{Zone: z, Cluster: e.nodes.Config, Client: e.c, Recorder: e.events, RenderEverywhere: e.everywhere}
+		e.zones[z] = &zone.Reconciler{Zone: z, Cluster: e.nodes.Config, Client: e.c, Recorder: e.events, RenderEverywhere: e.everywhere, Gateway: e.gateway}
 	}
 	return nil
 }

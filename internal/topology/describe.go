@@ -105,6 +105,10 @@ func Describe(rows []model.Model) string {
 				if rt.BFD != nil {
 					if bfd, ok := byID[*rt.BFD].(*nbdb.BFD); ok {
 						line += " bfd " + bfd.LogicalPort
+					} else if rest, ok := strings.CutPrefix(*rt.BFD, "bfd:"); ok {
+						// The default network's session (BFDRowID), shared.
+						port, _, _ := strings.Cut(rest, ":")
+						line += " bfd " + port
 					} else {
 						line += " bfd " + *rt.BFD
 					}

@@ -94,6 +94,12 @@ func (b *builder) defaultRoutes(local nodeinfo.Info, gr string, exits []exit) []
 	return routes
 }
 
+// BFDRowID is the row ID of the default network's BFD session with hop on
+// its gateway router's external port rtoe: a named UUID within the network's
+// rows, and what another network's routes refer to where no Northbound says
+// the row's UUID (render).
+func BFDRowID(rtoe string, hop netip.Addr) string { return "bfd:" + rtoe + ":" + hop.String() }
+
 // bfd returns what a route through hop refers to for BFD: the default
 // network renders the shared row on its external port rtoe (and refers to
 // its ID); another network refers to that row's UUID when the zone has it
@@ -106,7 +112,7 @@ func (b *builder) bfd(node, rtoe string, hop netip.Addr, policy config.Gateway) 
 		}
 		return u, ok
 	}
-	id := "bfd:" + rtoe + ":" + hop.String()
+	id := BFDRowID(rtoe, hop)
 	row := &nbdb.BFD{UUID: id, LogicalPort: rtoe, DstIP: hop.String(), ExternalIDs: b.ext(node)}
 	for _, t := range []struct {
 		v   int

@@ -414,15 +414,29 @@ func (r *Reconciler) replanNetworks(ctx context.Context) {
 
 // sharedBFD returns the UUIDs of the local node's BFD rows (the default
 // network's gateway router's sessions, on its external port of each uplink)
-// by next hop; none without a Northbound (render).
+// by next hop. Without a Northbound (render) they are the rows' IDs in the
+// default network's rendering (topology.BFDRowID), when the node's policy
+// has BFD on.
 func (r *Reconciler) sharedBFD(ctx context.Context, local nodeinfo.Info) (map[netip.Addr]string, error) {
-	if r.NB == nil || local.Gateway == nil {
+	if local.Gateway == nil {
 		return nil, nil
 	}
 	ports := map[string]bool{}
 	def := topology.DefaultNetwork(r.Cluster)
 	for i, u := range local.Gateway.Uplinks() {
 		ports[def.UplinkExternalPort(local.Name, i, u.PhysicalNetwork)] = true
+	}
+	if r.NB == nil {
+		if !topology.UplinkPolicy(config.GatewayOrDefault(r.Gateway), local.Gateway).BFD {
+			return nil, nil
+		}
+		out := map[netip.Addr]string{}
+		for i, u := range local.Gateway.Uplinks() {
+			for _, hop := range u.NextHops {
+				out[hop] = topology.BFDRowID(def.UplinkExternalPort(local.Name, i, u.PhysicalNetwork), hop)
+			}
+		}
+		return out, nil
 	}
 	rows, err := ovsdb.List(ctx, r.NB, func(b *nbdb.BFD) bool { return ports[b.LogicalPort] })
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -249,17 +250,50 @@ func livePorts(ctx context.Context, nb libovsdb.Client, rows []model.Model) ([]m
 	return out, nil
 }
 
-// snapshot reads the objects render takes from the API server, as
+// liveBFD returns network rows with the BFD references of their routes (the
+// default network's session IDs, topology.BFDRowID, as render names them)
+// replaced by the sessions' UUIDs in a zone's Northbound, and how many it
+// replaced.
+func liveBFD(ctx context.Context, nb libovsdb.Client, rows []model.Model) ([]model.Model, int, error) {
+	var sessions []nbdb.BFD
+	if err := nb.List(ctx, &sessions); err != nil {
+		return nil, 0, err
+	}
+	out := make([]model.Model, len(rows))
+	n := 0
+	for i, m := range rows {
+		c := model.Clone(m)
+		if r, ok := c.(*nbdb.LogicalRouterStaticRoute); ok && r.BFD != nil {
+			for _, b := range sessions {
+				hop, err := netip.ParseAddr(b.DstIP)
+				if err == nil && *r.BFD == topology.BFDRowID(b.LogicalPort, hop) {
+					u := b.UUID
+					r.BFD = &u
+					n++
+				}
+			}
+		}
+		out[i] = c
+	}
+	return out, n, nil
+}
+
+// snapshot reads the objects render takes from the suite's API server, as
 // manifest documents, and the annotations the controllers wrote, by
 // "Kind namespace/name".
 func snapshot(ctx context.Context) ([]manifest.Document, map[string]map[string]string, error) {
+	return snapshotFrom(ctx, admin)
+}
+
+// snapshotFrom is snapshot from the API server c talks to.
+func snapshotFrom(ctx context.Context, c client.Client) ([]manifest.Document, map[string]map[string]string, error) {
 	lists := []client.ObjectList{&corev1.NamespaceList{}, &corev1.NodeList{}, &v1.UserDefinedNetworkList{},
 		&v1.ClusterUserDefinedNetworkList{}, &nadv1.NetworkAttachmentDefinitionList{}, &corev1.PodList{},
 		&corev1.ServiceList{}, &discoveryv1.EndpointSliceList{}, &networkingv1.NetworkPolicyList{}}
 	var docs []manifest.Document
 	live := map[string]map[string]string{}
 	for _, l := range lists {
-		if err := admin.List(ctx, l); err != nil {
+		if err := c.List(ctx, l); err != nil {
 			return nil, nil, err
 		}
 		items, err := meta.ExtractList(l)
@@ -268,7 +302,7 @@ func snapshot(ctx context.Context) ([]manifest.Document, map[string]map[string]s
 		}
 		for _, it := range items {
 			o := it.(client.Object)
-			gvks, _, err := admin.Scheme().ObjectKinds(o)
+			gvks, _, err := c.Scheme().ObjectKinds(o)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -15,10 +15,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/render"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 
 // uplinkBFDInterval is the BFD interval of TestUplinks' sandbox: FRR's
@@ -222,6 +227,10 @@ func TestUplinks(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("render writes the zone's rows, BFD references included", func(t *testing.T) {
+		s.renderMatches(t, bfd)
 	})
 
 	t.Run("egress of each network spreads over every uplink", func(t *testing.T) {
@@ -553,4 +562,68 @@ func lens(via [][]*heldConn) []int {
 		out[i] = len(v)
 	}
 	return out
+}
+
+// renderMatches checks that render of the sandbox's own objects, given the
+// zone controllers' flags, gives every network's rows exactly as the zone
+// holds them, with each user network's default routes referring to the
+// default network's BFD sessions (issue: render used to leave them out).
+func (s *uplinkSandbox) renderMatches(t *testing.T, bfd time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	nb, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: s.nb, Tables: zone.NBTables, Indexes: ovsdbsync.Indexes(zone.NBTableNames...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nb.Close)
+	syncer, err := zone.NewSyncer(nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := int(bfd / time.Millisecond)
+	gw := config.Gateway{ECMP: true, BFDMinTx: ms, BFDMinRx: ms} // the sandbox's zone flags; the node's annotation turns BFD on
+	var compared, userRefs int
+	eventually(t, func() error {
+		docs, _, err := snapshotFrom(ctx, s.c)
+		if err != nil {
+			return err
+		}
+		in, err := render.Check(docs)
+		if err != nil {
+			return err
+		}
+		res, err := render.Run(ctx, in, render.Options{Cluster: config.Default(), Gateway: &gw})
+		if err != nil {
+			return err
+		}
+		owners, err := syncer.Owners("net:")
+		if err != nil {
+			return err
+		}
+		compared, userRefs = 0, 0
+		for _, z := range res.Zones {
+			for _, n := range z.Networks {
+				rows, refs, err := liveBFD(ctx, nb, n.Own)
+				if err != nil {
+					return err
+				}
+				if n.Network != "default" {
+					userRefs += refs
+				}
+				if err := sameOwner(syncer, z.Name, "network "+n.Network, zone.NetworkKey(n.Network), n.NotRendered, owners, rows, nil); err != nil {
+					return err
+				}
+				compared += len(rows)
+			}
+		}
+		if len(owners) > 0 {
+			return fmt.Errorf("the Northbound has networks render does not: %v", owners)
+		}
+		return nil
+	})
+	// One user network (up-l3's), with a default route per next hop.
+	if want := uplinkRouters; userRefs != want {
+		t.Errorf("%d user-network routes refer to a BFD session, want %d", userRefs, want)
+	}
+	t.Logf("%d rows identical, %d user-network routes with their BFD session", compared, userRefs)
 }
