@@ -167,7 +167,8 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	rtotr, peer := "rtotr-"+gr, "trtor-"+gr
 	grPorts := []string{lrpID(rtotr)}
 	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtotr), Name: rtotr, MAC: PortMAC(grJoin),
-		Networks: PrefixStrings(append(append([]netip.Prefix{}, grJoin...), localGW...)), Peer: &peer, ExternalIDs: b.ext(local.Name)})
+		Networks: PrefixStrings(append(append([]netip.Prefix{}, grJoin...), localGW...)), Peer: &peer, ExternalIDs: b.ext(local.Name),
+		Options: gatewayMTU(n)})
 	var grRoutes []string
 	for _, s := range n.Subnets {
 		if hop, ok := FamilyOf(localRouterSide, s.CIDR.Addr()); ok {

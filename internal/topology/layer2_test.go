@@ -57,7 +57,7 @@ func TestLayer2SeedExample(t *testing.T) {
 	want := `router GR_test12_namespace.scoped_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true lb_force_snat_ip=router_ip snat-ct-zone=61445}
   load-balancer-group test12_namespace.scoped_clusterLBGroup
   port rtoe-GR_test12_namespace.scoped_node1 mac 02:42:ac:12:00:03 networks 172.18.0.3/16
-  port rtotr-GR_test12_namespace.scoped_node1 mac 0a:58:64:41:00:02 networks 100.65.0.2/16,100.88.0.5/31 peer trtor-GR_test12_namespace.scoped_node1
+  port rtotr-GR_test12_namespace.scoped_node1 mac 0a:58:64:41:00:02 networks 100.65.0.2/16,100.88.0.5/31 peer trtor-GR_test12_namespace.scoped_node1 {gateway_mtu=1400}
   route 0.0.0.0/0 via 172.18.0.1 dev rtoe-GR_test12_namespace.scoped_node1
   route 169.254.0.2/32 via 169.254.0.4 dev rtoe-GR_test12_namespace.scoped_node1
   route 203.203.0.0/24 via 100.88.0.4 dev rtotr-GR_test12_namespace.scoped_node1

@@ -261,7 +261,7 @@ func (b *builder) gateway(local nodeinfo.Info, cfg config.Cluster) (string, []st
 		}
 	}
 	crPort := b.routerPort(routerToJoin(cr), "", crJoin, nil)
-	grPorts := []string{b.routerPort(routerToJoin(gr), local.Name, grJoin, nil)}
+	grPorts := []string{b.routerPort(routerToJoin(gr), local.Name, grJoin, gatewayMTU(n))}
 	b.add(&nbdb.LogicalSwitch{UUID: lsID(join), Name: join, ExternalIDs: b.ext(""), Ports: []string{
 		b.routerTypePort(joinToRouter(cr), routerToJoin(cr), "", nil),
 		b.routerTypePort(joinToRouter(gr), routerToJoin(gr), local.Name, nil),

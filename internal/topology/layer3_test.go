@@ -81,7 +81,7 @@ func TestLayer3(t *testing.T) {
 			want: `router GR_ns1.blue_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true lb_force_snat_ip=router_ip snat-ct-zone=61443}
   load-balancer-group ns1.blue_clusterLBGroup
   port rtoe-GR_ns1.blue_node1 mac 02:42:ac:12:00:02 networks 172.18.0.2/16
-  port rtoj-GR_ns1.blue_node1 mac 0a:58:64:41:00:02 networks 100.65.0.2/16
+  port rtoj-GR_ns1.blue_node1 mac 0a:58:64:41:00:02 networks 100.65.0.2/16 {gateway_mtu=1400}
   route 0.0.0.0/0 via 172.18.0.1 dev rtoe-GR_ns1.blue_node1
   route 10.128.0.0/16 via 100.65.0.1
   route 169.254.0.2/32 via 169.254.0.4 dev rtoe-GR_ns1.blue_node1
@@ -119,7 +119,7 @@ load-balancer-group ns1.blue_clusterLBGroup
 			want: `router GR_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true lb_force_snat_ip=router_ip}
   load-balancer-group clusterLBGroup
   port rtoe-GR_node1 mac 02:42:ac:12:00:02 networks 172.18.0.2/16
-  port rtoj-GR_node1 mac 0a:58:64:40:00:02 networks 100.64.0.2/16,fd98::2/64
+  port rtoj-GR_node1 mac 0a:58:64:40:00:02 networks 100.64.0.2/16,fd98::2/64 {gateway_mtu=1400}
   route 0.0.0.0/0 via 172.18.0.1 dev rtoe-GR_node1
   route 10.244.0.0/16 via 100.64.0.1
   route 169.254.0.2/32 via 169.254.0.4 dev rtoe-GR_node1

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/ovn-org/libovsdb/model"
@@ -228,4 +229,14 @@ func RowID(m model.Model) string {
 // joinAddrs renders "MAC addr addr" for a port's addresses column.
 func joinAddrs(mac string, addrs ...string) string {
 	return strings.Join(append([]string{mac}, addrs...), " ")
+}
+
+// gatewayMTU is the options of a gateway router's port towards the network
+// (rtotr- on Layer2, seed 000; rtoj- on Layer3): gateway_mtu = the network's
+// MTU, so a packet from outside too large for the network (the underlay's
+// MTU is larger by the tunnel's overhead) is answered with ICMP
+// "fragmentation needed" / "packet too big" by the gateway router, and the
+// sender's path MTU discovery works, instead of being lost in the overlay.
+func gatewayMTU(n Network) map[string]string {
+	return map[string]string{"gateway_mtu": strconv.Itoa(n.MTU)}
 }
