@@ -245,7 +245,7 @@ func describePort(ctx context.Context, z *zoneReader, name string) (string, erro
 	if err != nil || p == nil {
 		return name, err
 	}
-	if pod := p.ExternalIDs[zone.PodKey]; pod != "" {
+	if pod := p.ExternalIDs[zone.PodExternalID]; pod != "" {
 		return fmt.Sprintf("%s (pod %s on node %s)", name, pod, z.node), nil
 	}
 	switch p.Type {

@@ -164,7 +164,7 @@ func linkRows(ctx context.Context, r *zone.Reconciler) ([]LinkRows, error) {
 		if len(res.Rows) == 0 && len(res.Problems) == 0 {
 			continue
 		}
-		lr := LinkRows{Link: strings.TrimPrefix(k, primarylinks.OwnerPrefix), Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows, Result: res}
+		lr := LinkRows{Link: strings.TrimPrefix(k.String(), primarylinks.OwnerPrefix), Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows, Result: res}
 		for _, cb := range res.Contributions {
 			lr.Contributions = append(lr.Contributions, Contribution{Table: tableOf(cb.Target), Target: targetName(cb.Target), Column: cb.Column, Members: cb.Members})
 		}

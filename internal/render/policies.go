@@ -35,14 +35,14 @@ func policyRows(ctx context.Context, r *zone.Reconciler) ([]PolicyRows, error) {
 		rows, _, err := r.DesiredPolicy(ctx, key)
 		var held *zone.NotRendered
 		if errors.As(err, &held) {
-			out = append(out, PolicyRows{Owner: key, NotRendered: held.Reason})
+			out = append(out, PolicyRows{Owner: key.String(), NotRendered: held.Reason})
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("zone %s, %s: %w", r.Zone, key, err)
 		}
 		if len(rows) > 0 {
-			out = append(out, PolicyRows{Owner: key, Rows: toRows(rows), Models: rows})
+			out = append(out, PolicyRows{Owner: key.String(), Rows: toRows(rows), Models: rows})
 		}
 	}
 	return out, nil

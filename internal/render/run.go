@@ -66,9 +66,9 @@ type engine struct {
 	everywhere bool
 	// gateway is Options.Gateway.
 	gateway *config.Gateway
-	c          client.Client
-	events     *recorder
-	warn       func(Problem)
+	c       client.Client
+	events  *recorder
+	warn    func(Problem)
 
 	udns     reconcile.Reconciler
 	cudns    reconcile.Reconciler

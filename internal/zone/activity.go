@@ -240,7 +240,7 @@ func (v zoneView) NamespaceServices(namespace string) ([]corev1.Service, error) 
 // rendered here, and only when the pod's use of the node changes what the
 // network was rendered with (a pod stopping on a node of the set may have
 // been the last there: the plan decides, with the grace period).
-func (r *Reconciler) activityKeys(ctx context.Context, before, after *corev1.Pod) []string {
+func (r *Reconciler) activityKeys(ctx context.Context, before, after *corev1.Pod) []Key {
 	if r.RenderEverywhere {
 		return nil
 	}
@@ -278,7 +278,7 @@ func (r *Reconciler) activityKeys(ctx context.Context, before, after *corev1.Pod
 		return nil
 	}
 	networks := r.namespaceNetworks(ctx, pod.Namespace)
-	var out []string
+	var out []Key
 	for _, name := range networks {
 		set, known, planning := r.active.lookup(name)
 		if !known || planning {
@@ -337,7 +337,7 @@ func (r *Reconciler) namespaceNetworks(ctx context.Context, namespace string) []
 
 // serviceActivityKeys returns the networks of a service's namespace when
 // the service starts or stops needing every node (activity.NeedsEveryNode).
-func (r *Reconciler) serviceActivityKeys(ctx context.Context, before, after *corev1.Service) []string {
+func (r *Reconciler) serviceActivityKeys(ctx context.Context, before, after *corev1.Service) []Key {
 	if r.RenderEverywhere {
 		return nil
 	}
@@ -353,7 +353,7 @@ func (r *Reconciler) serviceActivityKeys(ctx context.Context, before, after *cor
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []Key
 	for _, nad := range nads {
 		if name, ok := netconf.NetworkName(nad.Spec.Config); ok {
 			out = append(out, NetworkKey(name))
@@ -406,7 +406,7 @@ func (r *Reconciler) peersHere(ctx context.Context, nets []topology.Network, nod
 // connectActivityKeys returns the networks of a connect, before and after a
 // change, when what it joins changes (each is then used where its peers'
 // pods run).
-func (r *Reconciler) connectActivityKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []string {
+func (r *Reconciler) connectActivityKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []Key {
 	if r.RenderEverywhere || podView(old)+"|"+serviceView(old) == podView(cur)+"|"+serviceView(cur) {
 		return nil
 	}
@@ -428,7 +428,7 @@ func (r *Reconciler) connectActivityKeys(ctx context.Context, old, cur *v1.Clust
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []Key
 	for id := range ids {
 		if name, ok := byID[id]; ok {
 			out = append(out, NetworkKey(name))

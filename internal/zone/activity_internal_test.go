@@ -75,7 +75,7 @@ func TestActivityKeys(t *testing.T) {
 			if tc.planning {
 				defer r.active.begin("ns1.net")()
 			}
-			if d := cmp.Diff(tc.want, r.activityKeys(context.Background(), tc.before, tc.after)); d != "" {
+			if d := cmp.Diff(tc.want, owners(r.activityKeys(context.Background(), tc.before, tc.after))); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})

@@ -29,7 +29,7 @@ func networkRows(t *testing.T, z *ovntest.Zone, network string) []string {
 	t.Helper()
 	var out []string
 	for _, table := range []string{"Logical_Switch", "Logical_Router", "Logical_Switch_Port", "Logical_Router_Port"} {
-		got := z.MustNBCtl("--bare", "--columns=name", "find", table, `external_ids:"k8s.ovn.org/owner"="`+zone.NetworkKey(network)+`"`)
+		got := z.MustNBCtl("--bare", "--columns=name", "find", table, `external_ids:"k8s.ovn.org/owner"="`+zone.NetworkKey(network).String()+`"`)
 		for _, name := range strings.Fields(got) {
 			out = append(out, table+":"+name)
 		}
@@ -90,7 +90,7 @@ func TestRenderWhereUsed(t *testing.T) {
 	// and no other zone holds a port or route for node-c.
 	rc := c.Controller("node-c")
 	for _, n := range []string{net1, net2} {
-		if _, err := rc.Reconcile(ctx, reconcileRequest(zone.NetworkKey(n))); err != nil {
+		if _, err := rc.Reconcile(ctx, reconcileRequest(zone.NetworkKey(n).String())); err != nil {
 			t.Fatal(err)
 		}
 		if rows := networkRows(t, zc, n); len(rows) != 0 {

@@ -127,7 +127,7 @@ func syncAll(b *testing.B, s *ovsdbsync.Syncer, nets []topology.Network, infos [
 		if err != nil {
 			return 0, err
 		}
-		p, err := s.Sync(ctx, zone.NetworkKey(n.Name), res.Rows)
+		p, err := s.Sync(ctx, zone.NetworkKey(n.Name).String(), res.Rows)
 		if err != nil {
 			return 0, err
 		}
@@ -330,7 +330,7 @@ func benchConverge(b *testing.B, networks, nodes int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := sf.Plan(zone.NetworkKey(n.Name), res.Rows)
+		p, err := sf.Plan(zone.NetworkKey(n.Name).String(), res.Rows)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -140,7 +140,7 @@ func TestPodChurn(t *testing.T) {
 	for _, node := range nodes {
 		z := c.Zones[node]
 		cmtest.Eventually(t, 2*time.Minute, func() error {
-			out, err := z.NBCtl("--bare", "--columns=name", "find", "Logical_Switch_Port", "external_ids:"+zone.PodKey+"!=\"\"")
+			out, err := z.NBCtl("--bare", "--columns=name", "find", "Logical_Switch_Port", "external_ids:"+zone.PodExternalID+"!=\"\"")
 			if err != nil {
 				return err
 			}

@@ -26,13 +26,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
-// connectKeyPrefix starts the reconcile key (and OVSDB owner) of a
-// ClusterNetworkConnect: "cnc:<name>".
-const connectKeyPrefix = "cnc:"
-
-// ConnectKey is the reconcile key of a ClusterNetworkConnect.
-func ConnectKey(name string) string { return connectKeyPrefix + name }
-
 // reconcileConnect writes one connect's rows and its contributions to the
 // networks' routers in one transaction, and reports the outcome in the
 // connect's Ready-In-Zone-<node> condition.
@@ -43,7 +36,7 @@ func (r *Reconciler) reconcileConnect(ctx context.Context, name string) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	// The connect router is a datapath: its writes pass the northd gate.
-	p, err := r.gate.Sync(ctx, r.Syncer, ConnectKey(name), out.Rows, out.Contributions...)
+	p, err := r.gate.Sync(ctx, r.Syncer, ConnectKey(name).String(), out.Rows, out.Contributions...)
 	if cnc != nil {
 		if serr := r.connectStatus(ctx, cnc, out.Problems, err); serr != nil && err == nil {
 			err = serr
@@ -183,7 +176,7 @@ func (r *Reconciler) connectStatus(ctx context.Context, cnc *v1.ClusterNetworkCo
 }
 
 // connectKeys are the keys of every ClusterNetworkConnect.
-func (r *Reconciler) connectKeys(ctx context.Context) []string {
+func (r *Reconciler) connectKeys(ctx context.Context) []Key {
 	if r.DisableNetworkConnect {
 		return nil
 	}
@@ -191,7 +184,7 @@ func (r *Reconciler) connectKeys(ctx context.Context) []string {
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil
 	}
-	out := make([]string, len(list.Items))
+	out := make([]Key, len(list.Items))
 	for i, c := range list.Items {
 		out[i] = ConnectKey(c.Name)
 	}
@@ -204,7 +197,7 @@ func (r *Reconciler) connectKeys(ctx context.Context) []string {
 func (r *Reconciler) replanConnects(ctx context.Context) {
 	for _, k := range r.connectKeys(ctx) {
 		select {
-		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k)}}:
+		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k.String())}}:
 		default: // full, or no controller (render): connects requeue by themselves
 		}
 	}
@@ -338,7 +331,7 @@ func connectView(cnc *v1.ClusterNetworkConnect, t v1.ConnectivityType) string {
 // connect, before and after a change, when the change alters what services
 // see of it (serviceView): their load balancers join or leave the peers'
 // switches.
-func (r *Reconciler) connectServiceKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []string {
+func (r *Reconciler) connectServiceKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []Key {
 	if serviceView(old) == serviceView(cur) {
 		return nil
 	}
@@ -357,7 +350,7 @@ func (r *Reconciler) connectServiceKeys(ctx context.Context, old, cur *v1.Cluste
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []Key
 	for id := range ids {
 		name, ok := byID[id]
 		if !ok {

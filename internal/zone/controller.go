@@ -6,11 +6,11 @@
 // zones' chassis in the zone's Southbound, and to what internal/netpol
 // computes for every NetworkPolicy, and to what internal/connectrouter
 // computes for every ClusterNetworkConnect. A pod's ports are its own rows,
-// written apart from its network's (podports.go). Reconcile keys are
-// "net:<network>", "pod:<ns>/<name>", "svc:<ns>/<name>", the policy keys (see PolicyKey,
-// DenyKey, PeerKey), "cnc:<name>" and "chassis"; each
-// is written in one transaction, and a reconcile with nothing to change
-// writes nothing.
+// written apart from its network's (podports.go). A reconcile key is a
+// typed Key (key.go: its Kind, and the network, namespace and name it
+// names), whose String is the OVSDB owner of the rows it writes; each key's
+// rows are written in one transaction, and a reconcile with nothing to
+// change writes nothing.
 package zone
 
 import (
@@ -48,15 +48,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
-
-// Reconcile keys.
-const (
-	networkKeyPrefix = "net:"
-	chassisKey       = "chassis"
-)
-
-// NetworkKey is the reconcile key (and the OVSDB owner) of a network.
-func NetworkKey(network string) string { return networkKeyPrefix + network }
 
 // NBTables are the Northbound tables a zone controller writes, referenced
 // tables first.
@@ -119,7 +110,7 @@ func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 	// Networks and NetworkPolicy owners own their rows and contribute to
 	// nobody's: their plans, most of a zone's, need not scan every shared
 	// column for members to withdraw.
-	for _, prefix := range []string{networkKeyPrefix, policyKeyPrefix, denyKeyPrefix, peerKeyPrefix} {
+	for _, prefix := range []string{networkPrefix, policyPrefix, denyPrefix, peerPrefix} {
 		s.NeverContributes(prefix)
 	}
 	return s, nil
@@ -243,30 +234,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	key := req.Name
-	defer r.running.lock(key)()
-	if key == chassisKey {
-		return ctrl.Result{}, r.reconcileChassis(ctx)
-	}
-	if strings.HasPrefix(key, podKeyPrefix) {
-		return r.reconcilePod(ctx, strings.TrimPrefix(key, podKeyPrefix))
-	}
-	if strings.HasPrefix(key, serviceKeyPrefix) {
-		return r.reconcileService(ctx, strings.TrimPrefix(key, serviceKeyPrefix))
-	}
-	if isPolicyKey(key) {
-		return r.reconcilePolicyKey(ctx, key)
-	}
-	if strings.HasPrefix(key, connectKeyPrefix) {
-		return r.reconcileConnect(ctx, strings.TrimPrefix(key, connectKeyPrefix))
-	}
-	if strings.HasPrefix(key, linkKeyPrefix) {
-		return r.reconcileLink(ctx, key)
-	}
-	if !strings.HasPrefix(key, networkKeyPrefix) {
+	key, ok := ParseKey(req.Name)
+	if !ok {
 		return ctrl.Result{}, nil
 	}
-	return r.reconcileNetwork(ctx, strings.TrimPrefix(key, networkKeyPrefix))
+	defer r.running.lock(req.Name)()
+	switch key.Kind {
+	case KindChassis:
+		return ctrl.Result{}, r.reconcileChassis(ctx)
+	case KindPod:
+		return r.reconcilePod(ctx, key.Namespace+"/"+key.Name)
+	case KindService:
+		return r.reconcileService(ctx, key)
+	case KindPolicy, KindDeny, KindPeer:
+		return r.reconcilePolicyKey(ctx, key)
+	case KindConnect:
+		return r.reconcileConnect(ctx, key.Name)
+	case KindLink:
+		return r.reconcileLink(ctx, key)
+	case KindNetwork:
+		return r.reconcileNetwork(ctx, key.Network)
+	}
+	return ctrl.Result{}, nil
 }
 
 func (r *Reconciler) reconcileChassis(ctx context.Context) error {
@@ -314,7 +303,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.gate.Sync(ctx, r.Syncer, NetworkKey(name), d.rows)
+	p, err := r.gate.Sync(ctx, r.Syncer, NetworkKey(name).String(), d.rows)
 	if err != nil {
 		r.whole.forget(name)
 		return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
@@ -406,7 +395,7 @@ func (r *Reconciler) replanNetworks(ctx context.Context) {
 			continue
 		}
 		select {
-		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(NetworkKey(n))}}:
+		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(NetworkKey(n).String())}}:
 		default: // full, or no controller (render): they requeue by themselves
 		}
 	}
@@ -782,8 +771,8 @@ func (r *Reconciler) forgetNetwork(ctx context.Context, network string) {
 // network, every network a NAD defines, every network that still holds rows in
 // the zone's Northbound (deleted while the controller was away), and the
 // node's pods.
-func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
-	keys := map[string]bool{chassisKey: true}
+func (r *Reconciler) Keys(ctx context.Context) ([]Key, error) {
+	keys := map[Key]bool{ChassisKey(): true}
 	names, err := r.Networks(ctx)
 	if err != nil {
 		return nil, err
@@ -791,12 +780,19 @@ func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
 	for _, name := range names {
 		keys[NetworkKey(name)] = true
 	}
-	owners, err := r.Syncer.Owners(networkKeyPrefix)
-	if err != nil {
-		return nil, err
+	// Owners in the database: whatever of them is not a key of ours is
+	// left alone.
+	addOwners := func(prefix string) error {
+		owners, err := r.Syncer.Owners(prefix)
+		for owner := range owners {
+			if k, ok := ParseKey(owner); ok {
+				keys[k] = true
+			}
+		}
+		return err
 	}
-	for owner := range owners {
-		keys[owner] = true
+	if err := addOwners(networkPrefix); err != nil {
+		return nil, err
 	}
 	svcKeys, err := r.serviceKeys(ctx)
 	if err != nil {
@@ -818,32 +814,24 @@ func (r *Reconciler) Keys(ctx context.Context) ([]string, error) {
 	for _, k := range r.linkKeys(ctx) {
 		keys[k] = true
 	}
-	connectOwners, err := r.Syncer.Owners(connectKeyPrefix)
-	if err != nil {
+	if err := addOwners(connectPrefix); err != nil {
 		return nil, err
-	}
-	for owner := range connectOwners {
-		keys[owner] = true
 	}
 	// Pods holding ports (a Layer2 network's remote ones included), and
 	// those deleted while the controller was away.
-	podOwners, err := r.Syncer.Owners(podKeyPrefix)
-	if err != nil {
+	if err := addOwners(podPrefix); err != nil {
 		return nil, err
-	}
-	for owner := range podOwners {
-		keys[owner] = true
 	}
 	// The node's pods: a change of the node (its slices) may let them be attached.
 	if local, ok, err := r.localNode(ctx); err == nil && ok {
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeIndex: local.Name}); err == nil {
 			for _, p := range pods.Items {
-				keys[podKeyPrefix+p.Namespace+"/"+p.Name] = true
+				keys[PodKey(p.Namespace, p.Name)] = true
 			}
 		}
 	}
-	out := make([]string, 0, len(keys))
+	out := make([]Key, 0, len(keys))
 	for k := range keys {
 		out = append(out, k)
 	}
@@ -872,10 +860,10 @@ func (r *Reconciler) Networks(ctx context.Context) ([]string, error) {
 }
 
 // PodRequest is the reconcile request of a pod (its Layer3 attachments).
-func PodRequest(namespace, name string) reconcile.Request {
-	return request(podKeyPrefix + namespace + "/" + name)
-}
+func PodRequest(namespace, name string) reconcile.Request { return request(PodKey(namespace, name)) }
 
-func request(key string) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Name: key}}
+// request is the reconcile request of a key: its owner string, which
+// Reconcile parses back.
+func request(k Key) reconcile.Request {
+	return reconcile.Request{NamespacedName: types.NamespacedName{Name: k.String()}}
 }

@@ -92,7 +92,7 @@ func benchControllerRestart(b *testing.B, networks, nodes int) {
 func settled(b *testing.B, r *zone.Reconciler, controller string) (int, time.Time) {
 	b.Helper()
 	base := reconcileTotal(b, controller)
-	var keys []string
+	var keys []zone.Key
 	cmtest.Eventually(b, time.Minute, func() error {
 		var err error
 		keys, err = r.Keys(context.Background())

@@ -125,7 +125,7 @@ func (r *Reconciler) observeNetworkReady(ctx context.Context, network string) {
 // podPortsByNetwork counts the pod ports in the zone's Northbound cache by
 // network (ovn_udn_pods).
 func (r *Reconciler) podPortsByNetwork() (map[string]int, error) {
-	ports, err := ovsdb.List(context.Background(), r.NB, func(p *nbdb.LogicalSwitchPort) bool { return p.ExternalIDs[PodKey] != "" })
+	ports, err := ovsdb.List(context.Background(), r.NB, func(p *nbdb.LogicalSwitchPort) bool { return p.ExternalIDs[PodExternalID] != "" })
 	if err != nil {
 		return nil, err
 	}

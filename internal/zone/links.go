@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -23,20 +21,12 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
-// linkKeyPrefix starts the reconcile key (and OVSDB owner) of the link
-// between two primary networks of a namespace:
-// "primary-link:<network>|<network>" (primarylinks.Owner).
-const linkKeyPrefix = primarylinks.OwnerPrefix
-
-// LinkKey is the reconcile key of the link between networks a and b.
-func LinkKey(a, b string) string { return primarylinks.Owner(a, b) }
-
 // linkPairs returns the pairs of primary networks that share a namespace,
 // by link key: every two of a namespace's primary networks
 // (podnet.NamespacePrimaries, the one place that says which they are).
 // Namespaces selected by the same ClusterUserDefinedNetworks give the same
 // pairs once.
-func (r *Reconciler) linkPairs(ctx context.Context) (map[string][2]string, error) {
+func (r *Reconciler) linkPairs(ctx context.Context) (map[Key][2]string, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := r.Client.List(ctx, &nads); err != nil {
 		return nil, err
@@ -49,7 +39,7 @@ func (r *Reconciler) linkPairs(ctx context.Context) (map[string][2]string, error
 		}
 		byNS[n.Namespace][podnet.Key(n.Namespace, n.Name)] = n
 	}
-	out := map[string][2]string{}
+	out := map[Key][2]string{}
 	for ns, list := range byNS {
 		if len(list) < 2 {
 			continue
@@ -115,47 +105,49 @@ func (r *Reconciler) linkedNetworks(ctx context.Context, network string) (map[st
 
 // LinkKeys returns the keys of the links the namespaces' primary networks
 // make, sorted (`ovn-udn render` renders them with DesiredLink).
-func (r *Reconciler) LinkKeys(ctx context.Context) ([]string, error) {
+func (r *Reconciler) LinkKeys(ctx context.Context) ([]Key, error) {
 	pairs, err := r.linkPairs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]string, 0, len(pairs))
+	out := make([]Key, 0, len(pairs))
 	for k := range pairs {
 		out = append(out, k)
 	}
-	sort.Strings(out)
+	slices.SortFunc(out, compareKeys)
 	return out, nil
 }
 
 // linkKeys returns the keys of the links the zone renders and of those
 // that still hold rows in its Northbound (their pair is gone): a full
 // resync's (Keys), which scans every NAD and the Northbound.
-func (r *Reconciler) linkKeys(ctx context.Context) []string {
-	set := map[string]bool{}
+func (r *Reconciler) linkKeys(ctx context.Context) []Key {
+	set := map[Key]bool{}
 	if pairs, err := r.linkPairs(ctx); err == nil {
 		for k := range pairs {
 			set[k] = true
 		}
 	}
-	if owners, err := r.Syncer.Owners(linkKeyPrefix); err == nil {
-		for k := range owners {
-			set[k] = true
+	if owners, err := r.Syncer.Owners(linkPrefix); err == nil {
+		for o := range owners {
+			if k, ok := ParseKey(o); ok {
+				set[k] = true
+			}
 		}
 	}
-	out := make([]string, 0, len(set))
+	out := make([]Key, 0, len(set))
 	for k := range set {
 		out = append(out, k)
 	}
-	sort.Strings(out)
+	slices.SortFunc(out, compareKeys)
 	return out
 }
 
 // networkLinkKeys returns the keys of the links a change of network may
 // concern: those its namespaces' primary networks make now, and those the
 // zone holds (it may be leaving them).
-func (r *Reconciler) networkLinkKeys(ctx context.Context, network string) []string {
-	set := map[string]bool{}
+func (r *Reconciler) networkLinkKeys(ctx context.Context, network string) []Key {
+	set := map[Key]bool{}
 	if linked, err := r.linkedNetworks(ctx, network); err == nil {
 		for other := range linked {
 			set[LinkKey(network, other)] = true
@@ -164,7 +156,7 @@ func (r *Reconciler) networkLinkKeys(ctx context.Context, network string) []stri
 	for _, k := range r.links.of(network) {
 		set[k] = true
 	}
-	return slices.Sorted(maps.Keys(set))
+	return slices.SortedFunc(maps.Keys(set), compareKeys)
 }
 
 // replanLinks asks for network's links to be planned again (its routers,
@@ -173,7 +165,7 @@ func (r *Reconciler) networkLinkKeys(ctx context.Context, network string) []stri
 func (r *Reconciler) replanLinks(ctx context.Context, network string) {
 	for _, k := range r.networkLinkKeys(ctx, network) {
 		select {
-		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k)}}:
+		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k.String())}}:
 		default: // full, or no controller (render): links requeue by themselves
 		}
 	}
@@ -182,13 +174,13 @@ func (r *Reconciler) replanLinks(ctx context.Context, network string) {
 // reconcileLink writes the link of a pair of primary networks on the
 // zone's node, and its contributions to the two networks' routers, in one
 // transaction; a pair that no longer shares a namespace loses its rows.
-func (r *Reconciler) reconcileLink(ctx context.Context, key string) (ctrl.Result, error) {
-	logger := log.FromContext(ctx).WithValues("primaryLink", strings.TrimPrefix(key, linkKeyPrefix), "zone", r.Zone)
+func (r *Reconciler) reconcileLink(ctx context.Context, key Key) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("primaryLink", key.Network+"|"+key.Name, "zone", r.Zone)
 	out, err := r.DesiredLink(ctx, key)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.gate.Sync(ctx, r.Syncer, key, out.Rows, out.Contributions...)
+	p, err := r.gate.Sync(ctx, r.Syncer, key.String(), out.Rows, out.Contributions...)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("primary link %s: %w", key, err)
 	}
@@ -200,11 +192,11 @@ func (r *Reconciler) reconcileLink(ctx context.Context, key string) (ctrl.Result
 // key in the zone: none when its two networks no longer share a namespace,
 // or one of them is not rendered here. It reads the NADs of the link's
 // networks and of their namespaces only.
-func (r *Reconciler) DesiredLink(ctx context.Context, key string) (primarylinks.Result, error) {
-	na, nb, ok := primarylinks.ParseOwner(key)
-	if !ok {
-		return primarylinks.Result{}, nil // not a key this controller writes: its rows (if any) go
+func (r *Reconciler) DesiredLink(ctx context.Context, key Key) (primarylinks.Result, error) {
+	if key.Kind != KindLink {
+		return primarylinks.Result{}, nil // not a link: no rows
 	}
+	na, nb := key.Network, key.Name
 	linked, err := r.linkedNetworks(ctx, na)
 	if err != nil {
 		return primarylinks.Result{}, err
@@ -246,14 +238,14 @@ func (r *Reconciler) DesiredLink(ctx context.Context, key string) (primarylinks.
 // a network's events find the links it leaves without scanning the database.
 type linkSet struct {
 	mu   sync.Mutex
-	keys map[string]bool
+	keys map[Key]bool
 }
 
-func (l *linkSet) set(key string, held bool) {
+func (l *linkSet) set(key Key, held bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.keys == nil {
-		l.keys = map[string]bool{}
+		l.keys = map[Key]bool{}
 	}
 	if held {
 		l.keys[key] = true
@@ -263,12 +255,12 @@ func (l *linkSet) set(key string, held bool) {
 }
 
 // of returns the held links one of whose networks is network.
-func (l *linkSet) of(network string) []string {
+func (l *linkSet) of(network string) []Key {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []string
+	var out []Key
 	for k := range l.keys {
-		if a, b, _ := primarylinks.ParseOwner(k); a == network || b == network {
+		if k.Network == network || k.Name == network {
 			out = append(out, k)
 		}
 	}

@@ -3,7 +3,6 @@ package zone
 import (
 	"context"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -59,7 +58,7 @@ func (r *Reconciler) nodeEvents() handler.EventHandler {
 
 // nodeKeys are the keys a Node's change (old nil: created; cur nil:
 // deleted) requeues (nodeEvents).
-func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []string {
+func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []Key {
 	var name string
 	local := false
 	for _, n := range []*corev1.Node{old, cur} {
@@ -88,7 +87,7 @@ func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []stri
 		keys, _ := r.Keys(ctx)
 		return withoutServices(keys)
 	}
-	keys := []string{chassisKey}
+	keys := []Key{ChassisKey()}
 	keys = append(keys, r.connectKeys(ctx)...)
 	keys = append(keys, r.linkKeys(ctx)...)
 	keys = append(keys, r.podsOnNode(ctx, name)...)
@@ -98,8 +97,8 @@ func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []stri
 // networksRendering returns the keys of the networks whose rendering of
 // node may have changed: those changed says may, of those that render the
 // node (a network not planned yet, or being planned, may).
-func (r *Reconciler) networksRendering(networks []string, node string, changed func(network string) bool) []string {
-	var keys []string
+func (r *Reconciler) networksRendering(networks []string, node string, changed func(network string) bool) []Key {
+	var keys []Key
 	for _, n := range networks {
 		if !changed(n) {
 			continue
@@ -118,7 +117,7 @@ func (r *Reconciler) networksRendering(networks []string, node string, changed f
 // NADs only, podnet.ParsePod; every pod and service when the default
 // network's slice changed); the chassis, policies, connects and links as
 // they are.
-func (r *Reconciler) localSliceKeys(ctx context.Context, keys []string, changed func(network string) bool) []string {
+func (r *Reconciler) localSliceKeys(ctx context.Context, keys []Key, changed func(network string) bool) []Key {
 	everyNamespace := changed(nodeinfo.DefaultNetwork)
 	namespaces := map[string]bool{}
 	if !everyNamespace {
@@ -139,18 +138,12 @@ func (r *Reconciler) localSliceKeys(ctx context.Context, keys []string, changed 
 			}
 		}
 	}
-	inChanged := func(key, prefix string) bool {
-		ns, _, _ := strings.Cut(strings.TrimPrefix(key, prefix), "/")
-		return everyNamespace || namespaces[ns]
-	}
-	return slices.DeleteFunc(keys, func(k string) bool {
-		switch {
-		case strings.HasPrefix(k, networkKeyPrefix):
-			return !changed(strings.TrimPrefix(k, networkKeyPrefix))
-		case strings.HasPrefix(k, podKeyPrefix):
-			return !inChanged(k, podKeyPrefix)
-		case strings.HasPrefix(k, serviceKeyPrefix):
-			return !inChanged(k, serviceKeyPrefix)
+	return slices.DeleteFunc(keys, func(k Key) bool {
+		switch k.Kind {
+		case KindNetwork:
+			return !changed(k.Network)
+		case KindPod, KindService:
+			return !everyNamespace && !namespaces[k.Namespace]
 		}
 		return false
 	})
@@ -158,8 +151,8 @@ func (r *Reconciler) localSliceKeys(ctx context.Context, keys []string, changed 
 
 // withoutServices drops the service keys (another node's change alters no
 // service of this zone).
-func withoutServices(keys []string) []string {
-	return slices.DeleteFunc(keys, func(k string) bool { return strings.HasPrefix(k, serviceKeyPrefix) })
+func withoutServices(keys []Key) []Key {
+	return slices.DeleteFunc(keys, func(k Key) bool { return k.Kind == KindService })
 }
 
 // slicesChanged tells, for a Node's change, whether a network's rendering

@@ -78,7 +78,7 @@ func TestNodeEventNetworks(t *testing.T) {
 				defer r.active.begin(tc.planning)()
 			}
 			changed, _ := slicesChanged(tc.old, tc.cur)
-			if d := cmp.Diff(tc.want, r.networksRendering(networks, "node-b", changed)); d != "" {
+			if d := cmp.Diff(tc.want, owners(r.networksRendering(networks, "node-b", changed))); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
 		})
@@ -99,20 +99,28 @@ func TestLocalSliceKeys(t *testing.T) {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
 	}
 	r := &Reconciler{Zone: "node-a", Client: b.Build()}
-	keys := []string{chassisKey, "net:blue", "net:default", "net:red", "np:ns2/deny-all", "pod:ns1/a", "pod:ns1b/b", "pod:ns2/c", "pod:ns3/d",
+	keys := []string{"chassis", "net:blue", "net:default", "net:red", "np:ns2/deny-all", "pod:ns1/a", "pod:ns1b/b", "pod:ns2/c", "pod:ns3/d",
 		"svc:ns1/web", "svc:ns2/web"}
 	for _, tc := range []struct {
 		name    string
 		changed []string
 		want    []string
 	}{
-		{"red's slice", []string{"red"}, []string{chassisKey, "net:red", "np:ns2/deny-all", "pod:ns1/a", "pod:ns1b/b", "svc:ns1/web"}},
-		{"a new network's slice, nothing of it here yet", []string{"green"}, []string{chassisKey, "np:ns2/deny-all"}},
-		{"the default network's slice", []string{"default"}, []string{chassisKey, "net:default", "np:ns2/deny-all", "pod:ns1/a", "pod:ns1b/b",
+		{"red's slice", []string{"red"}, []string{"chassis", "net:red", "np:ns2/deny-all", "pod:ns1/a", "pod:ns1b/b", "svc:ns1/web"}},
+		{"a new network's slice, nothing of it here yet", []string{"green"}, []string{"chassis", "np:ns2/deny-all"}},
+		{"the default network's slice", []string{"default"}, []string{"chassis", "net:default", "np:ns2/deny-all", "pod:ns1/a", "pod:ns1b/b",
 			"pod:ns2/c", "pod:ns3/d", "svc:ns1/web", "svc:ns2/web"}},
 	} {
 		changed := func(n string) bool { return slices.Contains(tc.changed, n) }
-		if d := cmp.Diff(tc.want, r.localSliceKeys(context.Background(), slices.Clone(keys), changed)); d != "" {
+		var in []Key
+		for _, k := range keys {
+			key, ok := ParseKey(k)
+			if !ok || key.String() != k {
+				t.Fatalf("ParseKey(%q) = %v, %v", k, key, ok)
+			}
+			in = append(in, key)
+		}
+		if d := cmp.Diff(tc.want, owners(r.localSliceKeys(context.Background(), in, changed))); d != "" {
 			t.Errorf("%s (-want +got):\n%s", tc.name, d)
 		}
 	}

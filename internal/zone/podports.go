@@ -54,7 +54,7 @@ func (r *Reconciler) syncPodPorts(ctx context.Context, key string, pod *corev1.P
 		logger.V(1).Info("pod ports wait", "reason", wait)
 		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
 	}
-	p, err := r.Syncer.Sync(ctx, podKeyPrefix+key, rows, contribs...)
+	p, err := r.Syncer.Sync(ctx, PodOwner(key), rows, contribs...)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("pod %s: ports: %w", key, err)
 	}
@@ -145,7 +145,7 @@ func portOf(p *corev1.Pod, k string, a podnet.Attachment) (topology.Port, bool) 
 	}
 	return topology.Port{Name: podnet.PortName(k, p.Namespace, p.Name), Node: p.Spec.NodeName, MAC: a.MAC, IPs: addrs, TunnelKey: a.TunnelID,
 		Isolated:    a.Role == podnet.RoleInfrastructure,
-		ExternalIDs: map[string]string{PodKey: p.Namespace + "/" + p.Name, NADKey: k}}, true
+		ExternalIDs: map[string]string{PodExternalID: p.Namespace + "/" + p.Name, NADExternalID: k}}, true
 }
 
 // replanPods asks for the ports of a network's pods to be planned again
@@ -162,7 +162,7 @@ func (r *Reconciler) replanPods(network string) {
 // network in this zone: those attached through its NADs (every node's on
 // a Layer2 network, whose remote ports the zone holds too); for the default
 // network, the pods of the zone's node.
-func (r *Reconciler) podsOfNetwork(ctx context.Context, network string) []string {
+func (r *Reconciler) podsOfNetwork(ctx context.Context, network string) []Key {
 	var pods []corev1.Pod
 	if network == nodeinfo.DefaultNetwork {
 		local, ok, err := r.localNode(ctx)
@@ -187,24 +187,24 @@ func (r *Reconciler) podsOfNetwork(ctx context.Context, network string) []string
 			pods = append(pods, list.Items...)
 		}
 	}
-	out := make([]string, 0, len(pods))
+	out := make([]Key, 0, len(pods))
 	for _, p := range pods {
-		out = append(out, podKeyPrefix+p.Namespace+"/"+p.Name)
+		out = append(out, PodKey(p.Namespace, p.Name))
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, compareKeys)
 	return slices.Compact(out)
 }
 
 // podsOnNode returns the reconcile keys of a node's pods (their remote
 // ports follow the node's chassis).
-func (r *Reconciler) podsOnNode(ctx context.Context, node string) []string {
+func (r *Reconciler) podsOnNode(ctx context.Context, node string) []Key {
 	var list corev1.PodList
 	if err := r.Client.List(ctx, &list, client.MatchingFields{podNodeIndex: node}); err != nil {
 		return nil
 	}
-	out := make([]string, 0, len(list.Items))
+	out := make([]Key, 0, len(list.Items))
 	for _, p := range list.Items {
-		out = append(out, podKeyPrefix+p.Namespace+"/"+p.Name)
+		out = append(out, PodKey(p.Namespace, p.Name))
 	}
 	return out
 }
@@ -229,5 +229,6 @@ func (r *Reconciler) DesiredPod(ctx context.Context, key string) ([]model.Model,
 	return rows, contribs, err
 }
 
-// PodOwner is the owner key of a pod's rows.
-func PodOwner(key string) string { return podKeyPrefix + key }
+// PodOwner is the owner of a pod's rows, from its "<namespace>/<name>"
+// ("pod:" alone, for Owners, with "").
+func PodOwner(key string) string { return podPrefix + key }

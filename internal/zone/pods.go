@@ -26,9 +26,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
-// Reconcile keys of pods: "pod:<namespace>/<name>".
-const podKeyPrefix = "pod:"
-
 // Pod indexes in the manager's cache.
 const (
 	podNodeIndex = "spec.nodeName"
@@ -501,8 +498,8 @@ func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []strin
 
 // External IDs identifying a pod's port.
 const (
-	PodKey = "k8s.ovn.org/pod"
-	NADKey = "k8s.ovn.org/nad"
+	PodExternalID = "k8s.ovn.org/pod"
+	NADExternalID = "k8s.ovn.org/nad"
 )
 
 // networkKeys returns the attachment keys of a network: "default", or the

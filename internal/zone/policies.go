@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/ovn-org/libovsdb/model"
@@ -30,36 +29,13 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
-// Reconcile keys (and OVSDB owners) of network policies:
-//   - "np:<namespace>/<name>": a policy's port group and ACLs;
-//   - "npdeny:<namespace>": a namespace's default-deny port groups;
-//   - "npas:<network>|<peer key>": a peer's address sets on a network.
-const (
-	policyKeyPrefix = "np:"
-	denyKeyPrefix   = "npdeny:"
-	peerKeyPrefix   = "npas:"
-)
-
-// PolicyKey is the reconcile key (and the OVSDB owner) of a network policy.
-func PolicyKey(namespace, name string) string { return policyKeyPrefix + namespace + "/" + name }
-
-// DenyKey is the reconcile key of a namespace's default-deny port groups.
-func DenyKey(namespace string) string { return denyKeyPrefix + namespace }
-
-// PeerKey is the reconcile key of a policy peer's address sets on a network.
-func PeerKey(network string, p netpol.Peer) string { return peerKeyPrefix + network + "|" + p.Key() }
-
 // policyPeersIndex indexes NetworkPolicies by the keys of their peers.
 const policyPeersIndex = "netpol.peers"
 
-func isPolicyKey(key string) bool {
-	return strings.HasPrefix(key, policyKeyPrefix) || strings.HasPrefix(key, denyKeyPrefix) || strings.HasPrefix(key, peerKeyPrefix)
-}
-
 // reconcilePolicyKey writes the rows of a policy, a namespace's default deny
 // or a peer, in one transaction.
-func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key string) (ctrl.Result, error) {
-	logger := log.FromContext(ctx).WithValues("owner", key, "zone", r.Zone)
+func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key Key) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("owner", key.String(), "zone", r.Zone)
 	rows, waiting, err := r.DesiredPolicy(ctx, key)
 	var held *NotRendered
 	if errors.As(err, &held) {
@@ -69,7 +45,7 @@ func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key string) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.Syncer.Sync(ctx, key, rows)
+	p, err := r.Syncer.Sync(ctx, key.String(), rows)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("%s: %w", key, err)
 	}
@@ -81,7 +57,7 @@ func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key string) (ctrl.R
 	// queue's backoff retries it too, in case they came in between. What
 	// the key waits for is replaced on every reconcile, so a pod deleted
 	// before its port was written is not waited for any longer.
-	r.waiters.wait(key, waiting)
+	r.waiters.wait(key.String(), waiting)
 	if len(waiting) > 0 {
 		logger.V(1).Info("policy waits for pods' ports", "ports", waiting)
 		return ctrl.Result{Requeue: true}, nil
@@ -163,19 +139,17 @@ func (r *Reconciler) wakeWaiters(ctx context.Context) {
 // them out). Nothing when the object is gone, its namespace has no network or
 // the zone has no node; a *NotRendered error while the namespace's network is
 // undecided or the zone's node unready.
-func (r *Reconciler) DesiredPolicy(ctx context.Context, key string) ([]model.Model, []string, error) {
-	switch {
-	case strings.HasPrefix(key, policyKeyPrefix):
-		ns, name, _ := strings.Cut(strings.TrimPrefix(key, policyKeyPrefix), "/")
-		return r.desiredPolicy(ctx, ns, name)
-	case strings.HasPrefix(key, denyKeyPrefix):
-		return r.desiredDeny(ctx, strings.TrimPrefix(key, denyKeyPrefix))
-	case strings.HasPrefix(key, peerKeyPrefix):
-		network, peerKey, _ := strings.Cut(strings.TrimPrefix(key, peerKeyPrefix), "|")
-		rows, err := r.desiredPeer(ctx, network, peerKey)
+func (r *Reconciler) DesiredPolicy(ctx context.Context, key Key) ([]model.Model, []string, error) {
+	switch key.Kind {
+	case KindPolicy:
+		return r.desiredPolicy(ctx, key.Namespace, key.Name)
+	case KindDeny:
+		return r.desiredDeny(ctx, key.Namespace)
+	case KindPeer:
+		rows, err := r.desiredPeer(ctx, key.Network, key.Name)
 		return rows, nil, err
 	}
-	return nil, nil, fmt.Errorf("%q is not a network policy key", key)
+	return nil, nil, fmt.Errorf("%s is not a network policy key", key)
 }
 
 func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) ([]model.Model, []string, error) {
@@ -538,8 +512,8 @@ func policyPeerKeys(o client.Object) []string {
 
 // policyKeysOf returns the keys a policy's change concerns: its own, its
 // namespace's default deny, and its peers on its namespace's networks.
-func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.NetworkPolicy) []string {
-	out := []string{PolicyKey(pol.Namespace, pol.Name), DenyKey(pol.Namespace)}
+func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.NetworkPolicy) []Key {
+	out := []Key{PolicyKey(pol.Namespace, pol.Name), DenyKey(pol.Namespace)}
 	networks, ok, err := r.primaryNetworks(ctx, pol.Namespace)
 	if err != nil || !ok {
 		return out
@@ -554,12 +528,12 @@ func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.Network
 
 // namespacePolicyKeys returns the keys of the policies of a namespace (every
 // namespace for ""), with their default denies and peers.
-func (r *Reconciler) namespacePolicyKeys(ctx context.Context, namespace string) []string {
+func (r *Reconciler) namespacePolicyKeys(ctx context.Context, namespace string) []Key {
 	var list networkingv1.NetworkPolicyList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
-	var out []string
+	var out []Key
 	for i := range list.Items {
 		out = append(out, r.policyKeysOf(ctx, &list.Items[i])...)
 	}
@@ -587,12 +561,12 @@ func (r *Reconciler) replanPoliciesIfUsedHereChanged(ctx context.Context, networ
 
 // networkPolicyKeys returns the NetworkPolicy keys of a network's
 // namespaces: their policies, default denies and peers.
-func (r *Reconciler) networkPolicyKeys(ctx context.Context, network string) []string {
+func (r *Reconciler) networkPolicyKeys(ctx context.Context, network string) []Key {
 	namespaces, err := r.networkNamespaces(ctx, network)
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []Key
 	for _, ns := range namespaces {
 		out = append(out, DenyKey(ns))
 		out = append(out, r.namespacePolicyKeys(ctx, ns)...)
@@ -602,12 +576,12 @@ func (r *Reconciler) networkPolicyKeys(ctx context.Context, network string) []st
 
 // namespacePeerKeys returns the keys of the peers of a namespace's policies
 // on a given network (whether or not it is still the namespace's).
-func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network string) []string {
+func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network string) []Key {
 	var list networkingv1.NetworkPolicyList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
-	var out []string
+	var out []Key
 	for i := range list.Items {
 		for _, p := range r.policies.get(&list.Items[i]).peers {
 			out = append(out, PeerKey(network, p))
@@ -621,12 +595,12 @@ func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network s
 // the zone's node, and every peer that selects it, on its namespace's
 // network and the networks connected to it for pods (policies whose egress
 // named ports resolve on such a peer too).
-func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []string {
+func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []Key {
 	var all networkingv1.NetworkPolicyList
 	if err := r.Client.List(ctx, &all); err != nil || len(all.Items) == 0 {
 		return nil
 	}
-	var out []string
+	var out []Key
 	if local, ok, err := r.localNode(ctx); err == nil && ok && pod.Spec.NodeName == local.Name {
 		selected := false
 		for i := range all.Items {
@@ -683,12 +657,12 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []strin
 // namespaceSelectorKeys returns the keys a namespace's label change
 // concerns: every peer with a namespace selector, and every policy whose
 // egress named ports resolve on such a peer.
-func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []string {
+func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []Key {
 	var all networkingv1.NetworkPolicyList
 	if err := r.Client.List(ctx, &all); err != nil {
 		return nil
 	}
-	var out []string
+	var out []Key
 	for i := range all.Items {
 		pol := &all.Items[i]
 		networks, ok, err := r.primaryNetworks(ctx, pol.Namespace)
@@ -712,14 +686,14 @@ func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []string {
 
 // PolicyKeys returns the keys of every policy, default deny and peer the
 // cluster's NetworkPolicies make, sorted (`ovn-udn render` renders them).
-func (r *Reconciler) PolicyKeys(ctx context.Context) []string {
+func (r *Reconciler) PolicyKeys(ctx context.Context) []Key {
 	keys := r.namespacePolicyKeys(ctx, "")
-	slices.Sort(keys)
+	slices.SortFunc(keys, compareKeys)
 	return slices.Compact(keys)
 }
 
 // policyKeys returns the keys of every policy, default deny and peer, and of
 // those that still hold rows in the zone's Northbound.
-func (r *Reconciler) policyKeys(ctx context.Context) ([]string, error) {
-	return r.withOwners(r.namespacePolicyKeys(ctx, ""), policyKeyPrefix, denyKeyPrefix, peerKeyPrefix)
+func (r *Reconciler) policyKeys(ctx context.Context) ([]Key, error) {
+	return r.withOwners(r.namespacePolicyKeys(ctx, ""), policyPrefix, denyPrefix, peerPrefix)
 }

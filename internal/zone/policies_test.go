@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-udn/ovn-udn/internal/zone"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -167,7 +169,7 @@ func TestPolicyLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, "np:") || strings.HasPrefix(k, "npas:") }) {
+	if slices.ContainsFunc(keys, func(k zone.Key) bool { return k.Kind == zone.KindPolicy || k.Kind == zone.KindPeer }) {
 		t.Errorf("keys after the policy was deleted: %v", keys)
 	}
 }

@@ -51,7 +51,7 @@ func TestRemoteNodeJoinsAndLeaves(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				p, err := ra.Syncer.Plan(zone.NetworkKey(n), rows)
+				p, err := ra.Syncer.Plan(zone.NetworkKey(n).String(), rows)
 				if err != nil {
 					return err
 				}

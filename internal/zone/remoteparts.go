@@ -25,7 +25,7 @@ import (
 // or router is not written yet (plan the network whole); nothing is
 // written then.
 func SyncRemote(ctx context.Context, s *ovsdbsync.Syncer, network string, nodes []string, part topology.RemotePart) (*ovsdbsync.Plan, error) {
-	p, err := s.PlanPart(NetworkKey(network), ovsdbsync.Part{Key: topology.NodeKey, Values: nodes, Parents: part.Parents}, part.Rows)
+	p, err := s.PlanPart(NetworkKey(network).String(), ovsdbsync.Part{Key: topology.NodeKey, Values: nodes, Parents: part.Parents}, part.Rows)
 	if err != nil || len(p.Missing) > 0 {
 		return p, err
 	}

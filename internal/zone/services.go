@@ -23,17 +23,11 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
-// Reconcile keys (and OVSDB owners) of services: "svc:<namespace>/<name>".
-const serviceKeyPrefix = "svc:"
-
-// ServiceKey is the reconcile key (and the OVSDB owner) of a service.
-func ServiceKey(namespace, name string) string { return serviceKeyPrefix + namespace + "/" + name }
-
 // reconcileService writes one service's load balancers (and, for an
 // infrastructure service, its isolation exception ACLs) in one transaction.
-func (r *Reconciler) reconcileService(ctx context.Context, key string) (ctrl.Result, error) {
-	logger := log.FromContext(ctx).WithValues("service", key, "zone", r.Zone)
-	out, err := r.DesiredService(ctx, key)
+func (r *Reconciler) reconcileService(ctx context.Context, key Key) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("service", key.Namespace+"/"+key.Name, "zone", r.Zone)
+	out, err := r.DesiredService(ctx, key.Namespace+"/"+key.Name)
 	var held *NotRendered
 	if errors.As(err, &held) {
 		logger.V(1).Info("service not rendered", "reason", held.Reason)
@@ -42,9 +36,9 @@ func (r *Reconciler) reconcileService(ctx context.Context, key string) (ctrl.Res
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.Syncer.Sync(ctx, serviceKeyPrefix+key, out.Rows, out.Contributions...)
+	p, err := r.Syncer.Sync(ctx, key.String(), out.Rows, out.Contributions...)
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("service %s: %w", key, err)
+		return ctrl.Result{}, fmt.Errorf("service %s/%s: %w", key.Namespace, key.Name, err)
 	}
 	if !p.Empty() {
 		logger.Info("synced service", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "added", p.Added, "removed", p.Removed)
@@ -248,22 +242,22 @@ func serviceRoutes(a podnet.Attachment, serviceCIDRs []netip.Prefix) []netip.Pre
 
 // serviceKeys returns the reconcile keys of every service, and of services
 // that still hold rows in the zone's Northbound.
-func (r *Reconciler) serviceKeys(ctx context.Context) ([]string, error) {
+func (r *Reconciler) serviceKeys(ctx context.Context) ([]Key, error) {
 	var list corev1.ServiceList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0, len(list.Items))
+	keys := make([]Key, 0, len(list.Items))
 	for _, s := range list.Items {
 		keys = append(keys, ServiceKey(s.Namespace, s.Name))
 	}
-	return r.withOwners(keys, serviceKeyPrefix)
+	return r.withOwners(keys, servicePrefix)
 }
 
-// withOwners returns keys, and the owners holding rows in the zone's
-// Northbound under any of the prefixes, each once.
-func (r *Reconciler) withOwners(keys []string, prefixes ...string) ([]string, error) {
-	set := map[string]bool{}
+// withOwners returns keys, and the keys of the owners holding rows in the
+// zone's Northbound under any of the prefixes, each once.
+func (r *Reconciler) withOwners(keys []Key, prefixes ...string) ([]Key, error) {
+	set := map[Key]bool{}
 	for _, k := range keys {
 		set[k] = true
 	}
@@ -273,10 +267,12 @@ func (r *Reconciler) withOwners(keys []string, prefixes ...string) ([]string, er
 			return nil, err
 		}
 		for o := range owners {
-			set[o] = true
+			if k, ok := ParseKey(o); ok {
+				set[k] = true
+			}
 		}
 	}
-	out := make([]string, 0, len(set))
+	out := make([]Key, 0, len(set))
 	for k := range set {
 		out = append(out, k)
 	}
@@ -284,12 +280,12 @@ func (r *Reconciler) withOwners(keys []string, prefixes ...string) ([]string, er
 }
 
 // namespaceServiceKeys returns the keys of the services of a namespace.
-func (r *Reconciler) namespaceServiceKeys(ctx context.Context, namespace string) []string {
+func (r *Reconciler) namespaceServiceKeys(ctx context.Context, namespace string) []Key {
 	var list corev1.ServiceList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
-	out := make([]string, 0, len(list.Items))
+	out := make([]Key, 0, len(list.Items))
 	for _, s := range list.Items {
 		out = append(out, ServiceKey(s.Namespace, s.Name))
 	}
@@ -298,11 +294,11 @@ func (r *Reconciler) namespaceServiceKeys(ctx context.Context, namespace string)
 
 // sliceService returns the service key an EndpointSlice serves (its default
 // label, or the mirrored slices' label).
-func sliceService(s *discoveryv1.EndpointSlice) (string, bool) {
+func sliceService(s *discoveryv1.EndpointSlice) (Key, bool) {
 	for _, l := range []string{discoveryv1.LabelServiceName, epslicemirror.LabelServiceName} {
 		if name := s.Labels[l]; name != "" {
 			return ServiceKey(s.Namespace, name), true
 		}
 	}
-	return "", false
+	return Key{}, false
 }

@@ -249,7 +249,7 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 			// Its own key: its attachments, and its ports (its own rows,
 			// podports.go); its networks are not planned again.
 			if pod.Spec.NodeName != "" {
-				q.Add(request(podKeyPrefix + pod.Namespace + "/" + pod.Name))
+				q.Add(request(PodKey(pod.Namespace, pod.Name)))
 			}
 		}
 	}
@@ -481,7 +481,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			if err := r.Client.List(ctx, &pods, client.InNamespace(o.GetNamespace())); err == nil {
 				for _, p := range pods.Items {
 					if p.Spec.NodeName != "" {
-						out = append(out, request(podKeyPrefix+p.Namespace+"/"+p.Name))
+						out = append(out, request(PodKey(p.Namespace, p.Name)))
 					}
 				}
 			}
@@ -533,37 +533,27 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			return out
 		}))).
 		WatchesRawSource(source.Channel(r.keyEvents, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return []reconcile.Request{request(o.GetName())}
+			if k, ok := ParseKey(o.GetName()); ok {
+				return []reconcile.Request{request(k)}
+			}
+			return nil
 		}))).
 		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			// Networks deleted while the controller was away still hold rows.
-			owners, err := r.Syncer.Owners(networkKeyPrefix)
-			if err != nil {
-				return err
-			}
-			for owner := range owners {
-				q.Add(request(owner))
-			}
-			// Services deleted while the controller was away still hold rows.
-			svcOwners, err := r.Syncer.Owners(serviceKeyPrefix)
-			if err != nil {
-				return err
-			}
-			for owner := range svcOwners {
-				q.Add(request(owner))
-			}
-			// So do policies (and their default denies and peers),
-			// connects, links between primary networks and pods.
-			for _, prefix := range []string{policyKeyPrefix, denyKeyPrefix, peerKeyPrefix, connectKeyPrefix, linkKeyPrefix, podKeyPrefix} {
+			// Networks, services, policies (and their default denies and
+			// peers), connects, links between primary networks and pods
+			// deleted while the controller was away still hold rows.
+			for _, prefix := range []string{networkPrefix, servicePrefix, policyPrefix, denyPrefix, peerPrefix, connectPrefix, linkPrefix, podPrefix} {
 				owners, err := r.Syncer.Owners(prefix)
 				if err != nil {
 					return err
 				}
 				for owner := range owners {
-					q.Add(request(owner))
+					if k, ok := ParseKey(owner); ok {
+						q.Add(request(k))
+					}
 				}
 			}
-			q.Add(request(chassisKey))
+			q.Add(request(ChassisKey()))
 			q.Add(request(NetworkKey(nodeinfo.DefaultNetwork)))
 			return nil
 		})).

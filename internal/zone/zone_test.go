@@ -249,7 +249,7 @@ func reconcileAll(t *testing.T, r *zone.Reconciler) {
 // tryReconcileAll is reconcileAll that returns the first error.
 func tryReconcileAll(r *zone.Reconciler) error {
 	ctx := context.Background()
-	var keys []string
+	var keys []zone.Key
 	err := proc.WaitFor(30*time.Second, 50*time.Millisecond, func() (bool, error) {
 		var err error
 		keys, err = r.Keys(ctx)
@@ -259,7 +259,7 @@ func tryReconcileAll(r *zone.Reconciler) error {
 		return fmt.Errorf("listing the reconciler's keys: %w", err)
 	}
 	for _, k := range keys {
-		if _, err := r.Reconcile(ctx, reconcileRequest(k)); err != nil {
+		if _, err := r.Reconcile(ctx, reconcileRequest(k.String())); err != nil {
 			return fmt.Errorf("reconcile %s: %w", k, err)
 		}
 	}

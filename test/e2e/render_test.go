@@ -91,7 +91,7 @@ func TestRenderMatchesCluster(t *testing.T) {
 				return err
 			}
 			for _, n := range z.Networks {
-				if err := sameOwner(s, z.Name, "network "+n.Network, zone.NetworkKey(n.Network), n.NotRendered, owners, n.Own, nil); err != nil {
+				if err := sameOwner(s, z.Name, "network "+n.Network, zone.NetworkKey(n.Network).String(), n.NotRendered, owners, n.Own, nil); err != nil {
 					return err
 				}
 				rendered += len(n.Own)

@@ -610,7 +610,7 @@ func (s *uplinkSandbox) renderMatches(t *testing.T, bfd time.Duration) {
 				if n.Network != "default" {
 					userRefs += refs
 				}
-				if err := sameOwner(syncer, z.Name, "network "+n.Network, zone.NetworkKey(n.Network), n.NotRendered, owners, rows, nil); err != nil {
+				if err := sameOwner(syncer, z.Name, "network "+n.Network, zone.NetworkKey(n.Network).String(), n.NotRendered, owners, rows, nil); err != nil {
 					return err
 				}
 				compared += len(rows)
