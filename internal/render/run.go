@@ -306,7 +306,7 @@ func (e *engine) reconcilePod(ctx context.Context, req reconcile.Request) error 
 		return client.IgnoreNotFound(err)
 	}
 	if z := e.zones[e.zoneOf[pod.Spec.NodeName]]; z != nil {
-		_, err := z.Reconcile(ctx, zone.PodRequest(pod.Namespace, pod.Name))
+		_, err := z.Reconcile(ctx, zone.PodKey(pod.Namespace, pod.Name))
 		return err
 	}
 	return nil

@@ -90,7 +90,7 @@ func TestRenderWhereUsed(t *testing.T) {
 	// and no other zone holds a port or route for node-c.
 	rc := c.Controller("node-c")
 	for _, n := range []string{net1, net2} {
-		if _, err := rc.Reconcile(ctx, reconcileRequest(zone.NetworkKey(n).String())); err != nil {
+		if _, err := rc.Reconcile(ctx, zone.NetworkKey(n)); err != nil {
 			t.Fatal(err)
 		}
 		if rows := networkRows(t, zc, n); len(rows) != 0 {

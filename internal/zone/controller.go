@@ -30,13 +30,11 @@ import (
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/config"
@@ -187,7 +185,7 @@ type Reconciler struct {
 // runs or waits (pod keys come and go: none is kept).
 type keyLocks struct {
 	mu sync.Mutex
-	m  map[string]*keyLock
+	m  map[Key]*keyLock
 }
 
 type keyLock struct {
@@ -196,10 +194,10 @@ type keyLock struct {
 }
 
 // lock locks key and returns its unlock.
-func (k *keyLocks) lock(key string) func() {
+func (k *keyLocks) lock(key Key) func() {
 	k.mu.Lock()
 	if k.m == nil {
-		k.m = map[string]*keyLock{}
+		k.m = map[Key]*keyLock{}
 	}
 	l := k.m[key]
 	if l == nil {
@@ -226,19 +224,16 @@ func (r *Reconciler) Transactions() int64 {
 	return r.Syncer.Transactions() + r.sbTxns
 }
 
-// Reconcile implements reconcile.Reconciler.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile implements reconcile.TypedReconciler[Key]: one key's work, by
+// its Kind.
+func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
 	timeout := r.ReconcileTimeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	key, ok := ParseKey(req.Name)
-	if !ok {
-		return ctrl.Result{}, nil
-	}
-	defer r.running.lock(req.Name)()
+	defer r.running.lock(key)()
 	switch key.Kind {
 	case KindChassis:
 		return ctrl.Result{}, r.reconcileChassis(ctx)
@@ -857,13 +852,4 @@ func (r *Reconciler) Networks(ctx context.Context) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-// PodRequest is the reconcile request of a pod (its Layer3 attachments).
-func PodRequest(namespace, name string) reconcile.Request { return request(PodKey(namespace, name)) }
-
-// request is the reconcile request of a key: its owner string, which
-// Reconcile parses back.
-func request(k Key) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Name: k.String()}}
 }

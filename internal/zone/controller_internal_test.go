@@ -22,7 +22,7 @@ func TestKeyLocks(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			key := []string{"net:a", "pod:b"}[i%2]
+			key := []Key{NetworkKey("a"), PodKey("ns", "b")}[i%2]
 			unlock := k.lock(key)
 			defer unlock()
 			if n := inside[i%2].Add(1); n != 1 {

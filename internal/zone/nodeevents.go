@@ -6,9 +6,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
@@ -30,27 +30,27 @@ var renderedAnnotations = []string{nodeinfo.NodeIDAnnotation, nodeinfo.NodeSubne
 // is in every node's subnets annotation, so without that a network created
 // in a cluster of 500 nodes re-planned every key of every zone once per
 // node annotated.
-func (r *Reconciler) nodeEvents() handler.EventHandler {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur *corev1.Node) {
+func (r *Reconciler) nodeEvents() handler.TypedEventHandler[client.Object, Key] {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], old, cur *corev1.Node) {
 		for _, k := range r.nodeKeys(ctx, old, cur) {
-			q.Add(request(k))
+			q.Add(k)
 		}
 	}
 	node := func(o any) *corev1.Node {
 		n, _ := o.(*corev1.Node)
 		return n
 	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	return handler.TypedFuncs[client.Object, Key]{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, nil, node(e.Object))
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, node(e.ObjectOld), node(e.ObjectNew))
 		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, node(e.Object), nil)
 		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, nil, node(e.Object))
 		},
 	}

@@ -233,15 +233,15 @@ var podChanges = predicate.Funcs{
 // podEvents requeues a pod (its own attachments and ports) unless only its
 // labels changed, and the policy keys it concerns before and after
 // (podPolicyKeys).
-func (r *Reconciler) podEvents() handler.EventHandler {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], attachments bool, objs ...client.Object) {
+func (r *Reconciler) podEvents() handler.TypedEventHandler[client.Object, Key] {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], attachments bool, objs ...client.Object) {
 		for _, o := range objs {
 			pod, ok := o.(*corev1.Pod)
 			if !ok {
 				continue
 			}
 			for _, k := range r.podPolicyKeys(ctx, pod) {
-				q.Add(request(k))
+				q.Add(k)
 			}
 			if !attachments {
 				continue
@@ -249,22 +249,22 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 			// Its own key: its attachments, and its ports (its own rows,
 			// podports.go); its networks are not planned again.
 			if pod.Spec.NodeName != "" {
-				q.Add(request(PodKey(pod.Namespace, pod.Name)))
+				q.Add(PodKey(pod.Namespace, pod.Name))
 			}
 		}
 	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	return handler.TypedFuncs[client.Object, Key]{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			if pod, ok := e.Object.(*corev1.Pod); ok {
 				r.sawPod(ctx, pod, false)
 				// Its node may start using its networks (activity.go).
 				for _, k := range r.activityKeys(ctx, nil, pod) {
-					q.Add(request(k))
+					q.Add(k)
 				}
 			}
 			enqueue(ctx, q, true, e.Object)
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			o, ok1 := e.ObjectOld.(*corev1.Pod)
 			n, ok2 := e.ObjectNew.(*corev1.Pod)
 			if ok2 {
@@ -272,23 +272,23 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 			}
 			if ok1 && ok2 {
 				for _, k := range r.activityKeys(ctx, o, n) {
-					q.Add(request(k))
+					q.Add(k)
 				}
 			}
 			enqueue(ctx, q, !ok1 || !ok2 || attachmentChanged(o, n), e.ObjectOld, e.ObjectNew)
 		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, true, e.Object)
 			if pod, ok := e.Object.(*corev1.Pod); ok {
 				r.sawPod(ctx, pod, true)
 				// It may have been its node's last pod of its networks.
 				for _, k := range r.activityKeys(ctx, pod, nil) {
-					q.Add(request(k))
+					q.Add(k)
 				}
 				// It freed an address on one of its namespace's primary
 				// networks: pods waiting for room may be placed now.
 				for _, k := range r.unplacedPods(ctx, pod) {
-					q.Add(request(k))
+					q.Add(k)
 				}
 			}
 		},
@@ -297,15 +297,15 @@ func (r *Reconciler) podEvents() handler.EventHandler {
 
 // beforeAfter is an event handler calling enqueue with the object before
 // and after each event (nil before a create, after a delete).
-func beforeAfter(enqueue func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], before, after client.Object)) handler.EventHandler {
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func beforeAfter(enqueue func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], before, after client.Object)) handler.TypedEventHandler[client.Object, Key] {
+	return handler.TypedFuncs[client.Object, Key]{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, nil, e.Object)
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
 		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, e.Object, nil)
 		},
 	}
@@ -313,17 +313,17 @@ func beforeAfter(enqueue func(ctx context.Context, q workqueue.TypedRateLimiting
 
 // serviceEvents requeues a Service, and its namespace's networks when it
 // starts or stops being served on every node (serviceActivityKeys).
-func (r *Reconciler) serviceEvents() handler.EventHandler {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur client.Object) {
+func (r *Reconciler) serviceEvents() handler.TypedEventHandler[client.Object, Key] {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], old, cur client.Object) {
 		o, _ := old.(*corev1.Service)
 		c, _ := cur.(*corev1.Service)
 		for _, x := range []*corev1.Service{o, c} {
 			if x != nil {
-				q.Add(request(ServiceKey(x.Namespace, x.Name)))
+				q.Add(ServiceKey(x.Namespace, x.Name))
 			}
 		}
 		for _, k := range r.serviceActivityKeys(ctx, o, c) {
-			q.Add(request(k))
+			q.Add(k)
 		}
 	}
 	return beforeAfter(enqueue)
@@ -332,27 +332,27 @@ func (r *Reconciler) serviceEvents() handler.EventHandler {
 // connectEvents requeues a ClusterNetworkConnect, the services of its
 // networks when what services see of it changes (connectServiceKeys), and
 // every NetworkPolicy key when what policies see of it changes (podView).
-func (r *Reconciler) connectEvents() handler.EventHandler {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], old, cur client.Object) {
+func (r *Reconciler) connectEvents() handler.TypedEventHandler[client.Object, Key] {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], old, cur client.Object) {
 		o, _ := old.(*v1.ClusterNetworkConnect)
 		c, _ := cur.(*v1.ClusterNetworkConnect)
 		for _, x := range []*v1.ClusterNetworkConnect{o, c} {
 			if x != nil {
-				q.Add(request(ConnectKey(x.Name)))
+				q.Add(ConnectKey(x.Name))
 			}
 		}
 		for _, k := range r.connectServiceKeys(ctx, o, c) {
-			q.Add(request(k))
+			q.Add(k)
 		}
 		// Its networks are used where their peers' pods run (activity.go).
 		for _, k := range r.connectActivityKeys(ctx, o, c) {
-			q.Add(request(k))
+			q.Add(k)
 		}
 		if podView(o) != podView(c) {
 			// NetworkPolicy peers of the connected networks now select
 			// (or no longer select) each other's pods.
 			for _, k := range r.namespacePolicyKeys(ctx, "") {
-				q.Add(request(k))
+				q.Add(k)
 			}
 		}
 	}
@@ -361,24 +361,24 @@ func (r *Reconciler) connectEvents() handler.EventHandler {
 
 // policyEvents requeues what a NetworkPolicy concerns, before and after the
 // change (policyKeysOf).
-func (r *Reconciler) policyEvents() handler.EventHandler {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], objs ...client.Object) {
+func (r *Reconciler) policyEvents() handler.TypedEventHandler[client.Object, Key] {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], objs ...client.Object) {
 		for _, o := range objs {
 			if pol, ok := o.(*networkingv1.NetworkPolicy); ok {
 				for _, k := range r.policyKeysOf(ctx, pol) {
-					q.Add(request(k))
+					q.Add(k)
 				}
 			}
 		}
 	}
-	return handler.Funcs{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	return handler.TypedFuncs[client.Object, Key]{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, e.Object)
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
 		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[Key]) {
 			enqueue(ctx, q, e.Object)
 			if pol, ok := e.Object.(*networkingv1.NetworkPolicy); ok {
 				r.policies.forget(pol)
@@ -427,53 +427,49 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	if workers == 0 {
 		workers = 4
 	}
-	allKeys := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+	allKeys := handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, _ client.Object) []Key {
 		keys, err := r.Keys(ctx)
 		if err != nil {
 			return nil
 		}
-		out := make([]reconcile.Request, len(keys))
-		for i, k := range keys {
-			out[i] = request(k)
-		}
-		return out
+		return keys
 	})
-	b := ctrl.NewControllerManagedBy(mgr)
+	b := builder.TypedControllerManagedBy[Key](mgr)
 	if !r.DisableNetworkConnect {
 		b = b.Watches(&v1.ClusterNetworkConnect{}, r.connectEvents())
 	}
 	return b.
 		Named("zone-"+r.Zone).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var out []reconcile.Request
+		WithOptions(controller.TypedOptions[Key]{MaxConcurrentReconciles: workers}).
+		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, o client.Object) []Key {
+			var out []Key
 			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
-				out = append(out, request(NetworkKey(name)))
+				out = append(out, NetworkKey(name))
 			}
 			// The namespace's services and policies may change network.
 			for _, k := range r.namespaceServiceKeys(ctx, o.GetNamespace()) {
-				out = append(out, request(k))
+				out = append(out, k)
 			}
 			for _, k := range r.namespacePolicyKeys(ctx, o.GetNamespace()) {
-				out = append(out, request(k))
+				out = append(out, k)
 			}
 			// Its default-deny groups and their peers on this NAD's network,
 			// which they may be leaving.
-			out = append(out, request(DenyKey(o.GetNamespace())))
+			out = append(out, DenyKey(o.GetNamespace()))
 			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
 				for _, k := range r.namespacePeerKeys(ctx, o.GetNamespace(), name) {
-					out = append(out, request(k))
+					out = append(out, k)
 				}
 			}
 			// Connects of the network render its ports and routes; links
 			// between the namespace's primary networks come and go with
 			// its primary NADs.
 			for _, k := range r.connectKeys(ctx) {
-				out = append(out, request(k))
+				out = append(out, k)
 			}
 			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
 				for _, k := range r.networkLinkKeys(ctx, name) {
-					out = append(out, request(k))
+					out = append(out, k)
 				}
 			}
 			// Pods of the namespace may wait for this network.
@@ -481,7 +477,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			if err := r.Client.List(ctx, &pods, client.InNamespace(o.GetNamespace())); err == nil {
 				for _, p := range pods.Items {
 					if p.Spec.NodeName != "" {
-						out = append(out, request(PodKey(p.Namespace, p.Name)))
+						out = append(out, PodKey(p.Namespace, p.Name))
 					}
 				}
 			}
@@ -490,55 +486,55 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		Watches(&corev1.Node{}, r.nodeEvents(), builder.WithPredicates(nodeChanges)).
 		Watches(&corev1.Pod{}, r.podEvents(), builder.WithPredicates(podChanges)).
 		Watches(&corev1.Service{}, r.serviceEvents()).
-		Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		Watches(&discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(_ context.Context, o client.Object) []Key {
 			if k, ok := sliceService(o.(*discoveryv1.EndpointSlice)); ok {
-				return []reconcile.Request{request(k)}
+				return []Key{k}
 			}
 			return nil
 		})).
 		Watches(&networkingv1.NetworkPolicy{}, r.policyEvents()).
-		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var out []reconcile.Request
+		Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, o client.Object) []Key {
+			var out []Key
 			for _, k := range r.namespaceServiceKeys(ctx, o.GetName()) {
-				out = append(out, request(k))
+				out = append(out, k)
 			}
 			// Namespace selectors of policies may select it, or not any more;
 			// its default-deny groups stay until it goes.
 			for _, k := range r.namespaceSelectorKeys(ctx) {
-				out = append(out, request(k))
+				out = append(out, k)
 			}
-			out = append(out, request(DenyKey(o.GetName())))
+			out = append(out, DenyKey(o.GetName()))
 			return out
 		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
-		WatchesRawSource(source.Channel(r.resync, allKeys)).
-		WatchesRawSource(source.Channel(r.namespaceEvents, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var out []reconcile.Request
+		WatchesRawSource(source.TypedChannel(r.resync, allKeys)).
+		WatchesRawSource(source.TypedChannel(r.namespaceEvents, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, o client.Object) []Key {
+			var out []Key
 			for _, k := range r.namespaceServiceKeys(ctx, o.GetName()) {
-				out = append(out, request(k))
+				out = append(out, k)
 			}
 			return out
 		}))).
-		WatchesRawSource(source.Channel(r.policyNetworkEvents, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var out []reconcile.Request
+		WatchesRawSource(source.TypedChannel(r.policyNetworkEvents, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, o client.Object) []Key {
+			var out []Key
 			for _, k := range r.networkPolicyKeys(ctx, o.GetName()) {
-				out = append(out, request(k))
+				out = append(out, k)
 			}
 			return out
 		}))).
-		WatchesRawSource(source.Channel(r.podNetworkEvents, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-			var out []reconcile.Request
+		WatchesRawSource(source.TypedChannel(r.podNetworkEvents, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, o client.Object) []Key {
+			var out []Key
 			for _, k := range r.podsOfNetwork(ctx, o.GetName()) {
-				out = append(out, request(k))
+				out = append(out, k)
 			}
 			return out
 		}))).
-		WatchesRawSource(source.Channel(r.keyEvents, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		WatchesRawSource(source.TypedChannel(r.keyEvents, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(_ context.Context, o client.Object) []Key {
 			if k, ok := ParseKey(o.GetName()); ok {
-				return []reconcile.Request{request(k)}
+				return []Key{k}
 			}
 			return nil
 		}))).
-		WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		WatchesRawSource(source.TypedFunc[Key](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key]) error {
 			// Networks, services, policies (and their default denies and
 			// peers), connects, links between primary networks and pods
 			// deleted while the controller was away still hold rows.
@@ -549,15 +545,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 				}
 				for owner := range owners {
 					if k, ok := ParseKey(owner); ok {
-						q.Add(request(k))
+						q.Add(k)
 					}
 				}
 			}
-			q.Add(request(ChassisKey()))
-			q.Add(request(NetworkKey(nodeinfo.DefaultNetwork)))
+			q.Add(ChassisKey())
+			q.Add(NetworkKey(nodeinfo.DefaultNetwork))
 			return nil
 		})).
-		Complete(kubeobj.RetryConflicts(reconcile.Reconciler(r)))
+		Complete(kubeobj.RetryConflicts(reconcile.TypedReconciler[Key](r)))
 }
 
 // Close closes the reconciler's database connections.

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -259,7 +257,7 @@ func tryReconcileAll(r *zone.Reconciler) error {
 		return fmt.Errorf("listing the reconciler's keys: %w", err)
 	}
 	for _, k := range keys {
-		if _, err := r.Reconcile(ctx, reconcileRequest(k.String())); err != nil {
+		if _, err := r.Reconcile(ctx, k); err != nil {
 			return fmt.Errorf("reconcile %s: %w", k, err)
 		}
 	}
@@ -267,10 +265,6 @@ func tryReconcileAll(r *zone.Reconciler) error {
 }
 
 type nadv1NAD = nadv1.NetworkAttachmentDefinition
-
-func reconcileRequest(key string) reconcile.Request {
-	return reconcile.Request{NamespacedName: types.NamespacedName{Name: key}}
-}
 
 // TestLayer2AndLocalnetThroughController: a Layer2 primary UDN and a Localnet
 // CUDN rendered by the zone controllers from their NADs: the transit router
