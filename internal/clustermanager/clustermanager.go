@@ -33,6 +33,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/registry"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/podalloc"
 	"github.com/ovn-udn/ovn-udn/internal/udncontroller"
@@ -146,14 +147,14 @@ type Controllers struct {
 	// Connects validates and allocates ClusterNetworkConnects.
 	Connects *connectcontroller.Controller
 	// Recovery rebuilds the allocators' state from the API once.
-	Recovery *netalloc.Recovery
+	Recovery *registry.Recovery
 }
 
 // NewControllers wires the controllers over a client (reads and writes), a
 // reader that reads the API directly (recovery at start), and a recorder.
 func NewControllers(c client.Client, reader client.Reader, recorder record.EventRecorder, cfg config.Cluster, logger logr.Logger) *Controllers {
-	networks := netalloc.NewNetworks(cfg.MaxNetworks)
-	recovery := &netalloc.Recovery{Reader: reader, Networks: networks, Log: logger.WithName("recovery")}
+	networks := registry.NewNetworks(cfg.MaxNetworks)
+	recovery := &registry.Recovery{Reader: reader, Networks: networks, Log: logger.WithName("recovery")}
 	return &Controllers{
 		Networks: &udncontroller.Controller{Client: c, Config: cfg, Networks: networks, Recovery: recovery, Recorder: recorder},
 		NADs:     &netalloc.NADController{Client: c, Networks: networks, Recovery: recovery, Recorder: recorder},

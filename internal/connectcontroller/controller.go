@@ -29,7 +29,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/connect"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
-	"github.com/ovn-udn/ovn-udn/internal/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/registry"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
@@ -39,8 +39,8 @@ import (
 type Controller struct {
 	Client   client.Client
 	Cluster  config.Cluster
-	Networks *netalloc.Networks
-	Recovery *netalloc.Recovery
+	Networks *registry.Networks
+	Recovery *registry.Recovery
 	Recorder record.EventRecorder
 
 	mu sync.Mutex
@@ -60,7 +60,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var cnc v1.ClusterNetworkConnect
 	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, &cnc); err != nil {
 		if apierrors.IsNotFound(err) {
-			c.Networks.ReleaseKey(netalloc.ConnectRouterKeyHolder(name))
+			c.Networks.ReleaseKey(registry.ConnectRouterKeyHolder(name))
 			c.mu.Lock()
 			delete(c.remembered, name)
 			c.mu.Unlock()
@@ -102,7 +102,7 @@ func (c *Controller) decide(ctx context.Context, cnc *v1.ClusterNetworkConnect, 
 	if r := connect.CheckFit(layout, nets, view.maxNodeID); r != nil {
 		return r, nil
 	}
-	key, err := c.Networks.AllocateKey(netalloc.ConnectRouterKeyHolder(cnc.Name))
+	key, err := c.Networks.AllocateKey(registry.ConnectRouterKeyHolder(cnc.Name))
 	if err != nil {
 		return &connect.Refusal{Reason: v1.ReasonConnectTunnelKeysExhausted, Message: err.Error()}, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/registry"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 )
@@ -28,7 +29,7 @@ func BenchmarkAllocateNetworks(b *testing.B) {
 		names[i] = fmt.Sprintf("ns%d.net", i)
 	}
 	for b.Loop() {
-		n := netalloc.NewNetworks(config.MaxNetworkID)
+		n := registry.NewNetworks(config.MaxNetworkID)
 		for i, name := range names {
 			if _, err := n.Allocate(name, i%3/2); err != nil {
 				b.Fatal(err)
@@ -112,8 +113,8 @@ func BenchmarkRecoverFromAPI(b *testing.B) {
 	}
 	cfg := config.Default()
 	for b.Loop() {
-		networks := netalloc.NewNetworks(0)
-		r := &netalloc.Recovery{Reader: c, Networks: networks, Log: logr.Discard()}
+		networks := registry.NewNetworks(0)
+		r := &registry.Recovery{Reader: c, Networks: networks, Log: logr.Discard()}
 		if err := r.Ensure(ctx); err != nil {
 			b.Fatal(err)
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/registry"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 )
 
@@ -29,8 +30,8 @@ import (
 // network's last NAD is gone.
 type NADController struct {
 	Client   client.Client
-	Networks *Networks
-	Recovery *Recovery
+	Networks *registry.Networks
+	Recovery *registry.Recovery
 	Recorder record.EventRecorder
 
 	mu      sync.Mutex
@@ -110,7 +111,7 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 	}
 
-	n, err := r.Networks.Allocate(c.Name, TunnelKeysNeeded(c))
+	n, err := r.Networks.Allocate(c.Name, registry.TunnelKeysNeeded(c))
 	r.wait(req.NamespacedName, err != nil)
 	if err != nil {
 		r.Recorder.Eventf(nad, corev1.EventTypeWarning, "AllocationFailed", "network %s: %v", c.Name, err)

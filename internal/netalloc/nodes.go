@@ -1,3 +1,9 @@
+// Package netalloc is cluster-manager's allocation controllers: the NAD
+// controller gives each network its ID and tunnel keys from the shared
+// registry (package registry), and the node controller gives each node its
+// ID and, where a Layer3 network is used (package whereused), its slices of
+// the network's subnets (nodes.go keeps them). State lives in the Kubernetes
+// API; each controller recovers it before it allocates anything.
 package netalloc
 
 import (

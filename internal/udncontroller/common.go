@@ -27,7 +27,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/netalloc/registry"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/udn"
@@ -38,9 +38,9 @@ type Controller struct {
 	// Client reads from the manager's cache and writes to the API server.
 	Client   client.Client
 	Config   config.Cluster
-	Networks *netalloc.Networks
+	Networks *registry.Networks
 	// Recovery rebuilds Networks from the API before the first allocation.
-	Recovery *netalloc.Recovery
+	Recovery *registry.Recovery
 	Recorder record.EventRecorder
 }
 
@@ -269,17 +269,17 @@ func (r *Controller) deleteNAD(ctx context.Context, nad *nadv1.NetworkAttachment
 }
 
 // allocate returns the network's ID and tunnel keys, allocating them if needed.
-func (r *Controller) allocate(req udn.Request) (netalloc.Network, *failure) {
+func (r *Controller) allocate(req udn.Request) (registry.Network, *failure) {
 	c, err := udn.Config(req, r.Config)
 	if err != nil {
-		return netalloc.Network{}, asFailure(req.Namespace, err)
+		return registry.Network{}, asFailure(req.Namespace, err)
 	}
-	n, err := r.Networks.Allocate(req.NetworkName, netalloc.TunnelKeysNeeded(c))
+	n, err := r.Networks.Allocate(req.NetworkName, registry.TunnelKeysNeeded(c))
 	switch {
-	case errors.Is(err, netalloc.ErrTunnelKeys):
-		return netalloc.Network{}, fail(req.Namespace, v1.ReasonTunnelKeysExhausted, "%v", err)
+	case errors.Is(err, registry.ErrTunnelKeys):
+		return registry.Network{}, fail(req.Namespace, v1.ReasonTunnelKeysExhausted, "%v", err)
 	case err != nil:
-		return netalloc.Network{}, fail(req.Namespace, v1.ReasonNetworkLimit, "%v", err)
+		return registry.Network{}, fail(req.Namespace, v1.ReasonNetworkLimit, "%v", err)
 	}
 	return n, nil
 }

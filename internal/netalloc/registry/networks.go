@@ -1,9 +1,11 @@
-// Package netalloc is cluster-manager's record of what must be unique across the
-// cluster: network IDs and tunnel keys (kept on NetworkAttachmentDefinitions),
-// and node IDs and per-node subnets (kept on Nodes). State lives in the
-// Kubernetes API; this package recovers it at start-up before anything new is
+// Package registry is cluster-manager's record of what must be unique across
+// networks: network IDs and tunnel keys (kept on NetworkAttachmentDefinitions,
+// and connect routers' keys on ClusterNetworkConnects). State lives in the
+// Kubernetes API; Recovery rebuilds it at start-up before anything new is
 // allocated, and the pure allocators of internal/allocator do the arithmetic.
-package netalloc
+// Every controller that allocates shares one registry; no controller imports
+// another's package for it.
+package registry
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package netalloc
+package registry
 
 import (
 	"errors"
