@@ -1,3 +1,9 @@
+// Package epslicemirror is cluster-manager's EndpointSlice mirror
+// controller: for each Service in a namespace whose primary network is a
+// user-defined network it keeps, beside each default slice, the mirrored
+// slice package mirror builds (its pods' primary-network addresses), and
+// deletes mirrors nothing needs. Readers of the slices (the zones' load
+// balancers) import package mirror, never this one.
 package epslicemirror
 
 import (
@@ -15,12 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
 
 // Controller keeps the mirrored EndpointSlices of each Service (the key of a
 // request is the Service's namespace/name). It is level-driven: every
-// reconcile computes the mirrors the Service should have (Desired) from what
+// reconcile computes the mirrors the Service should have (mirror.Desired) from what
 // Client reads, and creates, updates and deletes only the mirrors that differ,
 // so a reconcile with nothing changed writes nothing.
 //
@@ -32,7 +39,7 @@ import (
 // (every pod listed on the network it is placed on). While the namespace's
 // primary networks cannot be told (podnet.NamespacePrimaries not ok: none
 // allocated yet), its mirrors are left as they are. Slices
-// without the ManagedBy label are never written.
+// without the mirror.ManagedBy label are never written.
 type Controller struct {
 	// Client reads, normally from the manager's cache, and writes.
 	Client client.Client
@@ -42,7 +49,7 @@ type Controller struct {
 func (r *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var have discoveryv1.EndpointSliceList
 	if err := r.Client.List(ctx, &have, client.InNamespace(req.Namespace),
-		client.MatchingLabels{LabelServiceName: req.Name, discoveryv1.LabelManagedBy: ManagedBy}); err != nil {
+		client.MatchingLabels{mirror.LabelServiceName: req.Name, discoveryv1.LabelManagedBy: mirror.ManagedBy}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing mirrored EndpointSlices of service %s: %w", req, err)
 	}
 	svc := &corev1.Service{}
@@ -82,7 +89,7 @@ func (r *Controller) desired(ctx context.Context, svc *corev1.Service) (want []d
 	}
 	var defaults discoveryv1.EndpointSliceList
 	if err := r.Client.List(ctx, &defaults, client.InNamespace(svc.Namespace),
-		client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: DefaultManager}); err != nil {
+		client.MatchingLabels{discoveryv1.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: mirror.DefaultManager}); err != nil {
 		return nil, false, fmt.Errorf("listing EndpointSlices of service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
 	pods := map[string]*corev1.Pod{}
@@ -107,9 +114,9 @@ func (r *Controller) desired(ctx context.Context, svc *corev1.Service) (want []d
 	// One set of mirrors per primary network: a namespace with several
 	// (OKEP-5252) lists each pod on the network it is placed on.
 	for _, primary := range primaries {
-		want = append(want, Desired(svc, primary.Network, defaults.Items, func(name string, uid types.UID) []netip.Addr {
+		want = append(want, mirror.Desired(svc, primary.Network, defaults.Items, func(name string, uid types.UID) []netip.Addr {
 			if pod := podOf(name, uid); pod != nil {
-				return PrimaryAddrs(pod, primary.Key)
+				return mirror.PrimaryAddrs(pod, primary.Key)
 			}
 			return nil
 		})...)
@@ -146,8 +153,8 @@ func (r *Controller) apply(ctx context.Context, have, want []discoveryv1.Endpoin
 				errs = append(errs, fmt.Errorf("creating EndpointSlice %s/%s: %w", w.Namespace, w.Name, err))
 				continue
 			}
-			logger.Info("created mirrored EndpointSlice", "slice", w.Name, "network", w.Labels[LabelNetwork], "endpoints", len(w.Endpoints))
-		case !upToDate(h, w):
+			logger.Info("created mirrored EndpointSlice", "slice", w.Name, "network", w.Labels[mirror.LabelNetwork], "endpoints", len(w.Endpoints))
+		case !mirror.UpToDate(h, w):
 			u := h.DeepCopy()
 			for k, v := range w.Labels {
 				u.Labels[k] = v
@@ -168,10 +175,10 @@ func (r *Controller) apply(ctx context.Context, have, want []discoveryv1.Endpoin
 	return errors.Join(errs...)
 }
 
-// delete deletes a mirror (never a slice without the ManagedBy label).
+// delete deletes a mirror (never a slice without the mirror.ManagedBy label).
 func (r *Controller) delete(ctx context.Context, s *discoveryv1.EndpointSlice) error {
-	if s.Labels[discoveryv1.LabelManagedBy] != ManagedBy {
-		return fmt.Errorf("EndpointSlice %s/%s is not managed by %s; not deleting it", s.Namespace, s.Name, ManagedBy)
+	if s.Labels[discoveryv1.LabelManagedBy] != mirror.ManagedBy {
+		return fmt.Errorf("EndpointSlice %s/%s is not managed by %s; not deleting it", s.Namespace, s.Name, mirror.ManagedBy)
 	}
 	err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID, ResourceVersion: &s.ResourceVersion})
 	if apierrors.IsNotFound(err) {
@@ -180,6 +187,6 @@ func (r *Controller) delete(ctx context.Context, s *discoveryv1.EndpointSlice) e
 	if err != nil {
 		return fmt.Errorf("deleting EndpointSlice %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	log.FromContext(ctx).Info("deleted mirrored EndpointSlice", "slice", s.Name, "network", s.Labels[LabelNetwork])
+	log.FromContext(ctx).Info("deleted mirrored EndpointSlice", "slice", s.Name, "network", s.Labels[mirror.LabelNetwork])
 	return nil
 }

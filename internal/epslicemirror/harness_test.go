@@ -20,6 +20,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
@@ -132,7 +133,7 @@ func primaryAddrs(t *testing.T, c client.Client, p *corev1.Pod, key string) []st
 			return err
 		}
 		out = nil
-		for _, a := range epslicemirror.PrimaryAddrs(p, key) {
+		for _, a := range mirror.PrimaryAddrs(p, key) {
 			out = append(out, a.String())
 		}
 		if len(out) == 0 {
@@ -147,7 +148,7 @@ func primaryAddrs(t *testing.T, c client.Client, p *corev1.Pod, key string) []st
 // one sorted line "<addressType> <pod> <address> ready=<r> terminating=<t>"
 // each, and the slices' ports.
 func endpoints(c client.Reader, svc *corev1.Service, network string) (string, error) {
-	slices, err := epslicemirror.ForService(context.Background(), c, svc, network)
+	slices, err := mirror.ForService(context.Background(), c, svc, network)
 	if err != nil {
 		return "", err
 	}
@@ -228,7 +229,7 @@ func mirrors(t *testing.T, c client.Reader, svc *corev1.Service) []discoveryv1.E
 	t.Helper()
 	var list discoveryv1.EndpointSliceList
 	if err := c.List(context.Background(), &list, client.InNamespace(svc.Namespace),
-		client.MatchingLabels{epslicemirror.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: epslicemirror.ManagedBy}); err != nil {
+		client.MatchingLabels{mirror.LabelServiceName: svc.Name, discoveryv1.LabelManagedBy: mirror.ManagedBy}); err != nil {
 		t.Fatal(err)
 	}
 	return list.Items

@@ -17,7 +17,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 )
@@ -161,7 +161,7 @@ func TestNoMirrors(t *testing.T) {
 	plain := service(t, c, plainNS, "web", map[string]string{"app": "web"}, false)
 	setStatus(t, c, pod(t, c, plainNS, node(t, c), "web-0"), true, "10.244.0.20")
 	waitEndpoints(t, c, plain, netconf.DefaultNetworkName, "IPv4 port http 8080", "IPv4 web-0 10.244.0.20 ready=true terminating=false")
-	stale := handMade(t, c, plain, "stale", epslicemirror.Labels(plain.Name, "some.net"))
+	stale := handMade(t, c, plain, "stale", mirror.Labels(plain.Name, "some.net"))
 	waitGone(t, c, stale)
 	if left := mirrors(t, c, plain); len(left) > 0 {
 		t.Errorf("default-network service has mirrors: %v", left)
@@ -170,8 +170,8 @@ func TestNoMirrors(t *testing.T) {
 	ns, network, _ := udnNamespace(t, c, v1.Layer2, "10.100.0.0/16")
 	manual := service(t, c, ns, "manual", nil, false)
 	own := handMade(t, c, manual, "manual-own", map[string]string{
-		epslicemirror.LabelServiceName: manual.Name, epslicemirror.LabelNetwork: network, discoveryv1.LabelManagedBy: "someone"})
-	staleUDN := handMade(t, c, manual, "manual-stale", epslicemirror.Labels(manual.Name, network))
+		mirror.LabelServiceName: manual.Name, mirror.LabelNetwork: network, discoveryv1.LabelManagedBy: "someone"})
+	staleUDN := handMade(t, c, manual, "manual-stale", mirror.Labels(manual.Name, network))
 	waitGone(t, c, staleUDN)
 	if n := writes(t, direct(t), manual); n != 0 {
 		t.Errorf("a reconcile of the selector-less service wrote %d times", n)

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
@@ -56,10 +57,10 @@ func sliceService(_ context.Context, o client.Object) []reconcile.Request {
 	l := o.GetLabels()
 	name := ""
 	switch l[discoveryv1.LabelManagedBy] {
-	case DefaultManager:
+	case mirror.DefaultManager:
 		name = l[discoveryv1.LabelServiceName]
-	case ManagedBy:
-		name = l[LabelServiceName]
+	case mirror.ManagedBy:
+		name = l[mirror.LabelServiceName]
 	}
 	if name == "" {
 		return nil

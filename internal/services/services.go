@@ -9,7 +9,7 @@
 //
 // Which network a service belongs to and which slices hold its endpoints
 // there are decided elsewhere (internal/podnet.NamespacePrimary,
-// internal/epslicemirror.ForService); this package only translates.
+// internal/mirror.ForService); this package only translates.
 package services
 
 import (

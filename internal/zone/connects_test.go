@@ -21,7 +21,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
-	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
@@ -167,7 +167,7 @@ func servicesOnly(t *testing.T, c *clustertest.Cluster, cnc *v1.ClusterNetworkCo
 		t.Fatal(err)
 	}
 	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-" + svcNet,
-		Labels: map[string]string{epslicemirror.LabelServiceName: "web", epslicemirror.LabelNetwork: svcNet, discoveryv1.LabelManagedBy: "test"}},
+		Labels: map[string]string{mirror.LabelServiceName: "web", mirror.LabelNetwork: svcNet, discoveryv1.LabelManagedBy: "test"}},
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{backend}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
 		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("http"), Port: ptr.To(int32(8080)), Protocol: ptr.To(corev1.ProtocolTCP)}}}

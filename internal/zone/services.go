@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/services"
@@ -83,7 +83,7 @@ func (r *Reconciler) DesiredService(ctx context.Context, key string) (services.O
 	home := sc.home().network
 	var eps []discoveryv1.EndpointSlice
 	for _, n := range sc.nets {
-		s, err := epslicemirror.ForService(ctx, r.Client, svc, n.network.Name)
+		s, err := mirror.ForService(ctx, r.Client, svc, n.network.Name)
 		if err != nil {
 			return services.Output{}, err
 		}
@@ -295,7 +295,7 @@ func (r *Reconciler) namespaceServiceKeys(ctx context.Context, namespace string)
 // sliceService returns the service key an EndpointSlice serves (its default
 // label, or the mirrored slices' label).
 func sliceService(s *discoveryv1.EndpointSlice) (Key, bool) {
-	for _, l := range []string{discoveryv1.LabelServiceName, epslicemirror.LabelServiceName} {
+	for _, l := range []string{discoveryv1.LabelServiceName, mirror.LabelServiceName} {
 		if name := s.Labels[l]; name != "" {
 			return ServiceKey(s.Namespace, name), true
 		}

@@ -24,7 +24,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
-	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
+	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
@@ -66,7 +66,7 @@ func primaryIPs(t *testing.T, pods []corev1.Pod) []string {
 // mirrored returns the ready addresses of a service's mirrored slices.
 func mirrored(ctx context.Context, ns, name string) ([]string, error) {
 	var list discoveryv1.EndpointSliceList
-	if err := admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{epslicemirror.LabelServiceName: name}); err != nil {
+	if err := admin.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{mirror.LabelServiceName: name}); err != nil {
 		return nil, err
 	}
 	var out []string

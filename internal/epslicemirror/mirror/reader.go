@@ -1,4 +1,4 @@
-package epslicemirror
+package mirror
 
 import (
 	"context"

@@ -1,11 +1,13 @@
-// Package epslicemirror mirrors the EndpointSlices of Services in namespaces
-// whose primary network is a user-defined network. Kubernetes' EndpointSlice
-// controller lists pods by their default-network addresses (status.podIPs),
-// but such a Service is load-balanced to its pods' primary-network addresses:
-// cluster-manager keeps, beside each default slice, a mirrored slice holding
-// those. The labels on mirrored slices are a contract with the readers
-// (ForService, the zones' load balancers).
-package epslicemirror
+// Package mirror is the contract of mirrored EndpointSlices, and their pure
+// builder. Kubernetes' EndpointSlice controller lists pods by their
+// default-network addresses (status.podIPs), but a Service in a namespace
+// whose primary network is a user-defined network is load-balanced to its
+// pods' primary-network addresses: cluster-manager's mirror controller
+// (package epslicemirror) keeps, beside each default slice, a mirrored slice
+// holding those (Desired). The labels on mirrored slices are a contract with
+// the readers (ForService, the zones' load balancers), which import this
+// package and not the controller.
+package mirror
 
 import (
 	"crypto/sha256"
@@ -162,7 +164,7 @@ func PrimaryAddrs(pod *corev1.Pod, key string) []netip.Addr {
 // upToDate reports whether the stored mirror have already says what want
 // does: its labels (others' labels are left alone), owner, address type,
 // ports and endpoints.
-func upToDate(have, want *discoveryv1.EndpointSlice) bool {
+func UpToDate(have, want *discoveryv1.EndpointSlice) bool {
 	for k, v := range want.Labels {
 		if have.Labels[k] != v {
 			return false

@@ -1,4 +1,4 @@
-package epslicemirror
+package mirror
 
 import (
 	"net/netip"
@@ -232,13 +232,13 @@ func TestUpToDate(t *testing.T) {
 	stored := *want.DeepCopy()
 	stored.ResourceVersion, stored.UID = "42", "slice-uid"
 	stored.Labels["team"] = "blue"
-	if !upToDate(&stored, &want) {
+	if !UpToDate(&stored, &want) {
 		t.Error("a stored mirror with server fields and another's label is not up to date")
 	}
 	empty := mirror("web-v4", ipv4, nil)
 	storedEmpty := *empty.DeepCopy()
 	storedEmpty.Endpoints = nil
-	if !upToDate(&storedEmpty, &empty) {
+	if !UpToDate(&storedEmpty, &empty) {
 		t.Error("an empty mirror read back with nil endpoints is not up to date")
 	}
 	for name, change := range map[string]func(*discoveryv1.EndpointSlice){
@@ -251,7 +251,7 @@ func TestUpToDate(t *testing.T) {
 	} {
 		s := *stored.DeepCopy()
 		change(&s)
-		if upToDate(&s, &want) {
+		if UpToDate(&s, &want) {
 			t.Errorf("a mirror with another %s is up to date", name)
 		}
 	}
