@@ -45,6 +45,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
 )
 
 // NBTables are the Northbound tables a zone controller writes, referenced
@@ -142,7 +143,7 @@ type Reconciler struct {
 	ReconcileTimeout time.Duration
 
 	nodes  nodeCache
-	ipam   podIPAM
+	ipam   podaddr.IPAM
 	clocks clocks
 	resync chan event.GenericEvent
 	// namespaceEvents carries namespaces whose services must be planned
@@ -756,7 +757,7 @@ func (r *Reconciler) clearNotes(network string, clear func(node string) bool) []
 func (r *Reconciler) forgetNetwork(ctx context.Context, network string) {
 	r.clearNotes(network, func(string) bool { return true })
 	r.clocks.forgetNetwork(network)
-	r.ipam.forget(network, func() bool {
+	r.ipam.Forget(network, func() bool {
 		_, exists, err := r.network(ctx, network)
 		return err == nil && !exists
 	})

@@ -44,7 +44,7 @@ func (r *Reconciler) roomFor(ctx context.Context, local nodeinfo.Info) podnet.Ha
 				// with its slice; the pod's attachment waits for it.
 				return !local.Subnets.Lacks(p.Network)
 			}
-			pools, err := r.ipam.poolsFor(p.Network, slices, p.Conf.ExcludePrefixes())
+			pools, err := r.ipam.Pools(p.Network, slices, p.Conf.ExcludePrefixes())
 			if err != nil {
 				return false
 			}

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -18,12 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
 )
 
 // Pod indexes in the manager's cache.
@@ -31,67 +30,6 @@ const (
 	podNodeIndex = "spec.nodeName"
 	podKeysIndex = "k8s.ovn.org/pod-networks.keys"
 )
-
-// podIPAM holds the addresses a zone gives its node's pods on Layer3 networks
-// (the default network included): each from the node's slice of the network.
-type podIPAM struct {
-	mu        sync.Mutex
-	recovered bool
-	// pools by network: one per IP family of the node's slice.
-	pools map[string]*nodePools
-}
-
-type nodePools struct {
-	key   string // the node slice the pools were made from
-	pools []*allocator.IPPool
-}
-
-// pools returns the network's pools for the node's slices (made, or remade
-// when the slices changed), with the gateway and management addresses and the
-// network's exclusions taken out.
-func (m *podIPAM) poolsFor(network string, slices []netip.Prefix, exclude []netip.Prefix) ([]*allocator.IPPool, error) {
-	key := fmt.Sprint(slices)
-	if p, ok := m.pools[network]; ok && p.key == key {
-		return p.pools, nil
-	}
-	np := &nodePools{key: key}
-	for _, s := range slices {
-		if err := allocator.CheckNodeSlice(s); err != nil {
-			return nil, fmt.Errorf("network %s: %w", network, err)
-		}
-		gw, _ := allocator.NthAddress(s, 1)
-		mgmt, _ := allocator.NthAddress(s, 2)
-		pool, err := allocator.NewIPPool(s, exclude, gw, mgmt)
-		if err != nil {
-			return nil, err
-		}
-		np.pools = append(np.pools, pool)
-	}
-	if m.pools == nil {
-		m.pools = map[string]*nodePools{}
-	}
-	m.pools[network] = np
-	return np.pools, nil
-}
-
-// forget drops a network's pools if gone still says it is gone once the
-// pools are locked: a pod attached meanwhile holds the lock for its whole
-// attachment, so a network it found there is found here too.
-func (m *podIPAM) forget(network string, gone func() bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.pools[network]; ok && gone() {
-		delete(m.pools, network)
-	}
-}
-
-func (m *podIPAM) release(podKey string) {
-	for _, np := range m.pools {
-		for _, p := range np.pools {
-			p.Release(podKey)
-		}
-	}
-}
 
 // usableLocalNode is localNode, with a *NotRendered error while the zone's
 // node exists but is not usable yet (its annotations incomplete): rows that
@@ -139,7 +77,7 @@ func (r *Reconciler) localIn(nodes []nodeinfo.Info) (nodeinfo.Info, bool) {
 // the pods on the node, once, before anything is allocated.
 func (r *Reconciler) recoverPods(ctx context.Context, local nodeinfo.Info) error {
 	m := &r.ipam
-	if m.recovered {
+	if m.Recovered() {
 		return nil
 	}
 	var pods corev1.PodList
@@ -163,23 +101,17 @@ func (r *Reconciler) recoverPods(ctx context.Context, local nodeinfo.Info) error
 			if !ok || len(local.Subnets[network]) == 0 {
 				continue
 			}
-			pools, err := m.poolsFor(network, local.Subnets[network], exclude)
+			pools, err := m.Pools(network, local.Subnets[network], exclude)
 			if err != nil {
 				continue
 			}
 			addrs, _ := a.Prefixes()
-			for _, pr := range addrs {
-				for _, pool := range pools {
-					if pool.CIDR().Contains(pr.Addr()) {
-						if err := pool.Reserve(p.Namespace+"/"+p.Name, pr.Addr()); err != nil {
-							logger.Error(err, "pod address not recovered; the pod will get another", "pod", p.Namespace+"/"+p.Name)
-						}
-					}
-				}
+			for _, err := range podaddr.Recover(pools, p.Namespace+"/"+p.Name, addrs) {
+				logger.Error(err, "pod address not recovered; the pod will get another", "pod", p.Namespace+"/"+p.Name)
 			}
 		}
 	}
-	m.recovered = true
+	m.MarkRecovered()
 	return nil
 }
 
@@ -230,8 +162,8 @@ func (r *Reconciler) reconcilePod(ctx context.Context, key string) (ctrl.Result,
 // returns the pod as it is now (nil when it is gone), or errNoLocalNode.
 func (r *Reconciler) attachPod(ctx context.Context, key string) (*corev1.Pod, ctrl.Result, error) {
 	ns, name, _ := strings.Cut(key, "/")
-	r.ipam.mu.Lock()
-	defer r.ipam.mu.Unlock()
+	r.ipam.Lock()
+	defer r.ipam.Unlock()
 	logger := log.FromContext(ctx).WithValues("pod", key, "zone", r.Zone)
 	local, ok, err := r.localNode(ctx)
 	if err != nil || !ok {
@@ -247,7 +179,7 @@ func (r *Reconciler) attachPod(ctx context.Context, key string) (*corev1.Pod, ct
 	pod := &corev1.Pod{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.ipam.release(key)
+			r.ipam.Release(key)
 			r.forgetPod(key)
 			return nil, ctrl.Result{}, nil
 		}
@@ -257,11 +189,11 @@ func (r *Reconciler) attachPod(ctx context.Context, key string) (*corev1.Pod, ct
 		// Not (or no longer) this node's: an address held here under its
 		// name is a deleted pod's whose deletion this reconcile did not
 		// see (deleted and created again elsewhere in between).
-		r.ipam.release(key)
+		r.ipam.Release(key)
 		return pod, ctrl.Result{}, nil
 	}
 	if done(pod) {
-		r.ipam.release(key)
+		r.ipam.Release(key)
 		return pod, ctrl.Result{}, nil
 	}
 	reqs, placed, err := r.podRequests(ctx, pod, local)
@@ -344,14 +276,13 @@ func (r *Reconciler) attachLayer3(ctx context.Context, pod *corev1.Pod, local no
 	if req.Conf != nil {
 		exclude = req.Conf.ExcludePrefixes()
 	}
-	pools, err := r.ipam.poolsFor(req.Network, slices, exclude)
+	pools, err := r.ipam.Pools(req.Network, slices, exclude)
 	if err != nil {
 		return podnet.Attachment{}, err
 	}
 	podKey := pod.Namespace + "/" + pod.Name
 	var want []netip.Addr
 	requested := req.Selection != nil && len(req.Selection.IPs) > 0
-	var reassigned []string
 	if cur, ok := current[req.Key]; ok {
 		addrs, _ := cur.Prefixes()
 		for _, a := range addrs {
@@ -370,30 +301,9 @@ func (r *Reconciler) attachLayer3(ctx context.Context, pod *corev1.Pod, local no
 			want = append(want, p.Addr())
 		}
 	}
-	var addrs []netip.Prefix
-	var gws []netip.Addr
-	for i, pool := range pools {
-		var a netip.Addr
-		var err error
-		if w, ok := familyAddr(want, pool.CIDR()); ok {
-			err = pool.Reserve(podKey, w)
-			a = w
-			if err != nil && !requested {
-				reassigned = append(reassigned, fmt.Sprintf("%s: %v", w, err))
-				a, err = pool.Allocate(podKey)
-			}
-		} else {
-			a, err = pool.Allocate(podKey)
-		}
-		if err != nil {
-			for _, p := range pools[:i] {
-				p.Release(podKey)
-			}
-			return podnet.Attachment{}, err
-		}
-		addrs = append(addrs, netip.PrefixFrom(a, pool.CIDR().Bits()))
-		gw, _ := allocator.NthAddress(pool.CIDR(), 1)
-		gws = append(gws, gw)
+	addrs, gws, reassigned, err := podaddr.Assign(pools, podKey, want, requested)
+	if err != nil {
+		return podnet.Attachment{}, err
 	}
 	mac := ""
 	if req.Selection != nil {
@@ -404,15 +314,6 @@ func (r *Reconciler) attachLayer3(ctx context.Context, pod *corev1.Pod, local no
 		r.notePod(pod, "AddressReassigned", fmt.Sprintf("network %s: %s; now %v", req.Key, strings.Join(reassigned, "; "), addrs))
 	}
 	return podnet.Attach(req, addrs, gws, mac, podKey, r.Cluster), nil
-}
-
-func familyAddr(list []netip.Addr, cidr netip.Prefix) (netip.Addr, bool) {
-	for _, a := range list {
-		if a.Is4() == cidr.Addr().Is4() {
-			return a, true
-		}
-	}
-	return netip.Addr{}, false
 }
 
 // notePod emits an Event on a pod once per distinct reason and message
