@@ -18,13 +18,17 @@ FUZZ_TARGETS := netconf:FuzzParseConfig:40000x netconf:FuzzParseSubnet:30000x \
 	ovsdb/wire:FuzzDecodeResults:250000x
 FUZZTIME ?=
 
-.PHONY: all build deps demo test unit vet fuzz race chaos generate clean
+.PHONY: all build image deps demo test unit vet fuzz race chaos generate clean
 
 all: build
 
 ## build: compile bin/ovn-udn
 build:
 	$(GO) build -o bin/ovn-udn ./cmd/ovn-udn
+
+## image: ovn-udn's container image without Docker, as an OCI archive (bin/ovn-udn-image.tar; IMAGE=<reference> names it; reproducible: docs/install.md)
+image: deps
+	$(GO) run ./hack/image -o bin/ovn-udn-image.tar $(if $(IMAGE),-ref $(IMAGE))
 
 ## demo: a 3-node sandbox with the examples, and the connectivity matrix measured in it (KEEP=1 keeps it running)
 demo: deps build

@@ -1,5 +1,6 @@
-// Package images builds the container images the sandbox's real nodes run,
-// without a registry: each image is one layer holding static programs,
+// Package images builds container images without a registry or Docker (the
+// sandbox's real nodes' images, and ovn-udn's own): each image is one layer
+// holding its files (and symbolic links),
 // written with go-containerregistry into a docker-archive that containerd
 // imports (`ctr images import`). Builds are reproducible: the same programs
 // give the same digests (file times and the image's creation time are the
@@ -22,10 +23,12 @@ import (
 )
 
 // File is a program (or any file) of an image: the path inside the image and
-// the host file it is read from.
+// the host file it is read from, or, when Link is set, a symbolic link to
+// Link.
 type File struct {
 	Path, Source string
 	Mode         int64
+	Link         string
 }
 
 // Image is one image to build.
@@ -46,6 +49,12 @@ func Build(img Image) (v1.Image, error) {
 	files := append([]File(nil), img.Files...)
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	for _, f := range files {
+		if f.Link != "" {
+			if err := tw.WriteHeader(&tar.Header{Name: f.Path, Linkname: f.Link, Mode: 0o777, Typeflag: tar.TypeSymlink, Format: tar.FormatPAX}); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		b, err := os.ReadFile(f.Source)
 		if err != nil {
 			return nil, fmt.Errorf("image %v: %w", img.Refs, err)
