@@ -126,6 +126,8 @@ func tarDir(dir, out string) error {
 	if err != nil {
 		return err
 	}
+	defer os.Remove(out + ".tmp") // gone once renamed; left by nothing on failure
+	defer f.Close()
 	tw := tar.NewWriter(f)
 	for _, p := range names {
 		fi, err := os.Lstat(p)

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,10 +36,19 @@ func Listen(name, network, addr string) (net.Listener, error) {
 	return l, err
 }
 
-// Dial connects to addr from inside network namespace name.
+// Dial connects to addr ("IP:port": a name would be resolved, and a
+// dual-stack dial raced, on other threads, outside the namespace) from
+// inside network namespace name.
 func Dial(ctx context.Context, name, network, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := netip.ParseAddr(host); err != nil {
+		return nil, fmt.Errorf("dialing %s in network namespace %s: want an IP address, not a name", addr, name)
+	}
 	var c net.Conn
-	err := Do(name, func() error {
+	err = Do(name, func() error {
 		var err error
 		c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
 		return err

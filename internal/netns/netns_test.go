@@ -58,6 +58,9 @@ func TestListenAndDialInNamespace(t *testing.T) {
 		c.Close()
 		t.Fatalf("%s answered outside the namespace", addr)
 	}
+	if _, err := netns.Dial(ctx, name, "tcp", "localhost:80"); err == nil || !strings.Contains(err.Error(), "want an IP address") {
+		t.Errorf("dialing a name: %v, want a refusal", err)
+	}
 	if err := netns.Do("no-such-namespace-here", func() error { return nil }); err == nil {
 		t.Fatal("Do in a missing namespace succeeded")
 	}

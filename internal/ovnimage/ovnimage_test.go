@@ -76,7 +76,7 @@ func TestImageRunsItsPrograms(t *testing.T) {
 		{"ovn-appctl", "--version"},
 	} {
 		cmd := exec.Command("chroot", append([]string{dir, "/bin/sh", "-c", `exec "$@"`, "sh"}, argv...)...)
-		cmd.Env = []string{"PATH=/usr/bin:/usr/sbin:/bin:/sbin"}
+		cmd.Env = []string{"PATH=" + images.Path} // the image's own
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Errorf("%s in the image: %v: %s", strings.Join(argv, " "), err, out)

@@ -239,7 +239,7 @@ func (k *kube) applyAdmission() error {
 
 // NodeObject is the Node a sandbox node registers, as a kubelet would at
 // its start: its name and the well-known labels, no annotations, no status
-// (the node agent reports it). Registering it again after it was deleted is
+// (its kubelet reports it). Registering it again after it was deleted is
 // the node joining the cluster again.
 func NodeObject(name string) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{

@@ -71,10 +71,11 @@ func (r Result) Pass() bool {
 	return r.Err == nil && r.Ping == r.Reachable && r.TCP == r.Reachable
 }
 
-// DemoChecks is the matrix `make demo` measures over examples/.
 // DemoAppClient is the pod the demo asks apps from (a default-network pod of
 // examples/): names resolve through the cluster DNS, servers answer.
 const DemoAppClient = "plain/a"
+
+// DemoChecks is the matrix `make demo` measures over examples/.
 
 var DemoChecks = []Check{
 	{Name: "default network, across nodes", From: "plain/a", To: []string{"plain/b"}, On: OnPrimary, Family: 4, Reachable: true},

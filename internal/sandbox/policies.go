@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -56,8 +57,12 @@ func PolicyChecks(ctx context.Context, dir string, c client.Client, checks []Pol
 		}
 		out = append(out, a)
 		jobs = append(jobs, func(a *AppCheck) {
+			var lookup *LookupError
 			ask := func() bool {
 				_, err := Get(ctx, dir, ch.From, url)
+				if errors.As(err, &lookup) {
+					a.Err = err // no client pod: the check did not run
+				}
 				return err == nil
 			}
 			if !ch.Answered {

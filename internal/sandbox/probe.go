@@ -240,14 +240,21 @@ const getTimeout = 2 * time.Second
 func Get(ctx context.Context, dir, from, url string) (string, error) {
 	c, err := Client(dir)
 	if err != nil {
-		return "", err
+		return "", &LookupError{err}
 	}
 	ns, err := PodNetns(ctx, dir, c, from)
 	if err != nil {
-		return "", err
+		return "", &LookupError{err}
 	}
 	return getIn(ctx, ns, url)
 }
+
+// LookupError is a Get that could not even start (the sandbox or the client
+// pod not found): not an answer, nor its absence.
+type LookupError struct{ Err error }
+
+func (e *LookupError) Error() string { return e.Err.Error() }
+func (e *LookupError) Unwrap() error { return e.Err }
 
 // getIn is Get from network namespace ns.
 func getIn(ctx context.Context, ns, url string) (string, error) {

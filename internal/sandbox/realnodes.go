@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -22,17 +23,18 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netns"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox/images"
 )
 
-// Real nodes (Options.RealNodes): each node runs Debian's containerd (with
-// runc) and a kubelet built from the pinned Kubernetes module, both in the
-// node's network namespace (entered with nsenter --net: `ip netns exec`
-// would remount /sys and hide the cgroup mounts), and the node agent runs
-// in CNI mode. The control plane has a foot on the underlay: a network
+// Real nodes: each node runs Debian's containerd (with runc) and a kubelet
+// built from the pinned Kubernetes module, both in the node's network
+// namespace (entered with nsenter --net: `ip netns exec` would remount /sys
+// and hide the cgroup mounts), and the node agent serves ovn-udn's CNI
+// plugin to that containerd. The control plane has a foot on the underlay: a network
 // namespace of its own (ControlNetns) at ControlUnderlayIP, where a proxy
 // serves the API server to the kubelets and to pods. The API server reaches
 // the kubelets at their node addresses (logs, exec, port-forward) through
@@ -441,7 +443,7 @@ func cleanupRealNodes(l Layout) {
 			}
 		}
 	}
-	removeUnusedPodNetns()
+	removePodNetns(l)
 }
 
 // pidsMentioning lists processes (not this one) whose command line holds
@@ -496,12 +498,15 @@ func removeCgroupTree(root string) {
 	}
 }
 
-// removeUnusedPodNetns deletes containerd's pod namespaces (/run/netns/cni-*)
-// that no process holds any more: the real nodes' pods, once their
-// sandboxes were killed. Namespaces some process still holds (another
-// runtime's pods) are left.
-func removeUnusedPodNetns() {
-	entries, _ := os.ReadDir("/run/netns")
+// removePodNetns deletes the pod namespaces (/run/netns/cni-*) of this
+// sandbox's pods that no process holds any more (their containers died with
+// the node's cgroups before containerd could delete them), and their
+// resolv.conf directories (/etc/netns, writeResolvConf). A namespace is this
+// sandbox's when one of its nodes' Open vSwitch databases, read offline,
+// records it on a pod's interface: another sandbox's pods, perhaps in the
+// middle of an ADD, are never touched. Resolv.conf directories whose
+// namespace is gone are removed whoever made them.
+func removePodNetns(l Layout) {
 	held := map[uint64]bool{}
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
@@ -510,14 +515,56 @@ func removeUnusedPodNetns() {
 			held[st.Ino] = true
 		}
 	}
-	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), "cni-") {
-			continue
+	dbs, _ := filepath.Glob(filepath.Join(l.Dir, "nodes", "*", "conf.db"))
+	for _, db := range dbs {
+		for _, name := range recordedNetns(db) {
+			var st syscall.Stat_t
+			if !strings.HasPrefix(name, "cni-") || syscall.Stat(filepath.Join("/run/netns", name), &st) != nil || held[st.Ino] {
+				continue
+			}
+			_ = deps.OVNCommand("ip", "netns", "del", name).Run()
 		}
-		var st syscall.Stat_t
-		if syscall.Stat(filepath.Join("/run/netns", e.Name()), &st) != nil || held[st.Ino] {
-			continue
-		}
-		_ = deps.OVNCommand("ip", "netns", "del", e.Name()).Run()
 	}
+	if etc, err := filepath.Glob("/etc/netns/cni-*"); err == nil {
+		for _, d := range etc {
+			if _, err := os.Stat(filepath.Join("/run/netns", filepath.Base(d))); os.IsNotExist(err) {
+				_ = os.RemoveAll(d)
+			}
+		}
+	}
+}
+
+// recordedNetns returns the pod namespaces a node's Open vSwitch database
+// file records on its interfaces (cni.NetnsKey), read with ovsdb-tool.
+func recordedNetns(db string) []string {
+	out, err := deps.OVNCommand("ovsdb-tool", "query", db,
+		`["Open_vSwitch",{"op":"select","table":"Interface","where":[],"columns":["external_ids"]}]`).Output()
+	if err != nil {
+		return nil
+	}
+	var res []struct {
+		Rows []struct {
+			ExternalIDs []any `json:"external_ids"`
+		} `json:"rows"`
+	}
+	if json.Unmarshal(out, &res) != nil || len(res) == 0 {
+		return nil
+	}
+	var names []string
+	for _, r := range res[0].Rows {
+		// ["map", [[key, value], ...]]
+		if len(r.ExternalIDs) != 2 {
+			continue
+		}
+		pairs, _ := r.ExternalIDs[1].([]any)
+		for _, p := range pairs {
+			kv, _ := p.([]any)
+			if len(kv) == 2 && kv[0] == cni.NetnsKey {
+				if name, ok := kv[1].(string); ok {
+					names = append(names, name)
+				}
+			}
+		}
+	}
+	return names
 }

@@ -546,6 +546,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 				for owner := range owners {
 					if k, ok := ParseKey(owner); ok {
 						q.Add(k)
+					} else {
+						ctrl.LoggerFrom(ctx).Info("rows whose owner is no key of this controller are left alone", "owner", owner, "zone", r.Zone)
 					}
 				}
 			}

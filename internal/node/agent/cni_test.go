@@ -114,7 +114,7 @@ func (h *agentHarness) installWhenPlugged(ctx context.Context) {
 
 // TestCNIPlugin drives ovn-udn's CNI plugin as a container runtime does
 // (libcni, the installed configuration list, the real plugin binary)
-// against the agent in CNI mode: ADD waits for the pod's annotation and for
+// against the agent: ADD waits for the pod's annotation and for
 // ovn-controller, then returns a result the runtime takes the pod's address
 // from; CHECK holds; DEL removes it all, and again, and for an unknown
 // sandbox; GC removes what the runtime no longer lists; a pod asking for a

@@ -132,10 +132,3 @@ func recreate(h cni.Host, p cni.Interface, veth, fp string) error {
 	}
 	return nil
 }
-
-// Remove deletes the management port (the agent leaving CNI mode, or a
-// node taken out).
-func Remove(h cni.Host, port string) error {
-	_ = h.Batch(h.Netns, []string{"link del " + Interface})
-	return h.Command("ovs-vsctl", "--db="+h.OVSDB, "--timeout=10", "--if-exists", "del-port", h.Bridge, cni.HostVeth(port)).Run()
-}

@@ -26,9 +26,8 @@ import (
 )
 
 // cniHandler answers the CNI plugin's calls (cniserver.Handler) with the
-// pod reconciler's caches and plumbing: in CNI mode the container runtime
-// creates each pod's network namespace and asks for its interfaces, and
-// the agent no longer plays the kubelet.
+// pod reconciler's caches and plumbing: the container runtime creates each
+// pod's network namespace and asks for its interfaces.
 type cniHandler struct{ r *PodReconciler }
 
 var _ cniserver.Handler = cniHandler{}

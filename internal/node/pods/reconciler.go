@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -46,7 +45,6 @@ type PodReconciler struct {
 	// that is gone from one the cache has not seen yet).
 	APIReader client.Reader
 	Opts      node.Options
-	Recorder  record.EventRecorder
 
 	mu sync.Mutex
 	// plugged is what OVS says is plugged, by pod key; loaded from OVS once
@@ -61,7 +59,7 @@ type PodReconciler struct {
 
 // Setup registers the pods part: the reconciler and the CNI server.
 func Setup(mgr manager.Manager, opts node.Options) error {
-	r := &PodReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts, Recorder: mgr.GetEventRecorderFor("ovn-udn-node-" + opts.Node)}
+	r := &PodReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Opts: opts}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return err
 	}
@@ -143,12 +141,7 @@ func (r *PodReconciler) setPlugged(key string, p []cni.Plugged) {
 func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	key := req.Namespace + "/" + req.Name
 	r.poke(key)
-	pod := &corev1.Pod{}
-	if err := r.Client.Get(ctx, req.NamespacedName, pod); err == nil {
-		if pod.Spec.NodeName == r.Opts.Node && !isFinished(pod) {
-			return reconcile.Result{}, nil
-		}
-	} else if !isGone(err) {
+	if here, err := r.runsHere(ctx, r.Client, req); here || err != nil {
 		return reconcile.Result{}, err
 	}
 	all, err := r.pluggedPorts()
@@ -158,6 +151,11 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	have := all[key]
 	if len(have) == 0 {
 		return reconcile.Result{}, nil
+	}
+	// The cache may lag: a pod created again under the name, on this node,
+	// owns the ports now (its ADD replaced them; its DEL removes them).
+	if here, err := r.runsHere(ctx, r.APIReader, req); here || err != nil {
+		return reconcile.Result{}, err
 	}
 	// The ports only: the namespace is the runtime's to delete.
 	ports := make([]string, len(have))
@@ -170,6 +168,19 @@ func (r *PodReconciler) Reconcile(ctx context.Context, req reconcile.Request) (r
 	r.setPlugged(key, nil)
 	ctrl.LoggerFrom(ctx).Info("removed the interfaces of a pod that left", "pod", key, "interfaces", len(ports))
 	return reconcile.Result{}, nil
+}
+
+// runsHere reports whether the pod, as c reads it, exists on this node and
+// has not finished (its interfaces are its own then).
+func (r *PodReconciler) runsHere(ctx context.Context, c client.Reader, req reconcile.Request) (bool, error) {
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, req.NamespacedName, pod); err != nil {
+		if isGone(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return pod.Spec.NodeName == r.Opts.Node && !isFinished(pod), nil
 }
 
 // isGone reports a pod that no longer exists.

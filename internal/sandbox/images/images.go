@@ -1,8 +1,8 @@
 // Package images builds container images without a registry or Docker (the
 // sandbox's real nodes' images, and ovn-udn's own): each image is one layer
-// holding its files (and symbolic links),
-// written with go-containerregistry into a docker-archive that containerd
-// imports (`ctr images import`). Builds are reproducible: the same programs
+// holding its files (and symbolic links), built with go-containerregistry;
+// WriteArchive writes docker-archives that containerd imports (`ctr images
+// import`), and hack/image writes an OCI archive of Build's image. Builds are reproducible: the same programs
 // give the same digests (file times and the image's creation time are the
 // epoch).
 package images
@@ -40,6 +40,10 @@ type Image struct {
 	Entrypoint []string
 	Cmd        []string
 }
+
+// Path is every image's PATH: Debian's directories (an sbin holds
+// ovsdb-server and ethtool), and / for the sandbox's single-program images.
+const Path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/"
 
 // Build returns the image: one layer with its files, a linux/amd64 config
 // with its entrypoint and command.
@@ -89,7 +93,7 @@ func Build(img Image) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", "amd64"
 	cf.Config.Entrypoint, cf.Config.Cmd = img.Entrypoint, img.Cmd
-	cf.Config.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin:/"}
+	cf.Config.Env = []string{"PATH=" + Path}
 	return mutate.ConfigFile(out, cf)
 }
 
