@@ -197,7 +197,7 @@ func (r *Reconciler) connectKeys(ctx context.Context) []Key {
 func (r *Reconciler) replanConnects(ctx context.Context) {
 	for _, k := range r.connectKeys(ctx) {
 		select {
-		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k.String())}}:
+		case r.keyEvents <- event.TypedGenericEvent[Key]{Object: k}:
 		default: // full, or no controller (render): connects requeue by themselves
 		}
 	}

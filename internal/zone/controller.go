@@ -149,8 +149,8 @@ type Reconciler struct {
 	// namespaceEvents carries namespaces whose services must be planned
 	// again (their network just inserted rows: its load balancer group).
 	namespaceEvents chan event.GenericEvent
-	// keyEvents carries keys to reconcile now (the object's name is the key).
-	keyEvents chan event.GenericEvent
+	// keyEvents carries keys to reconcile now.
+	keyEvents chan event.TypedGenericEvent[Key]
 	// podNetworkEvents carries networks whose pods' ports must be planned
 	// again (podsOfNetwork).
 	podNetworkEvents chan event.GenericEvent
@@ -391,7 +391,7 @@ func (r *Reconciler) replanNetworks(ctx context.Context) {
 			continue
 		}
 		select {
-		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(NetworkKey(n).String())}}:
+		case r.keyEvents <- event.TypedGenericEvent[Key]{Object: NetworkKey(n)}:
 		default: // full, or no controller (render): they requeue by themselves
 		}
 	}

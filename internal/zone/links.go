@@ -165,7 +165,7 @@ func (r *Reconciler) networkLinkKeys(ctx context.Context, network string) []Key 
 func (r *Reconciler) replanLinks(ctx context.Context, network string) {
 	for _, k := range r.networkLinkKeys(ctx, network) {
 		select {
-		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k.String())}}:
+		case r.keyEvents <- event.TypedGenericEvent[Key]{Object: k}:
 		default: // full, or no controller (render): links requeue by themselves
 		}
 	}

@@ -57,7 +57,7 @@ func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key Key) (ctrl.Resu
 	// queue's backoff retries it too, in case they came in between. What
 	// the key waits for is replaced on every reconcile, so a pod deleted
 	// before its port was written is not waited for any longer.
-	r.waiters.wait(key.String(), waiting)
+	r.waiters.wait(key, waiting)
 	if len(waiting) > 0 {
 		logger.V(1).Info("policy waits for pods' ports", "ports", waiting)
 		return ctrl.Result{Requeue: true}, nil
@@ -69,13 +69,13 @@ func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key Key) (ctrl.Resu
 // by port name.
 type portWaiters struct {
 	mu     sync.Mutex
-	byPort map[string]map[string]bool
+	byPort map[string]map[Key]bool
 	// byKey are the ports each key waits for (byPort the other way round).
-	byKey map[string][]string
+	byKey map[Key][]string
 }
 
 // wait makes ports the ones key waits for (none: it waits for nothing).
-func (w *portWaiters) wait(key string, ports []string) {
+func (w *portWaiters) wait(key Key, ports []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, p := range w.byKey[key] {
@@ -89,11 +89,11 @@ func (w *portWaiters) wait(key string, ports []string) {
 		return
 	}
 	if w.byPort == nil {
-		w.byPort, w.byKey = map[string]map[string]bool{}, map[string][]string{}
+		w.byPort, w.byKey = map[string]map[Key]bool{}, map[Key][]string{}
 	}
 	for _, p := range ports {
 		if w.byPort[p] == nil {
-			w.byPort[p] = map[string]bool{}
+			w.byPort[p] = map[Key]bool{}
 		}
 		w.byPort[p][key] = true
 	}
@@ -101,10 +101,10 @@ func (w *portWaiters) wait(key string, ports []string) {
 }
 
 // ready removes and returns the keys waiting for ports that exist now.
-func (w *portWaiters) ready(exists func(port string) bool) []string {
+func (w *portWaiters) ready(exists func(port string) bool) []Key {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []string
+	var out []Key
 	for p, keys := range w.byPort {
 		if !exists(p) {
 			continue
@@ -128,7 +128,7 @@ func (r *Reconciler) wakeWaiters(ctx context.Context) {
 		return ovsdb.Get(ctx, r.NB, &nbdb.LogicalSwitchPort{Name: port}) == nil
 	}) {
 		select {
-		case r.keyEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(k)}}:
+		case r.keyEvents <- event.TypedGenericEvent[Key]{Object: k}:
 		default: // full, or no controller (render): the backoff retries it
 		}
 	}

@@ -528,11 +528,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 			}
 			return out
 		}))).
-		WatchesRawSource(source.TypedChannel(r.keyEvents, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(_ context.Context, o client.Object) []Key {
-			if k, ok := ParseKey(o.GetName()); ok {
-				return []Key{k}
-			}
-			return nil
+		WatchesRawSource(source.TypedChannel(r.keyEvents, handler.TypedEnqueueRequestsFromMapFunc[Key, Key](func(_ context.Context, k Key) []Key {
+			return []Key{k}
 		}))).
 		WatchesRawSource(source.TypedFunc[Key](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key]) error {
 			// Networks, services, policies (and their default denies and
@@ -617,7 +614,7 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 		return nil, nil, err
 	}
 	resync := make(chan event.GenericEvent, 1)
-	r := &Reconciler{resync: resync, namespaceEvents: make(chan event.GenericEvent, 256), keyEvents: make(chan event.GenericEvent, 1024),
+	r := &Reconciler{resync: resync, namespaceEvents: make(chan event.GenericEvent, 256), keyEvents: make(chan event.TypedGenericEvent[Key], 1024),
 		podNetworkEvents: make(chan event.GenericEvent, 256), policyNetworkEvents: make(chan event.GenericEvent, 256)}
 	nb, nbWriter, sb, err := Connect(ctx, opts, r.requestResync)
 	if err != nil {
