@@ -8,8 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
 
@@ -29,7 +32,9 @@ const demoSourcePort = 41000
 // each DemoEgressClients pod's connection arrives from its node's address;
 // DemoSameAddressPair connect at once from the same address and port and
 // both get through; every NodePort Service of the cluster answers from
-// outside on every node's address with one of its own namespace's pods.
+// outside on every node's address with one of its own namespace's pods; and
+// a datagram from outside too large for a network gets "fragmentation
+// needed" with the network's MTU (pathMTUCheck).
 // Rows whose pods do not exist are left out. Each check retries for 10 s
 // (the first packet of a path may wait for address resolution).
 func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, nodes int) ([]AppCheck, error) {
@@ -121,8 +126,37 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 			})
 		}
 	}
+	// Path MTU discovery through a gateway router (gateway_mtu on its port
+	// towards the network): a datagram from outside too large for the
+	// network is answered with "fragmentation needed", for the first
+	// NodePort Service's pods, through a UDP twin of it made for the check.
+	for _, s := range svcs.Items {
+		if s.Spec.Type != corev1.ServiceTypeNodePort || len(s.Spec.Selector) == 0 {
+			continue
+		}
+		mtu := config.Default().MTU
+		out = append(out, AppCheck{Name: "path MTU from outside, a UDP node port (" + s.Namespace + ")", From: "outside",
+			Target: nodeAddr(NodeName(1)) + ", 1500-byte datagrams, DF", Want: strconv.Itoa(mtu)})
+		jobs = append(jobs, func(a *AppCheck) { a.Got, a.Err = pathMTUCheck(ctx, dir, c, s) })
+		break
+	}
 	runChecks(out, jobs)
 	return out, nil
+}
+
+// pathMTUCheck makes a UDP NodePort twin of svc, measures the path MTU from
+// outside to it on node1 (PathMTU), and deletes the twin.
+func pathMTUCheck(ctx context.Context, dir string, c client.Client, svc corev1.Service) (string, error) {
+	twin := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name + "-mtu"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: svc.Spec.Selector,
+			Ports: []corev1.ServicePort{{Name: "udp", Protocol: corev1.ProtocolUDP, Port: 9, TargetPort: intstr.FromInt32(9)}}}}
+	if err := c.Create(ctx, twin); err != nil {
+		return "", err
+	}
+	defer func() { _ = c.Delete(context.Background(), twin) }()
+	target := fmt.Sprintf("%s:%d", nodeAddr(NodeName(1)), twin.Spec.Ports[0].NodePort)
+	mtu, err := PathMTU(ctx, dir, target, 20*time.Second)
+	return strconv.Itoa(mtu), err
 }
 
 // nodeAddr is a sandbox node's address, from its name.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
-	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -28,7 +26,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/gateway"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/netns"
 	"github.com/ovn-udn/ovn-udn/internal/node/gatewayflows"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 )
@@ -373,8 +370,8 @@ func TestNorthSouth(t *testing.T) {
 			t.Cleanup(func() { _ = admin.Delete(context.Background(), svc) })
 			// A node of its own per case: the path MTU is cached per destination.
 			nodeIP := strings.Split(sandbox.NodeIP(i+2), "/")[0]
-			if mtu := pathMTUFromOutside(t, fmt.Sprintf("%s:%d", nodeIP, c.nodePort)); mtu != 1400 {
-				t.Errorf("%s: path MTU from outside to node port %s:%d is %d, want 1400 (the network's, from the gateway router's ICMP)", c.ns, nodeIP, c.nodePort, mtu)
+			if mtu, err := sandbox.PathMTU(ctx, dir, fmt.Sprintf("%s:%d", nodeIP, c.nodePort), 30*time.Second); err != nil || mtu != 1400 {
+				t.Errorf("%s: path MTU from outside to node port %s:%d is %d (%v), want 1400 (the network's, from the gateway router's ICMP)", c.ns, nodeIP, c.nodePort, mtu, err)
 			}
 		}
 	})
@@ -599,52 +596,4 @@ func nodeIndex(t *testing.T, name string) int {
 		t.Fatalf("node %q", name)
 	}
 	return i
-}
-
-// pathMTUFromOutside sends 1500-byte UDP datagrams with DF set from the
-// sandbox's outside world to target until the kernel there learns a smaller
-// path MTU from an ICMP "fragmentation needed" (or a deadline passes), and
-// returns the path MTU it ends with. Its route cache is flushed first.
-func pathMTUFromOutside(t *testing.T, target string) int {
-	t.Helper()
-	ext := sandbox.NewLayoutMust(dir).ExternalNetns()
-	if out, err := deps.OVNCommand("ip", "-n", ext, "route", "flush", "cache").CombinedOutput(); err != nil {
-		t.Fatalf("ip route flush cache: %v: %s", err, out)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := netns.Dial(ctx, ext, "udp4", target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	raw, err := conn.(*net.UDPConn).SyscallConn()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sockopt := func(set bool) (v int) {
-		var serr error
-		if err := raw.Control(func(fd uintptr) {
-			if set {
-				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO)
-				return
-			}
-			v, serr = unix.GetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_MTU)
-		}); err != nil || serr != nil {
-			t.Fatalf("socket option: %v %v", err, serr)
-		}
-		return v
-	}
-	sockopt(true)
-	payload := make([]byte, 1500-20-8)
-	mtu := sockopt(false)
-	for ctx.Err() == nil && mtu >= 1500 {
-		_, _ = conn.Write(payload) // EMSGSIZE once the smaller path MTU is known
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-		mtu = sockopt(false)
-	}
-	return mtu
 }
