@@ -94,28 +94,43 @@ type resolver struct {
 	files []images.File
 }
 
-// add adds p (absolute, in root) and every link on the way to its file.
+// add adds p (absolute, in root), the file it names, and every link on the
+// way to it.
 func (r *resolver) add(p string) error {
+	real, err := r.resolve(p)
+	if err != nil {
+		return err
+	}
+	if !r.seen[real] {
+		fi, err := os.Stat(filepath.Join(r.root, real))
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		r.seen[real] = true
+		r.files = append(r.files, images.File{Path: strings.TrimPrefix(real, "/"), Source: filepath.Join(r.root, real), Mode: int64(fi.Mode().Perm())})
+	}
+	return nil
+}
+
+// resolve follows p's links inside root, recording them, and returns the
+// path in root of the file it names.
+func (r *resolver) resolve(p string) (string, error) {
 	for hops := 0; hops < 40; hops++ {
 		real, err := r.walk(p)
 		if err != nil {
-			return err
+			return "", err
 		}
 		host := filepath.Join(r.root, real)
 		fi, err := os.Lstat(host)
 		if err != nil {
-			return fmt.Errorf("%s: %w", p, err)
+			return "", fmt.Errorf("%s: %w", p, err)
 		}
 		if fi.Mode()&os.ModeSymlink == 0 {
-			if !r.seen[real] {
-				r.seen[real] = true
-				r.files = append(r.files, images.File{Path: strings.TrimPrefix(real, "/"), Source: host, Mode: int64(fi.Mode().Perm())})
-			}
-			return nil
+			return real, nil
 		}
 		target, err := os.Readlink(host)
 		if err != nil {
-			return err
+			return "", err
 		}
 		r.link(real, target)
 		if !path.IsAbs(target) {
@@ -123,7 +138,7 @@ func (r *resolver) add(p string) error {
 		}
 		p = target
 	}
-	return fmt.Errorf("%s: too many symbolic links", p)
+	return "", fmt.Errorf("%s: too many symbolic links", p)
 }
 
 // walk resolves the directories of p (not its last element) inside root,
@@ -172,26 +187,20 @@ func (r *resolver) link(p, target string) {
 // libraries asks root's loader which shared libraries programs load, and
 // returns their paths in root.
 func (r *resolver) libraries(programs []string) ([]string, error) {
-	loader, err := r.walk(Loader)
+	loader, err := r.resolve(Loader)
 	if err != nil {
 		return nil, err
 	}
 	libPath := strings.Join([]string{filepath.Join(r.root, "usr/lib/x86_64-linux-gnu"), filepath.Join(r.root, "lib/x86_64-linux-gnu")}, ":")
 	set := map[string]bool{}
 	for _, p := range programs {
-		real, err := r.walk(p)
+		real, err := r.resolve(p)
 		if err != nil {
 			return nil, err
 		}
-		// The loader of the root, to run the root's programs on this host.
-		if err := r.add(p); err != nil {
-			return nil, err
-		}
-		host, err := r.hostFile(real)
-		if err != nil {
-			return nil, err
-		}
-		out, err := exec.Command(filepath.Join(r.root, loader), "--library-path", libPath, "--list", host).Output()
+		// The root's own loader, run on this host, lists what the root's
+		// program loads.
+		out, err := exec.Command(filepath.Join(r.root, loader), "--library-path", libPath, "--list", filepath.Join(r.root, real)).Output()
 		if err != nil {
 			if bytes.Contains(out, []byte("not a dynamic executable")) {
 				continue
@@ -212,31 +221,4 @@ func (r *resolver) libraries(programs []string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-// hostFile is the host path of the file p (in root) finally names.
-func (r *resolver) hostFile(p string) (string, error) {
-	for hops := 0; hops < 40; hops++ {
-		real, err := r.walk(p)
-		if err != nil {
-			return "", err
-		}
-		host := filepath.Join(r.root, real)
-		fi, err := os.Lstat(host)
-		if err != nil {
-			return "", err
-		}
-		if fi.Mode()&os.ModeSymlink == 0 {
-			return host, nil
-		}
-		target, err := os.Readlink(host)
-		if err != nil {
-			return "", err
-		}
-		if !path.IsAbs(target) {
-			target = path.Join(path.Dir(real), target)
-		}
-		p = target
-	}
-	return "", fmt.Errorf("%s: too many symbolic links", p)
 }
