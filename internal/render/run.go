@@ -34,6 +34,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/udncontroller"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // Options configures a render.
@@ -306,7 +307,7 @@ func (e *engine) reconcilePod(ctx context.Context, req reconcile.Request) error 
 		return client.IgnoreNotFound(err)
 	}
 	if z := e.zones[e.zoneOf[pod.Spec.NodeName]]; z != nil {
-		_, err := z.Reconcile(ctx, zone.PodKey(pod.Namespace, pod.Name))
+		_, err := z.Reconcile(ctx, feature.PodKey(pod.Namespace, pod.Name))
 		return err
 	}
 	return nil

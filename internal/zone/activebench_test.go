@@ -15,7 +15,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
-	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // BenchmarkRenderWhereUsed measures rendering a network only where it is
@@ -131,7 +131,7 @@ func benchWhereUsed(b *testing.B, networks, nodes, k int) {
 				if err == nil {
 					var res topology.Result
 					if res, err = topology.Render(topology.Input{Network: nets[i], Nodes: infos, Zone: "node0", Cluster: cfg, Active: set}); err == nil {
-						_, err = s.Sync(ctx, zone.NetworkKey(nets[i].Name).String(), res.Rows)
+						_, err = s.Sync(ctx, feature.NetworkKey(nets[i].Name).String(), res.Rows)
 					}
 				}
 				if err != nil && first == nil {
@@ -165,7 +165,7 @@ func benchWhereUsed(b *testing.B, networks, nodes, k int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.Sync(ctx, zone.NetworkKey(n.Name).String(), res.Rows); err != nil {
+		if _, err := s.Sync(ctx, feature.NetworkKey(n.Name).String(), res.Rows); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "ms/first-pod-network-plan")

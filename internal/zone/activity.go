@@ -15,6 +15,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // Where a network is rendered (internal/activity, docs/topology.md "Where a
@@ -240,7 +241,7 @@ func (v zoneView) NamespaceServices(namespace string) ([]corev1.Service, error) 
 // rendered here, and only when the pod's use of the node changes what the
 // network was rendered with (a pod stopping on a node of the set may have
 // been the last there: the plan decides, with the grace period).
-func (r *Reconciler) activityKeys(ctx context.Context, before, after *corev1.Pod) []Key {
+func (r *Reconciler) activityKeys(ctx context.Context, before, after *corev1.Pod) []feature.Key {
 	if r.RenderEverywhere {
 		return nil
 	}
@@ -278,13 +279,13 @@ func (r *Reconciler) activityKeys(ctx context.Context, before, after *corev1.Pod
 		return nil
 	}
 	networks := r.namespaceNetworks(ctx, pod.Namespace)
-	var out []Key
+	var out []feature.Key
 	for _, name := range networks {
 		set, known, planning := r.active.lookup(name)
 		if !known || planning {
 			// A plan under way may have read the pods before this
 			// change: the network is planned again after it.
-			out = append(out, NetworkKey(name))
+			out = append(out, feature.NetworkKey(name))
 			continue
 		}
 		if set.All() {
@@ -295,7 +296,7 @@ func (r *Reconciler) activityKeys(ctx context.Context, before, after *corev1.Pod
 				continue // not rendered here, and not about this zone's node
 			}
 			if set.Has(c.node) != c.on {
-				out = append(out, NetworkKey(name))
+				out = append(out, feature.NetworkKey(name))
 				break
 			}
 		}
@@ -337,7 +338,7 @@ func (r *Reconciler) namespaceNetworks(ctx context.Context, namespace string) []
 
 // serviceActivityKeys returns the networks of a service's namespace when
 // the service starts or stops needing every node (activity.NeedsEveryNode).
-func (r *Reconciler) serviceActivityKeys(ctx context.Context, before, after *corev1.Service) []Key {
+func (r *Reconciler) serviceActivityKeys(ctx context.Context, before, after *corev1.Service) []feature.Key {
 	if r.RenderEverywhere {
 		return nil
 	}
@@ -353,10 +354,10 @@ func (r *Reconciler) serviceActivityKeys(ctx context.Context, before, after *cor
 	if err != nil {
 		return nil
 	}
-	var out []Key
+	var out []feature.Key
 	for _, nad := range nads {
 		if name, ok := netconf.NetworkName(nad.Spec.Config); ok {
-			out = append(out, NetworkKey(name))
+			out = append(out, feature.NetworkKey(name))
 		}
 	}
 	return out
@@ -406,7 +407,7 @@ func (r *Reconciler) peersHere(ctx context.Context, nets []topology.Network, nod
 // connectActivityKeys returns the networks of a connect, before and after a
 // change, when what it joins changes (each is then used where its peers'
 // pods run).
-func (r *Reconciler) connectActivityKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []Key {
+func (r *Reconciler) connectActivityKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []feature.Key {
 	if r.RenderEverywhere || podView(old)+"|"+serviceView(old) == podView(cur)+"|"+serviceView(cur) {
 		return nil
 	}
@@ -428,10 +429,10 @@ func (r *Reconciler) connectActivityKeys(ctx context.Context, old, cur *v1.Clust
 	if err != nil {
 		return nil
 	}
-	var out []Key
+	var out []feature.Key
 	for id := range ids {
 		if name, ok := byID[id]; ok {
-			out = append(out, NetworkKey(name))
+			out = append(out, feature.NetworkKey(name))
 		}
 	}
 	return out

@@ -20,6 +20,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // networkRows returns the names of the rows a network owns in a zone
@@ -29,7 +30,7 @@ func networkRows(t *testing.T, z *ovntest.Zone, network string) []string {
 	t.Helper()
 	var out []string
 	for _, table := range []string{"Logical_Switch", "Logical_Router", "Logical_Switch_Port", "Logical_Router_Port"} {
-		got := z.MustNBCtl("--bare", "--columns=name", "find", table, `external_ids:"k8s.ovn.org/owner"="`+zone.NetworkKey(network).String()+`"`)
+		got := z.MustNBCtl("--bare", "--columns=name", "find", table, `external_ids:"k8s.ovn.org/owner"="`+feature.NetworkKey(network).String()+`"`)
 		for _, name := range strings.Fields(got) {
 			out = append(out, table+":"+name)
 		}
@@ -90,7 +91,7 @@ func TestRenderWhereUsed(t *testing.T) {
 	// and no other zone holds a port or route for node-c.
 	rc := c.Controller("node-c")
 	for _, n := range []string{net1, net2} {
-		if _, err := rc.Reconcile(ctx, zone.NetworkKey(n)); err != nil {
+		if _, err := rc.Reconcile(ctx, feature.NetworkKey(n)); err != nil {
 			t.Fatal(err)
 		}
 		if rows := networkRows(t, zc, n); len(rows) != 0 {

@@ -23,6 +23,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // BenchmarkZoneConverge converges one zone (an empty, real ovsdb-server) with
@@ -127,7 +128,7 @@ func syncAll(b *testing.B, s *ovsdbsync.Syncer, nets []topology.Network, infos [
 		if err != nil {
 			return 0, err
 		}
-		p, err := s.Sync(ctx, zone.NetworkKey(n.Name).String(), res.Rows)
+		p, err := s.Sync(ctx, feature.NetworkKey(n.Name).String(), res.Rows)
 		if err != nil {
 			return 0, err
 		}
@@ -330,7 +331,7 @@ func benchConverge(b *testing.B, networks, nodes int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		p, err := sf.Plan(zone.NetworkKey(n.Name).String(), res.Rows)
+		p, err := sf.Plan(feature.NetworkKey(n.Name).String(), res.Rows)
 		if err != nil {
 			b.Fatal(err)
 		}

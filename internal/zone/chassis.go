@@ -9,11 +9,14 @@ import (
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/sbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // chassisOwner marks the remote chassis a zone controller registers.
@@ -137,3 +140,22 @@ func chassisMatches(c sbdb.Chassis, encaps map[string]sbdb.Encap, w remoteChassi
 
 // sbTables are the Southbound tables a zone controller reads.
 var sbTables = []model.Model{&sbdb.Chassis{}, &sbdb.Encap{}}
+
+// chassisFeature registers the other zones' chassis in the zone's
+// Southbound. It has one key; every Node change of another zone requeues
+// it (RemoteNodeKeys), and a change of the zone's own node every key.
+type chassisFeature struct{ r *Reconciler }
+
+func (chassisFeature) Name() string                             { return "chassis" }
+func (chassisFeature) Kinds() []feature.Kind                    { return []feature.Kind{feature.KindChassis} }
+func (chassisFeature) Watch(*builder.TypedBuilder[feature.Key]) {}
+func (chassisFeature) InitialKeys() []feature.Key               { return []feature.Key{feature.ChassisKey()} }
+func (chassisFeature) Keys(context.Context) ([]feature.Key, error) {
+	return []feature.Key{feature.ChassisKey()}, nil
+}
+func (chassisFeature) RemoteNodeKeys(context.Context, string, func(string) bool) []feature.Key {
+	return []feature.Key{feature.ChassisKey()}
+}
+func (f chassisFeature) Reconcile(ctx context.Context, _ feature.Key) (ctrl.Result, error) {
+	return ctrl.Result{}, f.r.reconcileChassis(ctx)
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // BenchmarkConnect measures one ClusterNetworkConnect of N Layer3 networks
@@ -125,7 +126,7 @@ func benchConnect(b *testing.B, networks, nodes int) {
 			for n := range work {
 				res, err := topology.Render(topology.Input{Network: n, Nodes: infos, Zone: "node0", Cluster: cfg})
 				if err == nil {
-					_, err = s.Sync(ctx, zone.NetworkKey(n.Name).String(), res.Rows)
+					_, err = s.Sync(ctx, feature.NetworkKey(n.Name).String(), res.Rows)
 				}
 				if err != nil {
 					b.Error(err)
@@ -153,7 +154,7 @@ func benchConnect(b *testing.B, networks, nodes int) {
 	}
 	rendered := time.Since(start)
 	start = time.Now()
-	p, err := s.Plan(zone.ConnectKey("bench").String(), res.Rows, res.Contributions...)
+	p, err := s.Plan(feature.ConnectKey("bench").String(), res.Rows, res.Contributions...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func benchConnect(b *testing.B, networks, nodes int) {
 		b.Fatalf("targets missing: %v", p.Missing[:min(3, len(p.Missing))])
 	}
 	start = time.Now()
-	again, err := s.Plan(zone.ConnectKey("bench").String(), res.Rows, res.Contributions...)
+	again, err := s.Plan(feature.ConnectKey("bench").String(), res.Rows, res.Contributions...)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,17 +13,21 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/connect"
 	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // reconcileConnect writes one connect's rows and its contributions to the
@@ -36,7 +40,7 @@ func (r *Reconciler) reconcileConnect(ctx context.Context, name string) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	// The connect router is a datapath: its writes pass the northd gate.
-	p, err := r.gate.Sync(ctx, r.Syncer, ConnectKey(name).String(), out.Rows, out.Contributions...)
+	p, err := r.gate.Sync(ctx, r.Syncer, feature.ConnectKey(name).String(), out.Rows, out.Contributions...)
 	if cnc != nil {
 		if serr := r.connectStatus(ctx, cnc, out.Problems, err); serr != nil && err == nil {
 			err = serr
@@ -176,7 +180,7 @@ func (r *Reconciler) connectStatus(ctx context.Context, cnc *v1.ClusterNetworkCo
 }
 
 // connectKeys are the keys of every ClusterNetworkConnect.
-func (r *Reconciler) connectKeys(ctx context.Context) []Key {
+func (r *Reconciler) connectKeys(ctx context.Context) []feature.Key {
 	if r.DisableNetworkConnect {
 		return nil
 	}
@@ -184,9 +188,9 @@ func (r *Reconciler) connectKeys(ctx context.Context) []Key {
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil
 	}
-	out := make([]Key, len(list.Items))
+	out := make([]feature.Key, len(list.Items))
 	for i, c := range list.Items {
-		out[i] = ConnectKey(c.Name)
+		out[i] = feature.ConnectKey(c.Name)
 	}
 	return out
 }
@@ -195,12 +199,7 @@ func (r *Reconciler) connectKeys(ctx context.Context) []Key {
 // routers, which connects add ports and policies to, may have just been
 // created).
 func (r *Reconciler) replanConnects(ctx context.Context) {
-	for _, k := range r.connectKeys(ctx) {
-		select {
-		case r.keyEvents <- event.TypedGenericEvent[Key]{Object: k}:
-		default: // full, or no controller (render): connects requeue by themselves
-		}
-	}
+	r.queue.Add(r.connectKeys(ctx)...)
 }
 
 // servicePeers returns the networks whose pods reach network n's ClusterIP
@@ -331,7 +330,7 @@ func connectView(cnc *v1.ClusterNetworkConnect, t v1.ConnectivityType) string {
 // connect, before and after a change, when the change alters what services
 // see of it (serviceView): their load balancers join or leave the peers'
 // switches.
-func (r *Reconciler) connectServiceKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []Key {
+func (r *Reconciler) connectServiceKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []feature.Key {
 	if serviceView(old) == serviceView(cur) {
 		return nil
 	}
@@ -350,7 +349,7 @@ func (r *Reconciler) connectServiceKeys(ctx context.Context, old, cur *v1.Cluste
 	if err != nil {
 		return nil
 	}
-	var out []Key
+	var out []feature.Key
 	for id := range ids {
 		name, ok := byID[id]
 		if !ok {
@@ -377,6 +376,69 @@ func (r *Reconciler) replanServicePeers(ctx context.Context, network string) {
 		return
 	}
 	for _, p := range peers {
-		r.replanNamespaces(ctx, p.Name)
+		r.replanNamespaces(p.Name)
+	}
+}
+
+// connectsFeature writes each ClusterNetworkConnect's router, its ports
+// on the connected networks' routers, and their routes and policies
+// (internal/connectrouter).
+type connectsFeature struct{ r *Reconciler }
+
+func (connectsFeature) Name() string          { return "connects" }
+func (connectsFeature) Kinds() []feature.Kind { return []feature.Kind{feature.KindConnect} }
+
+func (f connectsFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	return f.r.reconcileConnect(ctx, key.Name)
+}
+
+// Shares: a connect adds its ports, reroute policies and routes to the
+// networks' routers, and services-only ACLs to their switches.
+func (connectsFeature) Shares() []feature.Share {
+	return []feature.Share{
+		{Table: &nbdb.LogicalRouter{}, Column: "ports"},
+		{Table: &nbdb.LogicalRouter{}, Column: "policies"},
+		{Table: &nbdb.LogicalRouter{}, Column: "static_routes"},
+		{Table: &nbdb.LogicalSwitch{}, Column: "acls"},
+	}
+}
+
+// Watch: a connect requeues itself, and any NAD every connect (a network
+// it selects may come, go or change). Nothing when the feature is off:
+// the CRD may be absent.
+func (f connectsFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
+	r := f.r
+	if r.DisableNetworkConnect {
+		return
+	}
+	b.Watches(&v1.ClusterNetworkConnect{}, beforeAfter(func(_ context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
+		for _, o := range []client.Object{before, after} {
+			if o != nil {
+				q.Add(feature.ConnectKey(o.GetName()))
+			}
+		}
+	}))
+	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, _ client.Object) []feature.Key {
+		return r.connectKeys(ctx)
+	}))
+}
+
+// Keys are every connect, and those only the zone's Northbound still
+// remembers.
+func (f connectsFeature) Keys(ctx context.Context) ([]feature.Key, error) {
+	return f.r.withOwners(f.r.connectKeys(ctx), feature.KindConnect.Prefix())
+}
+
+// RemoteNodeKeys: a connect renders its networks' links to each node.
+func (f connectsFeature) RemoteNodeKeys(ctx context.Context, _ string, _ func(string) bool) []feature.Key {
+	return f.r.connectKeys(ctx)
+}
+
+// NetworkChanged: a connect renders the network's links to each node it
+// is active on (here too when it is not active here), and adds ports and
+// policies to its routers, which may have just been made.
+func (f connectsFeature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
+	if c.Moved || c.RowsChanged {
+		f.r.replanConnects(ctx)
 	}
 }

@@ -1,16 +1,18 @@
 // Package zone is the zone controller: one per node (OVN interconnect zone),
-// it keeps the zone's Northbound equal to what internal/topology computes for
+// it keeps the zone's Northbound equal to what the row builders compute for
 // every network (NetworkAttachmentDefinitions with their allocation, plus the
-// built-in default network) from the nodes' annotations and to what
-// internal/services computes for every Service, and registers the other
-// zones' chassis in the zone's Southbound, and to what internal/netpol
-// computes for every NetworkPolicy, and to what internal/connectrouter
-// computes for every ClusterNetworkConnect. A pod's ports are its own rows,
-// written apart from its network's (podports.go). A reconcile key is a
-// typed Key (key.go: its Kind, and the network, namespace and name it
-// names), whose String is the OVSDB owner of the rows it writes; each key's
-// rows are written in one transaction, and a reconcile with nothing to
-// change writes nothing.
+// built-in default network; internal/topology), every pod's ports, Service
+// (internal/services), NetworkPolicy (internal/netpol),
+// ClusterNetworkConnect (internal/connectrouter) and link between a
+// namespace's primary networks (internal/primarylinks), and registers the
+// other zones' chassis in the zone's Southbound.
+//
+// It is a host plus features (internal/zone/feature): setup.go lists the
+// features, each of which declares its watches, keys, shared columns and
+// dependents next to its code. A reconcile key is a typed feature.Key,
+// whose String is the OVSDB owner of the rows it writes; each key's rows
+// are written in one transaction, and a reconcile with nothing to change
+// writes nothing.
 package zone
 
 import (
@@ -45,6 +47,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
 )
 
@@ -64,53 +67,29 @@ var NBTableNames = []string{
 	nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable, nbdb.PortGroupTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable,
 }
 
-// NewSyncer returns the Syncer of a zone's Northbound over nb: NBTables, with
-// the set columns other owners contribute to declared shared (services put
-// their load balancers in a network's group and their ACLs in the default
-// network's isolation port group).
+// NewSyncer returns the Syncer of a zone's Northbound over nb: NBTables,
+// with the set columns the features contribute to declared shared
+// (feature.Sharer), and the owners of the features that declare none
+// never contributing: their plans, most of a zone's, need not scan every
+// shared column for members to withdraw.
 func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 	s, err := ovsdbsync.New(nb, NBTables...)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Share(&nbdb.LoadBalancerGroup{}, "load_balancer"); err != nil {
-		return nil, err
-	}
-	if err := s.Share(&nbdb.PortGroup{}, "acls"); err != nil {
-		return nil, err
-	}
-	if err := s.Share(&nbdb.LogicalRouter{}, "load_balancer"); err != nil {
-		return nil, err
-	}
-	// Connects add their ports and reroute policies to the networks'
-	// routers and services-only ACLs to their switches
-	// (internal/connectrouter); links between the primary networks of a
-	// namespace add ports, routes and policies to their routers
-	// (internal/primarylinks); services of connected networks add their
-	// load balancers to the switches (internal/services).
-	for _, col := range []string{"ports", "policies", "static_routes"} {
-		if err := s.Share(&nbdb.LogicalRouter{}, col); err != nil {
-			return nil, err
+	for _, f := range features(nil) {
+		sharer, ok := f.(feature.Sharer)
+		if !ok {
+			for _, k := range f.Kinds() {
+				s.NeverContributes(k.Prefix())
+			}
+			continue
 		}
-	}
-	// Pods add their ports to their networks' switches, and isolated
-	// default-network ports to the isolation port group (podports.go);
-	// other port groups (NetworkPolicy's) are their owners' alone.
-	for _, col := range []string{"acls", "load_balancer", "ports"} {
-		if err := s.Share(&nbdb.LogicalSwitch{}, col); err != nil {
-			return nil, err
+		for _, sh := range sharer.Shares() {
+			if err := s.ShareRows(sh.Table, sh.Column, sh.Rows); err != nil {
+				return nil, fmt.Errorf("feature %s: %w", f.Name(), err)
+			}
 		}
-	}
-	if err := s.ShareRows(&nbdb.PortGroup{}, "ports", func(m model.Model) bool {
-		return m.(*nbdb.PortGroup).Name == topology.IsolatedPortGroup
-	}); err != nil {
-		return nil, err
-	}
-	// Networks and NetworkPolicy owners own their rows and contribute to
-	// nobody's: their plans, most of a zone's, need not scan every shared
-	// column for members to withdraw.
-	for _, prefix := range []string{networkPrefix, policyPrefix, denyPrefix, peerPrefix} {
-		s.NeverContributes(prefix)
 	}
 	return s, nil
 }
@@ -146,17 +125,13 @@ type Reconciler struct {
 	ipam   podaddr.IPAM
 	clocks clocks
 	resync chan event.GenericEvent
-	// namespaceEvents carries namespaces whose services must be planned
-	// again (their network just inserted rows: its load balancer group).
-	namespaceEvents chan event.GenericEvent
-	// keyEvents carries keys to reconcile now.
-	keyEvents chan event.TypedGenericEvent[Key]
-	// podNetworkEvents carries networks whose pods' ports must be planned
-	// again (podsOfNetwork).
-	podNetworkEvents chan event.GenericEvent
-	// policyNetworkEvents carries networks whose namespaces' NetworkPolicy
-	// keys must be planned again (networkPolicyKeys).
-	policyNetworkEvents chan event.GenericEvent
+	// queue takes keys from outside the watches (feature.Queue).
+	queue keyQueue
+	// features are the zone's kinds of work (setup.go), byKind who
+	// reconciles each kind.
+	features     []feature.Feature
+	byKind       map[feature.Kind]feature.Feature
+	featuresOnce sync.Once
 	// unregister removes the reconciler's metric collectors (Close).
 	unregister []func()
 	// localName is the zone's node as localNode last found it (metrics
@@ -186,7 +161,7 @@ type Reconciler struct {
 // runs or waits (pod keys come and go: none is kept).
 type keyLocks struct {
 	mu sync.Mutex
-	m  map[Key]*keyLock
+	m  map[feature.Key]*keyLock
 }
 
 type keyLock struct {
@@ -195,10 +170,10 @@ type keyLock struct {
 }
 
 // lock locks key and returns its unlock.
-func (k *keyLocks) lock(key Key) func() {
+func (k *keyLocks) lock(key feature.Key) func() {
 	k.mu.Lock()
 	if k.m == nil {
-		k.m = map[Key]*keyLock{}
+		k.m = map[feature.Key]*keyLock{}
 	}
 	l := k.m[key]
 	if l == nil {
@@ -227,7 +202,7 @@ func (r *Reconciler) Transactions() int64 {
 
 // Reconcile implements reconcile.TypedReconciler[Key]: one key's work, by
 // its Kind.
-func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
 	timeout := r.ReconcileTimeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
@@ -235,23 +210,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, key Key) (ctrl.Result, error
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer r.running.lock(key)()
-	switch key.Kind {
-	case KindChassis:
-		return ctrl.Result{}, r.reconcileChassis(ctx)
-	case KindPod:
-		return r.reconcilePod(ctx, key.Namespace+"/"+key.Name)
-	case KindService:
-		return r.reconcileService(ctx, key)
-	case KindPolicy, KindDeny, KindPeer:
-		return r.reconcilePolicyKey(ctx, key)
-	case KindConnect:
-		return r.reconcileConnect(ctx, key.Name)
-	case KindLink:
-		return r.reconcileLink(ctx, key)
-	case KindNetwork:
-		return r.reconcileNetwork(ctx, key.Network)
+	r.featuresOnce.Do(r.setFeatures)
+	f, ok := r.byKind[key.Kind]
+	if !ok {
+		log.FromContext(ctx).Info("key of no feature dropped", "key", key.String(), "zone", r.Zone)
+		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, nil
+	return f.Reconcile(ctx, key)
 }
 
 func (r *Reconciler) reconcileChassis(ctx context.Context) error {
@@ -299,7 +264,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.gate.Sync(ctx, r.Syncer, NetworkKey(name).String(), d.rows)
+	p, err := r.gate.Sync(ctx, r.Syncer, feature.NetworkKey(name).String(), d.rows)
 	if err != nil {
 		r.whole.forget(name)
 		return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
@@ -329,30 +294,21 @@ func (r *Reconciler) synced(ctx context.Context, name string, d desiredNetwork, 
 		r.active.forget(name)
 		r.grace.Forget(name)
 	}
-	if d.exists && (!known || moved) {
-		// Its NetworkPolicy rows are where it is used (policies.go): they
-		// follow when the zone's node comes to use it or stops (after
-		// put: their plans read the set).
-		r.replanPoliciesIfUsedHereChanged(ctx, name, prev, known, d.active)
-	}
 	if moved {
 		logger.Info("network's nodes changed", "before", prev.String(), "now", d.active.String())
-		// A connect renders the network's links to each node it is
-		// active on, here too when it is not active here.
-		r.replanConnects(ctx)
 	}
-	if !parts && p.Inserted > 0 || moved && p.Deleted > 0 {
-		// Rows others contribute to came, or the nodes it is rendered
-		// for changed: they follow.
-		if p.Inserted > 0 {
-			r.observeNetworkReady(ctx, name)
+	// Rows others contribute to came, or the nodes it is rendered for
+	// changed: what depends on them follows (after put: their plans read
+	// the set).
+	change := feature.NetworkChange{Network: name, Exists: d.exists, Known: known, Before: prev, After: d.active, Moved: moved,
+		RowsChanged: !parts && p.Inserted > 0 || moved && p.Deleted > 0}
+	if change.RowsChanged && p.Inserted > 0 {
+		r.observeNetworkReady(ctx, name)
+	}
+	for _, f := range r.features {
+		if dep, ok := f.(feature.NetworkDependent); ok {
+			dep.NetworkChanged(ctx, change)
 		}
-		r.replanNamespaces(ctx, name)
-		r.wakeWaiters(ctx)
-		r.replanConnects(ctx)
-		r.replanLinks(ctx, name)
-		r.replanServicePeers(ctx, name)
-		r.replanPods(name)
 	}
 	if name == nodeinfo.DefaultNetwork && !parts && !p.Empty() && r.bfdOn(ctx) {
 		// Its BFD sessions may have just been made: the other networks'
@@ -390,10 +346,7 @@ func (r *Reconciler) replanNetworks(ctx context.Context) {
 		if n == nodeinfo.DefaultNetwork {
 			continue
 		}
-		select {
-		case r.keyEvents <- event.TypedGenericEvent[Key]{Object: NetworkKey(n)}:
-		default: // full, or no controller (render): they requeue by themselves
-		}
+		r.queue.Add(feature.NetworkKey(n))
 	}
 }
 
@@ -455,20 +408,21 @@ func (r *Reconciler) networkNamespaces(ctx context.Context, network string) ([]s
 // have just been created): those of the namespaces with the network's NADs,
 // every namespace for the default network (namespaceServiceKeys("") lists
 // all).
-func (r *Reconciler) replanNamespaces(ctx context.Context, network string) {
-	namespaces := []string{""}
-	if network != nodeinfo.DefaultNetwork {
-		var err error
-		if namespaces, err = r.networkNamespaces(ctx, network); err != nil {
-			return
+func (r *Reconciler) replanNamespaces(network string) {
+	r.queue.Later(func(ctx context.Context) []feature.Key {
+		namespaces := []string{""}
+		if network != nodeinfo.DefaultNetwork {
+			var err error
+			if namespaces, err = r.networkNamespaces(ctx, network); err != nil {
+				return nil
+			}
 		}
-	}
-	for _, ns := range namespaces {
-		select {
-		case r.namespaceEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(ns)}}:
-		default: // full, or no controller (render): services retry by themselves
+		var out []feature.Key
+		for _, ns := range namespaces {
+			out = append(out, r.namespaceServiceKeys(ctx, ns)...)
 		}
-	}
+		return out
+	})
 }
 
 // NotRendered is why a network cannot be rendered now (malformed, not yet
@@ -763,71 +717,26 @@ func (r *Reconciler) forgetNetwork(ctx context.Context, network string) {
 	})
 }
 
-// Keys returns every reconcile key the zone has now: the chassis, the default
-// network, every network a NAD defines, every network that still holds rows in
-// the zone's Northbound (deleted while the controller was away), and the
-// node's pods.
-func (r *Reconciler) Keys(ctx context.Context) ([]Key, error) {
-	keys := map[Key]bool{ChassisKey(): true}
-	names, err := r.Networks(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range names {
-		keys[NetworkKey(name)] = true
-	}
-	// Owners in the database: whatever of them is not a key of ours is
-	// left alone.
-	addOwners := func(prefix string) error {
-		owners, err := r.Syncer.Owners(prefix)
-		for owner := range owners {
-			if k, ok := ParseKey(owner); ok {
-				keys[k] = true
-			}
+// Keys returns every reconcile key the zone has now: each feature's
+// (feature.Keyer), among them those whose rows only the zone's Northbound
+// still holds.
+func (r *Reconciler) Keys(ctx context.Context) ([]feature.Key, error) {
+	r.featuresOnce.Do(r.setFeatures)
+	keys := map[feature.Key]bool{}
+	for _, f := range r.features {
+		keyer, ok := f.(feature.Keyer)
+		if !ok {
+			continue
 		}
-		return err
-	}
-	if err := addOwners(networkPrefix); err != nil {
-		return nil, err
-	}
-	svcKeys, err := r.serviceKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range svcKeys {
-		keys[k] = true
-	}
-	policyKeys, err := r.policyKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range policyKeys {
-		keys[k] = true
-	}
-	for _, k := range r.connectKeys(ctx) {
-		keys[k] = true
-	}
-	for _, k := range r.linkKeys(ctx) {
-		keys[k] = true
-	}
-	if err := addOwners(connectPrefix); err != nil {
-		return nil, err
-	}
-	// Pods holding ports (a Layer2 network's remote ones included), and
-	// those deleted while the controller was away.
-	if err := addOwners(podPrefix); err != nil {
-		return nil, err
-	}
-	// The node's pods: a change of the node (its slices) may let them be attached.
-	if local, ok, err := r.localNode(ctx); err == nil && ok {
-		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeIndex: local.Name}); err == nil {
-			for _, p := range pods.Items {
-				keys[PodKey(p.Namespace, p.Name)] = true
-			}
+		fk, err := keyer.Keys(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("keys of %s: %w", f.Name(), err)
+		}
+		for _, k := range fk {
+			keys[k] = true
 		}
 	}
-	out := make([]Key, 0, len(keys))
+	out := make([]feature.Key, 0, len(keys))
 	for k := range keys {
 		out = append(out, k)
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // keyLocks lets one reconcile of a key run at a time, others in parallel,
@@ -22,7 +23,7 @@ func TestKeyLocks(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			key := []Key{NetworkKey("a"), PodKey("ns", "b")}[i%2]
+			key := []feature.Key{feature.NetworkKey("a"), feature.PodKey("ns", "b")}[i%2]
 			unlock := k.lock(key)
 			defer unlock()
 			if n := inside[i%2].Add(1); n != 1 {
@@ -54,4 +55,14 @@ func TestNodeInitialListRequeuesNothing(t *testing.T) {
 	if !nodeChanges.Update(event.UpdateEvent{ObjectOld: n, ObjectNew: m}) {
 		t.Error("a Node's new chassis does not pass")
 	}
+}
+
+// owners spells keys as their OVSDB owners (nil for none), for tables of
+// expected keys written as the databases hold them.
+func owners(keys []feature.Key) []string {
+	var out []string
+	for _, k := range keys {
+		out = append(out, k.String())
+	}
+	return out
 }

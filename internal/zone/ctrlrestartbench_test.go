@@ -21,6 +21,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // BenchmarkZoneControllerRestart measures the whole zone controller (issue
@@ -92,7 +93,7 @@ func benchControllerRestart(b *testing.B, networks, nodes int) {
 func settled(b *testing.B, r *zone.Reconciler, controller string) (int, time.Time) {
 	b.Helper()
 	base := reconcileTotal(b, controller)
-	var keys []zone.Key
+	var keys []feature.Key
 	cmtest.Eventually(b, time.Minute, func() error {
 		var err error
 		keys, err = r.Keys(context.Background())

@@ -10,15 +10,19 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // linkPairs returns the pairs of primary networks that share a namespace,
@@ -26,7 +30,7 @@ import (
 // (podnet.NamespacePrimaries, the one place that says which they are).
 // Namespaces selected by the same ClusterUserDefinedNetworks give the same
 // pairs once.
-func (r *Reconciler) linkPairs(ctx context.Context) (map[Key][2]string, error) {
+func (r *Reconciler) linkPairs(ctx context.Context) (map[feature.Key][2]string, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
 	if err := r.Client.List(ctx, &nads); err != nil {
 		return nil, err
@@ -39,7 +43,7 @@ func (r *Reconciler) linkPairs(ctx context.Context) (map[Key][2]string, error) {
 		}
 		byNS[n.Namespace][podnet.Key(n.Namespace, n.Name)] = n
 	}
-	out := map[Key][2]string{}
+	out := map[feature.Key][2]string{}
 	for ns, list := range byNS {
 		if len(list) < 2 {
 			continue
@@ -54,7 +58,7 @@ func (r *Reconciler) linkPairs(ctx context.Context) (map[Key][2]string, error) {
 				if b < a {
 					a, b = b, a
 				}
-				out[LinkKey(a, b)] = [2]string{a, b}
+				out[feature.LinkKey(a, b)] = [2]string{a, b}
 			}
 		}
 	}
@@ -105,76 +109,71 @@ func (r *Reconciler) linkedNetworks(ctx context.Context, network string) (map[st
 
 // LinkKeys returns the keys of the links the namespaces' primary networks
 // make, sorted (`ovn-udn render` renders them with DesiredLink).
-func (r *Reconciler) LinkKeys(ctx context.Context) ([]Key, error) {
+func (r *Reconciler) LinkKeys(ctx context.Context) ([]feature.Key, error) {
 	pairs, err := r.linkPairs(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Key, 0, len(pairs))
+	out := make([]feature.Key, 0, len(pairs))
 	for k := range pairs {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, compareKeys)
+	slices.SortFunc(out, feature.CompareKeys)
 	return out, nil
 }
 
 // linkKeys returns the keys of the links the zone renders and of those
 // that still hold rows in its Northbound (their pair is gone): a full
 // resync's (Keys), which scans every NAD and the Northbound.
-func (r *Reconciler) linkKeys(ctx context.Context) []Key {
-	set := map[Key]bool{}
+func (r *Reconciler) linkKeys(ctx context.Context) []feature.Key {
+	set := map[feature.Key]bool{}
 	if pairs, err := r.linkPairs(ctx); err == nil {
 		for k := range pairs {
 			set[k] = true
 		}
 	}
-	if owners, err := r.Syncer.Owners(linkPrefix); err == nil {
+	if owners, err := r.Syncer.Owners(feature.KindLink.Prefix()); err == nil {
 		for o := range owners {
-			if k, ok := ParseKey(o); ok {
+			if k, ok := feature.ParseKey(o); ok {
 				set[k] = true
 			}
 		}
 	}
-	out := make([]Key, 0, len(set))
+	out := make([]feature.Key, 0, len(set))
 	for k := range set {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, compareKeys)
+	slices.SortFunc(out, feature.CompareKeys)
 	return out
 }
 
 // networkLinkKeys returns the keys of the links a change of network may
 // concern: those its namespaces' primary networks make now, and those the
 // zone holds (it may be leaving them).
-func (r *Reconciler) networkLinkKeys(ctx context.Context, network string) []Key {
-	set := map[Key]bool{}
+func (r *Reconciler) networkLinkKeys(ctx context.Context, network string) []feature.Key {
+	set := map[feature.Key]bool{}
 	if linked, err := r.linkedNetworks(ctx, network); err == nil {
 		for other := range linked {
-			set[LinkKey(network, other)] = true
+			set[feature.LinkKey(network, other)] = true
 		}
 	}
 	for _, k := range r.links.of(network) {
 		set[k] = true
 	}
-	return slices.SortedFunc(maps.Keys(set), compareKeys)
+	return slices.SortedFunc(maps.Keys(set), feature.CompareKeys)
 }
 
 // replanLinks asks for network's links to be planned again (its routers,
 // which links add ports, routes and policies to, may have just been
 // created).
 func (r *Reconciler) replanLinks(ctx context.Context, network string) {
-	for _, k := range r.networkLinkKeys(ctx, network) {
-		select {
-		case r.keyEvents <- event.TypedGenericEvent[Key]{Object: k}:
-		default: // full, or no controller (render): links requeue by themselves
-		}
-	}
+	r.queue.Add(r.networkLinkKeys(ctx, network)...)
 }
 
 // reconcileLink writes the link of a pair of primary networks on the
 // zone's node, and its contributions to the two networks' routers, in one
 // transaction; a pair that no longer shares a namespace loses its rows.
-func (r *Reconciler) reconcileLink(ctx context.Context, key Key) (ctrl.Result, error) {
+func (r *Reconciler) reconcileLink(ctx context.Context, key feature.Key) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("primaryLink", key.Network+"|"+key.Name, "zone", r.Zone)
 	out, err := r.DesiredLink(ctx, key)
 	if err != nil {
@@ -192,8 +191,8 @@ func (r *Reconciler) reconcileLink(ctx context.Context, key Key) (ctrl.Result, e
 // key in the zone: none when its two networks no longer share a namespace,
 // or one of them is not rendered here. It reads the NADs of the link's
 // networks and of their namespaces only.
-func (r *Reconciler) DesiredLink(ctx context.Context, key Key) (primarylinks.Result, error) {
-	if key.Kind != KindLink {
+func (r *Reconciler) DesiredLink(ctx context.Context, key feature.Key) (primarylinks.Result, error) {
+	if key.Kind != feature.KindLink {
 		return primarylinks.Result{}, nil // not a link: no rows
 	}
 	na, nb := key.Network, key.Name
@@ -238,14 +237,14 @@ func (r *Reconciler) DesiredLink(ctx context.Context, key Key) (primarylinks.Res
 // a network's events find the links it leaves without scanning the database.
 type linkSet struct {
 	mu   sync.Mutex
-	keys map[Key]bool
+	keys map[feature.Key]bool
 }
 
-func (l *linkSet) set(key Key, held bool) {
+func (l *linkSet) set(key feature.Key, held bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.keys == nil {
-		l.keys = map[Key]bool{}
+		l.keys = map[feature.Key]bool{}
 	}
 	if held {
 		l.keys[key] = true
@@ -255,14 +254,61 @@ func (l *linkSet) set(key Key, held bool) {
 }
 
 // of returns the held links one of whose networks is network.
-func (l *linkSet) of(network string) []Key {
+func (l *linkSet) of(network string) []feature.Key {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []Key
+	var out []feature.Key
 	for k := range l.keys {
 		if k.Network == network || k.Name == network {
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// linksFeature writes the links between the primary networks of a
+// namespace (internal/primarylinks).
+type linksFeature struct{ r *Reconciler }
+
+func (linksFeature) Name() string          { return "links" }
+func (linksFeature) Kinds() []feature.Kind { return []feature.Kind{feature.KindLink} }
+
+func (f linksFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	return f.r.reconcileLink(ctx, key)
+}
+
+// Shares: a link adds ports, routes and policies to its networks' routers.
+func (linksFeature) Shares() []feature.Share {
+	return []feature.Share{
+		{Table: &nbdb.LogicalRouter{}, Column: "ports"},
+		{Table: &nbdb.LogicalRouter{}, Column: "policies"},
+		{Table: &nbdb.LogicalRouter{}, Column: "static_routes"},
+	}
+}
+
+// Watch: a NAD requeues the links of its network (a namespace's primary
+// NADs make them).
+func (f linksFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
+	r := f.r
+	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
+		if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
+			return r.networkLinkKeys(ctx, name)
+		}
+		return nil
+	}))
+}
+
+// Keys are the links the zone renders and those still holding rows.
+func (f linksFeature) Keys(ctx context.Context) ([]feature.Key, error) { return f.r.linkKeys(ctx), nil }
+
+// RemoteNodeKeys: a link renders on each node its networks use.
+func (f linksFeature) RemoteNodeKeys(ctx context.Context, _ string, _ func(string) bool) []feature.Key {
+	return f.r.linkKeys(ctx)
+}
+
+// NetworkChanged: the network's routers may have just been made.
+func (f linksFeature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
+	if c.RowsChanged {
+		f.r.replanLinks(ctx, c.Network)
+	}
 }

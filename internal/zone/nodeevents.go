@@ -9,8 +9,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // renderedAnnotations are the Node annotations a zone renders from; a Node
@@ -21,17 +23,17 @@ var renderedAnnotations = []string{nodeinfo.NodeIDAnnotation, nodeinfo.NodeSubne
 // nodeEvents requeues what a Node's change can alter. The zone's own node
 // is every key of the zone (services included), but of the networks only
 // those whose slice on it changed when the subnets are all that changed.
-// Another node is the
-// chassis, its pods (their remote ports follow its chassis), connects and
-// links, and only the networks that render it: those whose last plan's
-// node set holds it (activity; a network not planned yet, or being
-// planned, counts), and when only its subnets changed, only those whose
-// slice on it changed. With slices everywhere every Layer3 network's slice
+// Another node is what the features say it concerns
+// (feature.RemoteNodeDependent): the chassis, its pods (their remote ports
+// follow its chassis), connects and links, and only the networks that
+// render it: those whose last plan's node set holds it (activity; a
+// network not planned yet, or being planned, counts), and when only its
+// subnets changed, only those whose slice on it changed. With slices everywhere every Layer3 network's slice
 // is in every node's subnets annotation, so without that a network created
 // in a cluster of 500 nodes re-planned every key of every zone once per
 // node annotated.
-func (r *Reconciler) nodeEvents() handler.TypedEventHandler[client.Object, Key] {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], old, cur *corev1.Node) {
+func (r *Reconciler) nodeEvents() handler.TypedEventHandler[client.Object, feature.Key] {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], old, cur *corev1.Node) {
 		for _, k := range r.nodeKeys(ctx, old, cur) {
 			q.Add(k)
 		}
@@ -40,17 +42,17 @@ func (r *Reconciler) nodeEvents() handler.TypedEventHandler[client.Object, Key] 
 		n, _ := o.(*corev1.Node)
 		return n
 	}
-	return handler.TypedFuncs[client.Object, Key]{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
+	return handler.TypedFuncs[client.Object, feature.Key]{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[feature.Key]) {
 			enqueue(ctx, q, nil, node(e.Object))
 		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[feature.Key]) {
 			enqueue(ctx, q, node(e.ObjectOld), node(e.ObjectNew))
 		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[Key]) {
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[feature.Key]) {
 			enqueue(ctx, q, node(e.Object), nil)
 		},
-		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[Key]) {
+		GenericFunc: func(ctx context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[feature.Key]) {
 			enqueue(ctx, q, nil, node(e.Object))
 		},
 	}
@@ -58,7 +60,7 @@ func (r *Reconciler) nodeEvents() handler.TypedEventHandler[client.Object, Key] 
 
 // nodeKeys are the keys a Node's change (old nil: created; cur nil:
 // deleted) requeues (nodeEvents).
-func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []Key {
+func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []feature.Key {
 	var name string
 	local := false
 	for _, n := range []*corev1.Node{old, cur} {
@@ -81,24 +83,20 @@ func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []Key 
 		}
 		return r.localSliceKeys(ctx, keys, changed)
 	}
-	networks, err := r.Networks(ctx)
-	if err != nil {
-		// Not knowing the networks, requeue what the zone holds.
-		keys, _ := r.Keys(ctx)
-		return withoutServices(keys)
+	var keys []feature.Key
+	for _, f := range r.features {
+		if dep, ok := f.(feature.RemoteNodeDependent); ok {
+			keys = append(keys, dep.RemoteNodeKeys(ctx, name, changed)...)
+		}
 	}
-	keys := []Key{ChassisKey()}
-	keys = append(keys, r.connectKeys(ctx)...)
-	keys = append(keys, r.linkKeys(ctx)...)
-	keys = append(keys, r.podsOnNode(ctx, name)...)
-	return append(keys, r.networksRendering(networks, name, changed)...)
+	return keys
 }
 
 // networksRendering returns the keys of the networks whose rendering of
 // node may have changed: those changed says may, of those that render the
 // node (a network not planned yet, or being planned, may).
-func (r *Reconciler) networksRendering(networks []string, node string, changed func(network string) bool) []Key {
-	var keys []Key
+func (r *Reconciler) networksRendering(networks []string, node string, changed func(network string) bool) []feature.Key {
+	var keys []feature.Key
 	for _, n := range networks {
 		if !changed(n) {
 			continue
@@ -106,7 +104,7 @@ func (r *Reconciler) networksRendering(networks []string, node string, changed f
 		if set, known, planning := r.active.lookup(n); known && !planning && !set.Has(node) && !r.active.waits(n, node) {
 			continue // not rendered with the node, nor waiting for its slice
 		}
-		keys = append(keys, NetworkKey(n))
+		keys = append(keys, feature.NetworkKey(n))
 	}
 	return keys
 }
@@ -117,7 +115,7 @@ func (r *Reconciler) networksRendering(networks []string, node string, changed f
 // NADs only, podnet.ParsePod; every pod and service when the default
 // network's slice changed); the chassis, policies, connects and links as
 // they are.
-func (r *Reconciler) localSliceKeys(ctx context.Context, keys []Key, changed func(network string) bool) []Key {
+func (r *Reconciler) localSliceKeys(ctx context.Context, keys []feature.Key, changed func(network string) bool) []feature.Key {
 	everyNamespace := changed(nodeinfo.DefaultNetwork)
 	namespaces := map[string]bool{}
 	if !everyNamespace {
@@ -138,21 +136,15 @@ func (r *Reconciler) localSliceKeys(ctx context.Context, keys []Key, changed fun
 			}
 		}
 	}
-	return slices.DeleteFunc(keys, func(k Key) bool {
+	return slices.DeleteFunc(keys, func(k feature.Key) bool {
 		switch k.Kind {
-		case KindNetwork:
+		case feature.KindNetwork:
 			return !changed(k.Network)
-		case KindPod, KindService:
+		case feature.KindPod, feature.KindService:
 			return !everyNamespace && !namespaces[k.Namespace]
 		}
 		return false
 	})
-}
-
-// withoutServices drops the service keys (another node's change alters no
-// service of this zone).
-func withoutServices(keys []Key) []Key {
-	return slices.DeleteFunc(keys, func(k Key) bool { return k.Kind == KindService })
 }
 
 // slicesChanged tells, for a Node's change, whether a network's rendering
@@ -178,4 +170,22 @@ func slicesChanged(old, cur *corev1.Node) (changed func(network string) bool, ev
 		return all, true
 	}
 	return func(network string) bool { return !slices.Equal(a[network], b[network]) }, false
+}
+
+// nodeChanges passes Node events that can change a zone's rendering.
+var nodeChanges = predicate.Funcs{
+	// A Node of the informer's initial list requeues nothing: at start
+	// every key comes from its own object's initial event (a network's
+	// NAD, a pod, a service...) or from the database's owners, and each
+	// Node requeueing every key again, one after the other, made a
+	// restart plan every key once per node (20 times at 1000 × 20).
+	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		for _, k := range renderedAnnotations {
+			if e.ObjectOld.GetAnnotations()[k] != e.ObjectNew.GetAnnotations()[k] {
+				return true
+			}
+		}
+		return false
+	},
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // TestNodeEventNetworks: which networks another node's change requeues in
@@ -112,9 +113,9 @@ func TestLocalSliceKeys(t *testing.T) {
 			"pod:ns2/c", "pod:ns3/d", "svc:ns1/web", "svc:ns2/web"}},
 	} {
 		changed := func(n string) bool { return slices.Contains(tc.changed, n) }
-		var in []Key
+		var in []feature.Key
 		for _, k := range keys {
-			key, ok := ParseKey(k)
+			key, ok := feature.ParseKey(k)
 			if !ok || key.String() != k {
 				t.Fatalf("ParseKey(%q) = %v, %v", k, key, ok)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // podPlacementIndex indexes pods by "<namespace>/<nad>" of the primary
@@ -68,7 +69,7 @@ func (r *Reconciler) roomFor(ctx context.Context, local nodeinfo.Info) podnet.Ha
 // unplacedPods returns the keys of the pods of a deleted pod's namespace
 // still waiting for a primary network (scheduled, no attachments yet), when
 // the deleted pod was placed on one of several.
-func (r *Reconciler) unplacedPods(ctx context.Context, gone *corev1.Pod) []Key {
+func (r *Reconciler) unplacedPods(ctx context.Context, gone *corev1.Pod) []feature.Key {
 	if gone.Annotations[podnet.PlacementAnnotation] == "" {
 		return nil
 	}
@@ -76,10 +77,10 @@ func (r *Reconciler) unplacedPods(ctx context.Context, gone *corev1.Pod) []Key {
 	if err := r.Client.List(ctx, &list, client.InNamespace(gone.Namespace)); err != nil {
 		return nil
 	}
-	var out []Key
+	var out []feature.Key
 	for _, p := range list.Items {
 		if _, annotated := p.Annotations[podnet.Annotation]; !annotated && p.Spec.NodeName != "" && !done(&p) {
-			out = append(out, PodKey(p.Namespace, p.Name))
+			out = append(out, feature.PodKey(p.Namespace, p.Name))
 		}
 	}
 	return out

@@ -9,19 +9,21 @@ import (
 	"strings"
 	"time"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // A pod's ports are its own rows: the owner is the pod's reconcile key
@@ -152,17 +154,14 @@ func portOf(p *corev1.Pod, k string, a podnet.Attachment) (topology.Port, bool) 
 // (its pod switch was just made, or made again): one event, mapped to the
 // pods' keys by podsOfNetwork.
 func (r *Reconciler) replanPods(network string) {
-	select {
-	case r.podNetworkEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(network)}}:
-	default: // full: the pods' next events or the resync plan them
-	}
+	r.queue.Later(func(ctx context.Context) []feature.Key { return r.podsOfNetwork(ctx, network) })
 }
 
 // podsOfNetwork returns the reconcile keys of the pods with ports on a
 // network in this zone: those attached through its NADs (every node's on
 // a Layer2 network, whose remote ports the zone holds too); for the default
 // network, the pods of the zone's node.
-func (r *Reconciler) podsOfNetwork(ctx context.Context, network string) []Key {
+func (r *Reconciler) podsOfNetwork(ctx context.Context, network string) []feature.Key {
 	var pods []corev1.Pod
 	if network == nodeinfo.DefaultNetwork {
 		local, ok, err := r.localNode(ctx)
@@ -187,24 +186,24 @@ func (r *Reconciler) podsOfNetwork(ctx context.Context, network string) []Key {
 			pods = append(pods, list.Items...)
 		}
 	}
-	out := make([]Key, 0, len(pods))
+	out := make([]feature.Key, 0, len(pods))
 	for _, p := range pods {
-		out = append(out, PodKey(p.Namespace, p.Name))
+		out = append(out, feature.PodKey(p.Namespace, p.Name))
 	}
-	slices.SortFunc(out, compareKeys)
+	slices.SortFunc(out, feature.CompareKeys)
 	return slices.Compact(out)
 }
 
 // podsOnNode returns the reconcile keys of a node's pods (their remote
 // ports follow the node's chassis).
-func (r *Reconciler) podsOnNode(ctx context.Context, node string) []Key {
+func (r *Reconciler) podsOnNode(ctx context.Context, node string) []feature.Key {
 	var list corev1.PodList
 	if err := r.Client.List(ctx, &list, client.MatchingFields{podNodeIndex: node}); err != nil {
 		return nil
 	}
-	out := make([]Key, 0, len(list.Items))
+	out := make([]feature.Key, 0, len(list.Items))
 	for _, p := range list.Items {
-		out = append(out, PodKey(p.Namespace, p.Name))
+		out = append(out, feature.PodKey(p.Namespace, p.Name))
 	}
 	return out
 }
@@ -231,4 +230,17 @@ func (r *Reconciler) DesiredPod(ctx context.Context, key string) ([]model.Model,
 
 // PodOwner is the owner of a pod's rows, from its "<namespace>/<name>"
 // ("pod:" alone, for Owners, with "").
-func PodOwner(key string) string { return podPrefix + key }
+func PodOwner(key string) string { return feature.KindPod.Prefix() + key }
+
+// networkOfKey maps an attachment key to its network name.
+func (r *Reconciler) networkOfKey(ctx context.Context, key string) (string, bool) {
+	if key == podnet.DefaultKey {
+		return nodeinfo.DefaultNetwork, true
+	}
+	ns, name, _ := strings.Cut(key, "/")
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
+		return "", false
+	}
+	return netconf.NetworkName(nad.Spec.Config)
+}

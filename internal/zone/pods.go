@@ -4,24 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"sort"
 	"strings"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
 )
 
@@ -419,4 +428,136 @@ func (r *Reconciler) networkKeys(ctx context.Context, network string) ([]string,
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// podsFeature attaches the zone's node's pods to their Layer3 networks
+// (addresses, pods.go) and writes every pod's ports (podports.go): a
+// Layer2 network's remote pods' too.
+type podsFeature struct{ r *Reconciler }
+
+func (podsFeature) Name() string          { return "pods" }
+func (podsFeature) Kinds() []feature.Kind { return []feature.Kind{feature.KindPod} }
+
+func (f podsFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	return f.r.reconcilePod(ctx, key.Namespace+"/"+key.Name)
+}
+
+// Shares: a pod's ports go on its networks' switches, and an isolated
+// default-network port in the isolation port group; other port groups
+// (NetworkPolicy's) are their owners' alone.
+func (podsFeature) Shares() []feature.Share {
+	return []feature.Share{
+		{Table: &nbdb.LogicalSwitch{}, Column: "ports"},
+		{Table: &nbdb.PortGroup{}, Column: "ports", Rows: func(m model.Model) bool {
+			return m.(*nbdb.PortGroup).Name == topology.IsolatedPortGroup
+		}},
+	}
+}
+
+// Watch: a pod requeues itself when its attachments or ports may change,
+// and a deleted pod the pods of its namespace waiting for room
+// (placement.go); a NAD the pods of its namespace, which may wait for it.
+func (f podsFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
+	r := f.r
+	own := func(q workqueue.TypedRateLimitingInterface[feature.Key], pods ...*corev1.Pod) {
+		for _, p := range pods {
+			if p != nil && p.Spec.NodeName != "" {
+				q.Add(feature.PodKey(p.Namespace, p.Name))
+			}
+		}
+	}
+	b.Watches(&corev1.Pod{}, beforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
+		o, _ := before.(*corev1.Pod)
+		n, _ := after.(*corev1.Pod)
+		if n != nil {
+			r.sawPod(ctx, n, false)
+		}
+		own(q, o, n)
+		if o != nil && n == nil {
+			r.sawPod(ctx, o, true)
+			// It freed an address on one of its namespace's primary
+			// networks: pods waiting for room may be placed now.
+			for _, k := range r.unplacedPods(ctx, o) {
+				q.Add(k)
+			}
+		}
+	}), builder.WithPredicates(attachmentChanges))
+	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []feature.Key
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "" {
+				out = append(out, feature.PodKey(p.Namespace, p.Name))
+			}
+		}
+		return out
+	}))
+}
+
+// Keys are the pods holding ports (and those deleted while the controller
+// was away), and the node's pods: a change of the node (its slices) may
+// let them be attached.
+func (f podsFeature) Keys(ctx context.Context) ([]feature.Key, error) {
+	r := f.r
+	var keys []feature.Key
+	if local, ok, err := r.localNode(ctx); err == nil && ok {
+		var pods corev1.PodList
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeIndex: local.Name}); err == nil {
+			for _, p := range pods.Items {
+				keys = append(keys, feature.PodKey(p.Namespace, p.Name))
+			}
+		}
+	}
+	return r.withOwners(keys, feature.KindPod.Prefix())
+}
+
+// RemoteNodeKeys are the node's pods: their remote ports follow its
+// chassis.
+func (f podsFeature) RemoteNodeKeys(ctx context.Context, node string, _ func(string) bool) []feature.Key {
+	return f.r.podsOnNode(ctx, node)
+}
+
+// NetworkChanged: the network's pod switch was just made, or made again:
+// its pods' ports go on it.
+func (f podsFeature) NetworkChanged(_ context.Context, c feature.NetworkChange) {
+	if c.RowsChanged {
+		f.r.replanPods(c.Network)
+	}
+}
+
+// attachmentChanges passes pod events that may change a pod's attachments
+// or ports (attachmentChanged).
+var attachmentChanges = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Pod)
+		n, ok2 := e.ObjectNew.(*corev1.Pod)
+		return !ok1 || !ok2 || attachmentChanged(o, n)
+	},
+}
+
+// attachmentChanged reports whether a pod update changes its attachments or
+// ports (what its own key and its networks render).
+func attachmentChanged(o, n *corev1.Pod) bool {
+	for _, k := range []string{podnet.Annotation, netconf.NetworksAnnotation, podnet.PrimaryIPAMClaimAnnotation} {
+		if o.Annotations[k] != n.Annotations[k] {
+			return true
+		}
+	}
+	return o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase
+}
+
+// podChanges passes pod events that change a pod's attachments or ports, or
+// its labels (which policies select it).
+var podChanges = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Pod)
+		n, ok2 := e.ObjectNew.(*corev1.Pod)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return attachmentChanged(o, n) || !maps.Equal(o.Labels, n.Labels)
+	},
 }

@@ -7,26 +7,33 @@ import (
 	"slices"
 	"sync"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	libovsdbclient "github.com/ovn-org/libovsdb/client"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // policyPeersIndex indexes NetworkPolicies by the keys of their peers.
@@ -34,7 +41,7 @@ const policyPeersIndex = "netpol.peers"
 
 // reconcilePolicyKey writes the rows of a policy, a namespace's default deny
 // or a peer, in one transaction.
-func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key Key) (ctrl.Result, error) {
+func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key feature.Key) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("owner", key.String(), "zone", r.Zone)
 	rows, waiting, err := r.DesiredPolicy(ctx, key)
 	var held *NotRendered
@@ -69,13 +76,13 @@ func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key Key) (ctrl.Resu
 // by port name.
 type portWaiters struct {
 	mu     sync.Mutex
-	byPort map[string]map[Key]bool
+	byPort map[string]map[feature.Key]bool
 	// byKey are the ports each key waits for (byPort the other way round).
-	byKey map[Key][]string
+	byKey map[feature.Key][]string
 }
 
 // wait makes ports the ones key waits for (none: it waits for nothing).
-func (w *portWaiters) wait(key Key, ports []string) {
+func (w *portWaiters) wait(key feature.Key, ports []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, p := range w.byKey[key] {
@@ -89,11 +96,11 @@ func (w *portWaiters) wait(key Key, ports []string) {
 		return
 	}
 	if w.byPort == nil {
-		w.byPort, w.byKey = map[string]map[Key]bool{}, map[Key][]string{}
+		w.byPort, w.byKey = map[string]map[feature.Key]bool{}, map[feature.Key][]string{}
 	}
 	for _, p := range ports {
 		if w.byPort[p] == nil {
-			w.byPort[p] = map[Key]bool{}
+			w.byPort[p] = map[feature.Key]bool{}
 		}
 		w.byPort[p][key] = true
 	}
@@ -101,10 +108,10 @@ func (w *portWaiters) wait(key Key, ports []string) {
 }
 
 // ready removes and returns the keys waiting for ports that exist now.
-func (w *portWaiters) ready(exists func(port string) bool) []Key {
+func (w *portWaiters) ready(exists func(port string) bool) []feature.Key {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []Key
+	var out []feature.Key
 	for p, keys := range w.byPort {
 		if !exists(p) {
 			continue
@@ -124,14 +131,9 @@ func (w *portWaiters) ready(exists func(port string) bool) []Key {
 // wakeWaiters requeues the keys whose ports a network's reconcile just
 // inserted.
 func (r *Reconciler) wakeWaiters(ctx context.Context) {
-	for _, k := range r.waiters.ready(func(port string) bool {
+	r.queue.Add(r.waiters.ready(func(port string) bool {
 		return ovsdb.Get(ctx, r.NB, &nbdb.LogicalSwitchPort{Name: port}) == nil
-	}) {
-		select {
-		case r.keyEvents <- event.TypedGenericEvent[Key]{Object: k}:
-		default: // full, or no controller (render): the backoff retries it
-		}
-	}
+	})...)
 }
 
 // DesiredPolicy returns the rows a policy key should have in the zone, and
@@ -139,13 +141,13 @@ func (r *Reconciler) wakeWaiters(ctx context.Context) {
 // them out). Nothing when the object is gone, its namespace has no network or
 // the zone has no node; a *NotRendered error while the namespace's network is
 // undecided or the zone's node unready.
-func (r *Reconciler) DesiredPolicy(ctx context.Context, key Key) ([]model.Model, []string, error) {
+func (r *Reconciler) DesiredPolicy(ctx context.Context, key feature.Key) ([]model.Model, []string, error) {
 	switch key.Kind {
-	case KindPolicy:
+	case feature.KindPolicy:
 		return r.desiredPolicy(ctx, key.Namespace, key.Name)
-	case KindDeny:
+	case feature.KindDeny:
 		return r.desiredDeny(ctx, key.Namespace)
-	case KindPeer:
+	case feature.KindPeer:
 		rows, err := r.desiredPeer(ctx, key.Network, key.Name)
 		return rows, nil, err
 	}
@@ -512,15 +514,15 @@ func policyPeerKeys(o client.Object) []string {
 
 // policyKeysOf returns the keys a policy's change concerns: its own, its
 // namespace's default deny, and its peers on its namespace's networks.
-func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.NetworkPolicy) []Key {
-	out := []Key{PolicyKey(pol.Namespace, pol.Name), DenyKey(pol.Namespace)}
+func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.NetworkPolicy) []feature.Key {
+	out := []feature.Key{feature.PolicyKey(pol.Namespace, pol.Name), feature.DenyKey(pol.Namespace)}
 	networks, ok, err := r.primaryNetworks(ctx, pol.Namespace)
 	if err != nil || !ok {
 		return out
 	}
 	for _, p := range r.policies.get(pol).peers {
 		for _, n := range networks {
-			out = append(out, PeerKey(n, p))
+			out = append(out, feature.PeerKey(n, p))
 		}
 	}
 	return out
@@ -528,12 +530,12 @@ func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.Network
 
 // namespacePolicyKeys returns the keys of the policies of a namespace (every
 // namespace for ""), with their default denies and peers.
-func (r *Reconciler) namespacePolicyKeys(ctx context.Context, namespace string) []Key {
+func (r *Reconciler) namespacePolicyKeys(ctx context.Context, namespace string) []feature.Key {
 	var list networkingv1.NetworkPolicyList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
-	var out []Key
+	var out []feature.Key
 	for i := range list.Items {
 		out = append(out, r.policyKeysOf(ctx, &list.Items[i])...)
 	}
@@ -553,22 +555,19 @@ func (r *Reconciler) replanPoliciesIfUsedHereChanged(ctx context.Context, networ
 	if err != nil || !ok || known && prev.Has(local.Name) == cur.Has(local.Name) {
 		return
 	}
-	select {
-	case r.policyNetworkEvents <- event.GenericEvent{Object: &corev1.Namespace{ObjectMeta: objectMeta(network)}}:
-	default: // full, or no controller (render): the resync plans them
-	}
+	r.queue.Later(func(ctx context.Context) []feature.Key { return r.networkPolicyKeys(ctx, network) })
 }
 
 // networkPolicyKeys returns the NetworkPolicy keys of a network's
 // namespaces: their policies, default denies and peers.
-func (r *Reconciler) networkPolicyKeys(ctx context.Context, network string) []Key {
+func (r *Reconciler) networkPolicyKeys(ctx context.Context, network string) []feature.Key {
 	namespaces, err := r.networkNamespaces(ctx, network)
 	if err != nil {
 		return nil
 	}
-	var out []Key
+	var out []feature.Key
 	for _, ns := range namespaces {
-		out = append(out, DenyKey(ns))
+		out = append(out, feature.DenyKey(ns))
 		out = append(out, r.namespacePolicyKeys(ctx, ns)...)
 	}
 	return out
@@ -576,15 +575,15 @@ func (r *Reconciler) networkPolicyKeys(ctx context.Context, network string) []Ke
 
 // namespacePeerKeys returns the keys of the peers of a namespace's policies
 // on a given network (whether or not it is still the namespace's).
-func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network string) []Key {
+func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network string) []feature.Key {
 	var list networkingv1.NetworkPolicyList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
-	var out []Key
+	var out []feature.Key
 	for i := range list.Items {
 		for _, p := range r.policies.get(&list.Items[i]).peers {
-			out = append(out, PeerKey(network, p))
+			out = append(out, feature.PeerKey(network, p))
 		}
 	}
 	return out
@@ -595,23 +594,23 @@ func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network s
 // the zone's node, and every peer that selects it, on its namespace's
 // network and the networks connected to it for pods (policies whose egress
 // named ports resolve on such a peer too).
-func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []Key {
+func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []feature.Key {
 	var all networkingv1.NetworkPolicyList
 	if err := r.Client.List(ctx, &all); err != nil || len(all.Items) == 0 {
 		return nil
 	}
-	var out []Key
+	var out []feature.Key
 	if local, ok, err := r.localNode(ctx); err == nil && ok && pod.Spec.NodeName == local.Name {
 		selected := false
 		for i := range all.Items {
 			pol := &all.Items[i]
 			if pol.Namespace == pod.Namespace && r.policies.get(pol).pods.Matches(labels.Set(pod.Labels)) {
-				out = append(out, PolicyKey(pol.Namespace, pol.Name))
+				out = append(out, feature.PolicyKey(pol.Namespace, pol.Name))
 				selected = true
 			}
 		}
 		if selected {
-			out = append(out, DenyKey(pod.Namespace))
+			out = append(out, feature.DenyKey(pod.Namespace))
 		}
 	}
 	ns := &corev1.Namespace{}
@@ -640,13 +639,13 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []Key {
 		for _, p := range cp.peers {
 			if p.Selects(nsv, pod.Labels) {
 				for _, n := range networks {
-					out = append(out, PeerKey(n, p))
+					out = append(out, feature.PeerKey(n, p))
 				}
 			}
 		}
 		for _, p := range cp.named {
 			if p.Selects(nsv, pod.Labels) {
-				out = append(out, PolicyKey(pol.Namespace, pol.Name))
+				out = append(out, feature.PolicyKey(pol.Namespace, pol.Name))
 				break
 			}
 		}
@@ -657,12 +656,12 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []Key {
 // namespaceSelectorKeys returns the keys a namespace's label change
 // concerns: every peer with a namespace selector, and every policy whose
 // egress named ports resolve on such a peer.
-func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []Key {
+func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []feature.Key {
 	var all networkingv1.NetworkPolicyList
 	if err := r.Client.List(ctx, &all); err != nil {
 		return nil
 	}
-	var out []Key
+	var out []feature.Key
 	for i := range all.Items {
 		pol := &all.Items[i]
 		networks, ok, err := r.primaryNetworks(ctx, pol.Namespace)
@@ -673,12 +672,12 @@ func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []Key {
 		for _, p := range cp.peers {
 			if p.Namespaces != nil {
 				for _, n := range networks {
-					out = append(out, PeerKey(n, p))
+					out = append(out, feature.PeerKey(n, p))
 				}
 			}
 		}
 		if len(cp.named) > 0 {
-			out = append(out, PolicyKey(pol.Namespace, pol.Name))
+			out = append(out, feature.PolicyKey(pol.Namespace, pol.Name))
 		}
 	}
 	return out
@@ -686,14 +685,98 @@ func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []Key {
 
 // PolicyKeys returns the keys of every policy, default deny and peer the
 // cluster's NetworkPolicies make, sorted (`ovn-udn render` renders them).
-func (r *Reconciler) PolicyKeys(ctx context.Context) []Key {
+func (r *Reconciler) PolicyKeys(ctx context.Context) []feature.Key {
 	keys := r.namespacePolicyKeys(ctx, "")
-	slices.SortFunc(keys, compareKeys)
+	slices.SortFunc(keys, feature.CompareKeys)
 	return slices.Compact(keys)
 }
 
 // policyKeys returns the keys of every policy, default deny and peer, and of
 // those that still hold rows in the zone's Northbound.
-func (r *Reconciler) policyKeys(ctx context.Context) ([]Key, error) {
-	return r.withOwners(r.namespacePolicyKeys(ctx, ""), policyPrefix, denyPrefix, peerPrefix)
+func (r *Reconciler) policyKeys(ctx context.Context) ([]feature.Key, error) {
+	return r.withOwners(r.namespacePolicyKeys(ctx, ""), feature.KindPolicy.Prefix(), feature.KindDeny.Prefix(), feature.KindPeer.Prefix())
+}
+
+// policiesFeature writes each NetworkPolicy's rows, each namespace's
+// default-deny port groups and each policy peer's address sets, on the
+// networks of their namespaces where the zone's node uses them. They own
+// their rows and contribute to nobody's.
+type policiesFeature struct{ r *Reconciler }
+
+func (policiesFeature) Name() string { return "policies" }
+func (policiesFeature) Kinds() []feature.Kind {
+	return []feature.Kind{feature.KindPolicy, feature.KindDeny, feature.KindPeer}
+}
+
+func (f policiesFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	return f.r.reconcilePolicyKey(ctx, key)
+}
+
+// Watch: a policy requeues what it concerns (policyKeysOf); a pod the
+// policies and peers that select it, before and after; a NAD its
+// namespace's policies, default deny and peers on its network, which they
+// may be leaving; a namespace's labels the policies whose namespace
+// selectors may select it, and its default deny; a connect every policy
+// when what policies see of it changes (podView).
+func (f policiesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
+	r := f.r
+	b.Watches(&networkingv1.NetworkPolicy{}, beforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
+		for _, o := range []client.Object{before, after} {
+			if pol, ok := o.(*networkingv1.NetworkPolicy); ok {
+				for _, k := range r.policyKeysOf(ctx, pol) {
+					q.Add(k)
+				}
+			}
+		}
+		if pol, ok := before.(*networkingv1.NetworkPolicy); ok && after == nil {
+			r.policies.forget(pol)
+		}
+	}))
+	b.Watches(&corev1.Pod{}, beforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
+		for _, o := range []client.Object{before, after} {
+			if pod, ok := o.(*corev1.Pod); ok {
+				for _, k := range r.podPolicyKeys(ctx, pod) {
+					q.Add(k)
+				}
+			}
+		}
+	}), builder.WithPredicates(podChanges))
+	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
+		out := append(r.namespacePolicyKeys(ctx, o.GetNamespace()), feature.DenyKey(o.GetNamespace()))
+		if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
+			out = append(out, r.namespacePeerKeys(ctx, o.GetNamespace(), name)...)
+		}
+		return out
+	}))
+	b.Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
+		return append(r.namespaceSelectorKeys(ctx), feature.DenyKey(o.GetName()))
+	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	if !r.DisableNetworkConnect {
+		b.Watches(&v1.ClusterNetworkConnect{}, keysBeforeAfter(func(ctx context.Context, o, n *v1.ClusterNetworkConnect) []feature.Key {
+			if podView(o) == podView(n) {
+				return nil
+			}
+			// Peers of the connected networks now select (or no longer
+			// select) each other's pods.
+			return r.namespacePolicyKeys(ctx, "")
+		}))
+	}
+}
+
+// Keys are every policy with its default deny and peers, and those only
+// the zone's Northbound still remembers.
+func (f policiesFeature) Keys(ctx context.Context) ([]feature.Key, error) {
+	return f.r.policyKeys(ctx)
+}
+
+// NetworkChanged: a policy's rows are where its network is used, so they
+// follow when the zone's node comes to use it or stops; keys waiting for
+// ports the network just inserted are woken.
+func (f policiesFeature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
+	if c.Exists && (!c.Known || c.Moved) {
+		f.r.replanPoliciesIfUsedHereChanged(ctx, c.Network, c.Before, c.Known, c.After)
+	}
+	if c.RowsChanged {
+		f.r.wakeWaiters(ctx)
+	}
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-udn/ovn-udn/internal/zone"
-
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -28,6 +26,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // TestPolicyLifecycle: a NetworkPolicy on a Layer3 UDN gets its port group
@@ -169,7 +168,7 @@ func TestPolicyLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.ContainsFunc(keys, func(k zone.Key) bool { return k.Kind == zone.KindPolicy || k.Kind == zone.KindPeer }) {
+	if slices.ContainsFunc(keys, func(k feature.Key) bool { return k.Kind == feature.KindPolicy || k.Kind == feature.KindPeer }) {
 		t.Errorf("keys after the policy was deleted: %v", keys)
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // rawInFlight bounds the transactions sent and not yet answered: 64, or
@@ -127,7 +128,7 @@ func isRef(b *ovsdb.BaseType) bool {
 // booleans, and so does this), the same order (referenced tables first), the
 // same rows (a non-root row no other row refers to is not written), and the
 // same external_ids — including ovsdbsync's two keys, the owner
-// (ovsdbsync.OwnerKey = zone.NetworkKey(network).String()) and the row's ID
+// (ovsdbsync.OwnerKey = feature.NetworkKey(network).String()) and the row's ID
 // (ovsdbsync.IDKey), so the floor writes the same data as the
 // controller (checked while developing: equal to ovsdbsync's inserts, row by
 // row, up to named-UUID spelling). References, which hold row IDs in the models
@@ -151,7 +152,7 @@ func rawTransactions(b *testing.B, nets []topology.Network, infos []nodeinfo.Inf
 		if err != nil {
 			b.Fatal(err)
 		}
-		ops, err := rawInserts(tables, zone.NetworkKey(n.Name).String(), res.Rows, "n"+strconv.Itoa(i)+"r")
+		ops, err := rawInserts(tables, feature.NetworkKey(n.Name).String(), res.Rows, "n"+strconv.Itoa(i)+"r")
 		if err != nil {
 			b.Fatalf("network %s: %v", n.Name, err)
 		}

@@ -20,7 +20,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
-	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // TestRemoteNodeJoinsAndLeaves: a node with no zone controller of its own
@@ -51,7 +51,7 @@ func TestRemoteNodeJoinsAndLeaves(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				p, err := ra.Syncer.Plan(zone.NetworkKey(n).String(), rows)
+				p, err := ra.Syncer.Plan(feature.NetworkKey(n).String(), rows)
 				if err != nil {
 					return err
 				}

@@ -14,6 +14,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // SyncRemote writes a network's part for some remote nodes (their rows,
@@ -25,7 +26,7 @@ import (
 // or router is not written yet (plan the network whole); nothing is
 // written then.
 func SyncRemote(ctx context.Context, s *ovsdbsync.Syncer, network string, nodes []string, part topology.RemotePart) (*ovsdbsync.Plan, error) {
-	p, err := s.PlanPart(NetworkKey(network).String(), ovsdbsync.Part{Key: topology.NodeKey, Values: nodes, Parents: part.Parents}, part.Rows)
+	p, err := s.PlanPart(feature.NetworkKey(network).String(), ovsdbsync.Part{Key: topology.NodeKey, Values: nodes, Parents: part.Parents}, part.Rows)
 	if err != nil || len(p.Missing) > 0 {
 		return p, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // TestRemoteParts writes a network's rows for one remote node at a time
@@ -27,7 +28,7 @@ func TestRemoteParts(t *testing.T) {
 	z := ovntest.StartNB(t, "parts")
 	s, _, _ := benchSyncer(t, z)
 	n := nets[0]
-	owner := zone.NetworkKey(n.Name).String()
+	owner := feature.NetworkKey(n.Name).String()
 	render := func(nodes []nodeinfo.Info) topology.Input {
 		return topology.Input{Network: n, Nodes: nodes, Zone: "node0", Cluster: cfg}
 	}
@@ -45,7 +46,7 @@ func TestRemoteParts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Sync(ctx, zone.NetworkKey(other.Name).String(), res.Rows); err != nil {
+		if _, err := s.Sync(ctx, feature.NetworkKey(other.Name).String(), res.Rows); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,14 +83,14 @@ func TestRemoteParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := s.Plan(zone.NetworkKey(nets[1].Name).String(), res.Rows); err != nil || !p.Empty() {
+	if p, err := s.Plan(feature.NetworkKey(nets[1].Name).String(), res.Rows); err != nil || !p.Empty() {
 		t.Errorf("another network's plan after the parts: %v, %v", p, err)
 	}
 
 	// A part whose parent another owner holds is refused.
 	foreign := ovsdbsync.Part{Key: topology.NodeKey, Values: []string{"node3"}, Parents: []ovsdbsync.Contribution{
 		{Target: &nbdb.LogicalSwitch{Name: n.TransitSwitch()}, Column: "ports"}}}
-	if _, err := s.PlanPart(zone.NetworkKey(nets[1].Name).String(), foreign, nil); err == nil {
+	if _, err := s.PlanPart(feature.NetworkKey(nets[1].Name).String(), foreign, nil); err == nil {
 		t.Error("a part planned into another owner's rows")
 	}
 	// So is a row whose ID the owner holds outside the part: node9 with
@@ -135,7 +136,7 @@ func TestRemotePartsLayer2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Sync(ctx, zone.NetworkKey(n.Name).String(), res.Rows); err != nil {
+	if _, err := s.Sync(ctx, feature.NetworkKey(n.Name).String(), res.Rows); err != nil {
 		t.Fatal(err)
 	}
 	changed := infos[2]
@@ -169,7 +170,7 @@ func partStep(t *testing.T, s *ovsdbsync.Syncer, in topology.Input, nodes []stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := s.Plan(zone.NetworkKey(in.Network.Name).String(), whole.Rows)
+	again, err := s.Plan(feature.NetworkKey(in.Network.Name).String(), whole.Rows)
 	if err != nil {
 		t.Fatal(err)
 	}

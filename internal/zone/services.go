@@ -11,21 +11,28 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/services"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // reconcileService writes one service's load balancers (and, for an
 // infrastructure service, its isolation exception ACLs) in one transaction.
-func (r *Reconciler) reconcileService(ctx context.Context, key Key) (ctrl.Result, error) {
+func (r *Reconciler) reconcileService(ctx context.Context, key feature.Key) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("service", key.Namespace+"/"+key.Name, "zone", r.Zone)
 	out, err := r.DesiredService(ctx, key.Namespace+"/"+key.Name)
 	var held *NotRendered
@@ -242,22 +249,22 @@ func serviceRoutes(a podnet.Attachment, serviceCIDRs []netip.Prefix) []netip.Pre
 
 // serviceKeys returns the reconcile keys of every service, and of services
 // that still hold rows in the zone's Northbound.
-func (r *Reconciler) serviceKeys(ctx context.Context) ([]Key, error) {
+func (r *Reconciler) serviceKeys(ctx context.Context) ([]feature.Key, error) {
 	var list corev1.ServiceList
 	if err := r.Client.List(ctx, &list); err != nil {
 		return nil, err
 	}
-	keys := make([]Key, 0, len(list.Items))
+	keys := make([]feature.Key, 0, len(list.Items))
 	for _, s := range list.Items {
-		keys = append(keys, ServiceKey(s.Namespace, s.Name))
+		keys = append(keys, feature.ServiceKey(s.Namespace, s.Name))
 	}
-	return r.withOwners(keys, servicePrefix)
+	return r.withOwners(keys, feature.KindService.Prefix())
 }
 
 // withOwners returns keys, and the keys of the owners holding rows in the
 // zone's Northbound under any of the prefixes, each once.
-func (r *Reconciler) withOwners(keys []Key, prefixes ...string) ([]Key, error) {
-	set := map[Key]bool{}
+func (r *Reconciler) withOwners(keys []feature.Key, prefixes ...string) ([]feature.Key, error) {
+	set := map[feature.Key]bool{}
 	for _, k := range keys {
 		set[k] = true
 	}
@@ -267,12 +274,12 @@ func (r *Reconciler) withOwners(keys []Key, prefixes ...string) ([]Key, error) {
 			return nil, err
 		}
 		for o := range owners {
-			if k, ok := ParseKey(o); ok {
+			if k, ok := feature.ParseKey(o); ok {
 				set[k] = true
 			}
 		}
 	}
-	out := make([]Key, 0, len(set))
+	out := make([]feature.Key, 0, len(set))
 	for k := range set {
 		out = append(out, k)
 	}
@@ -280,25 +287,94 @@ func (r *Reconciler) withOwners(keys []Key, prefixes ...string) ([]Key, error) {
 }
 
 // namespaceServiceKeys returns the keys of the services of a namespace.
-func (r *Reconciler) namespaceServiceKeys(ctx context.Context, namespace string) []Key {
+func (r *Reconciler) namespaceServiceKeys(ctx context.Context, namespace string) []feature.Key {
 	var list corev1.ServiceList
 	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
-	out := make([]Key, 0, len(list.Items))
+	out := make([]feature.Key, 0, len(list.Items))
 	for _, s := range list.Items {
-		out = append(out, ServiceKey(s.Namespace, s.Name))
+		out = append(out, feature.ServiceKey(s.Namespace, s.Name))
 	}
 	return out
 }
 
 // sliceService returns the service key an EndpointSlice serves (its default
 // label, or the mirrored slices' label).
-func sliceService(s *discoveryv1.EndpointSlice) (Key, bool) {
+func sliceService(s *discoveryv1.EndpointSlice) (feature.Key, bool) {
 	for _, l := range []string{discoveryv1.LabelServiceName, mirror.LabelServiceName} {
 		if name := s.Labels[l]; name != "" {
-			return ServiceKey(s.Namespace, name), true
+			return feature.ServiceKey(s.Namespace, name), true
 		}
 	}
-	return Key{}, false
+	return feature.Key{}, false
+}
+
+// servicesFeature writes each Service's load balancers on the networks of
+// its namespace (and of the networks connected to them for services).
+type servicesFeature struct{ r *Reconciler }
+
+func (servicesFeature) Name() string          { return "services" }
+func (servicesFeature) Kinds() []feature.Kind { return []feature.Kind{feature.KindService} }
+
+func (f servicesFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	return f.r.reconcileService(ctx, key)
+}
+
+// Shares: load balancers go in their networks' groups, on the networks'
+// routers and, for connected networks, on the peers' switches; the ACLs
+// of services in the default network's isolation port group.
+func (servicesFeature) Shares() []feature.Share {
+	return []feature.Share{
+		{Table: &nbdb.LoadBalancerGroup{}, Column: "load_balancer"},
+		{Table: &nbdb.PortGroup{}, Column: "acls"},
+		{Table: &nbdb.LogicalRouter{}, Column: "load_balancer"},
+		{Table: &nbdb.LogicalSwitch{}, Column: "load_balancer"},
+	}
+}
+
+// Watch: a Service and its EndpointSlices (and their mirrors) requeue it;
+// a NAD or a namespace's labels the namespace's Services (which network
+// they render on); a connect those of its networks when what services see
+// of it changes.
+func (f servicesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
+	r := f.r
+	b.Watches(&corev1.Service{}, beforeAfter(func(_ context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
+		for _, o := range []client.Object{before, after} {
+			if o != nil {
+				q.Add(feature.ServiceKey(o.GetNamespace(), o.GetName()))
+			}
+		}
+	}))
+	b.Watches(&discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(_ context.Context, o client.Object) []feature.Key {
+		if k, ok := sliceService(o.(*discoveryv1.EndpointSlice)); ok {
+			return []feature.Key{k}
+		}
+		return nil
+	}))
+	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
+		return r.namespaceServiceKeys(ctx, o.GetNamespace())
+	}))
+	b.Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
+		return r.namespaceServiceKeys(ctx, o.GetName())
+	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	if !r.DisableNetworkConnect {
+		b.Watches(&v1.ClusterNetworkConnect{}, keysBeforeAfter(r.connectServiceKeys))
+	}
+}
+
+// Keys are every Service, and those only the zone's Northbound still
+// remembers.
+func (f servicesFeature) Keys(ctx context.Context) ([]feature.Key, error) {
+	return f.r.serviceKeys(ctx)
+}
+
+// NetworkChanged: the network's load balancer group and switches may have
+// just been made: its namespaces' services, and those of the networks
+// connected to it for services, go on them.
+func (f servicesFeature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
+	if c.RowsChanged {
+		f.r.replanNamespaces(c.Network)
+		f.r.replanServicePeers(ctx, c.Network)
+	}
 }

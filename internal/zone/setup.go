@@ -3,12 +3,7 @@ package zone
 import (
 	"context"
 	"fmt"
-	"maps"
-	"strings"
 	"time"
-
-	discoveryv1 "k8s.io/api/discovery/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -29,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -37,15 +31,28 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
-	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
-	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
-	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
+
+// features are the zone's kinds of work, each in its own file with its
+// watches, its keys, the columns it contributes to and what it plans again
+// when a network changes (internal/zone/feature). This list is the whole
+// zone controller; the host (this package's Reconciler) gives them one
+// queue, one syncer and the shared caches.
+func features(r *Reconciler) []feature.Feature {
+	return []feature.Feature{
+		chassisFeature{r},  // other zones' chassis in the Southbound (chassis.go)
+		networkFeature{r},  // each network's rows where it is used (network.go, controller.go)
+		podsFeature{r},     // Layer3 pod addresses and every pod's ports (pods.go, podports.go)
+		servicesFeature{r}, // Services' load balancers (services.go)
+		policiesFeature{r}, // NetworkPolicies, default denies, peers (policies.go)
+		connectsFeature{r}, // ClusterNetworkConnects (connects.go)
+		linksFeature{r},    // links between a namespace's primary networks (links.go)
+	}
+}
 
 // Options configures a zone controller.
 type Options struct {
@@ -84,69 +91,6 @@ type Options struct {
 // Scheme returns the scheme a zone controller needs.
 func Scheme() *runtime.Scheme { return kubeobj.NewScheme(nadv1.AddToScheme, v1.AddToScheme) }
 
-// Connect opens the zone's NB and SB clients (with the indexes and monitors
-// the controller needs) and a write-only NB connection, retrying with backoff
-// until ctx ends. They reconnect by themselves later, calling onReconnect each
-// time.
-func Connect(ctx context.Context, opts Options, onReconnect func()) (nb, nbWriter, sb libovsdb.Client, err error) {
-	counted := func(db string) func() {
-		return func() {
-			metrics.Reconnects.WithLabelValues(opts.Zone, db).Inc()
-			onReconnect()
-		}
-	}
-	log := ctrl.LoggerFrom(ctx).WithValues("zone", opts.Zone)
-	nbOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Log: log.WithValues("database", "nb"), Reconnect: true, OnReconnect: counted("nb"),
-		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables, OwnMonitor: true, Views: NBTableNames,
-		Unmonitored: ovsdbsync.OthersColumns()}
-	writerOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, NoMonitor: true, OwnTransact: true}
-	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Log: log.WithValues("database", "sb"), Reconnect: true, OnReconnect: counted("sb"), Tables: sbTables,
-		OwnMonitor: true}
-	clients, err := connectAll(ctx, opts.Zone, 200*time.Millisecond,
-		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectNB(ctx, nbOpts) },
-		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectNB(ctx, writerOpts) },
-		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectSB(ctx, sbOpts) })
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return clients[0], clients[1], clients[2], nil
-}
-
-// connectAll makes every connection, retrying the ones that fail (backing
-// off from first up to 10 s) until all are up or ctx ends; then it closes
-// those it made.
-func connectAll(ctx context.Context, zone string, first time.Duration, dials ...func(context.Context) (libovsdb.Client, error)) ([]libovsdb.Client, error) {
-	clients := make([]libovsdb.Client, len(dials))
-	backoff := first
-	for {
-		var err error // this round's first failure only: a stale one would stop the retries
-		for i, dial := range dials {
-			if clients[i] != nil {
-				continue
-			}
-			if clients[i], err = dial(ctx); err != nil {
-				clients[i] = nil
-				break
-			}
-		}
-		if err == nil {
-			return clients, nil
-		}
-		ctrl.LoggerFrom(ctx).Info("zone databases unreachable, retrying", "zone", zone, "error", err.Error(), "in", backoff)
-		select {
-		case <-ctx.Done():
-			for _, c := range clients {
-				if c != nil {
-					c.Close()
-				}
-			}
-			return nil, fmt.Errorf("connecting to zone %s databases: %w (last error: %v)", zone, ctx.Err(), err)
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
-}
-
 // init fills the reconciler for the zone on connected database clients.
 func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb libovsdb.Client) error {
 	s, err := NewSyncer(nb)
@@ -168,391 +112,89 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	return nil
 }
 
-// Indexes are the cache indexes the reconciler lists with: NADs by network
-// name, pods by node and by attachment key, NetworkPolicies by peer. A manager's cache (IndexNADs) or
-// a fake client (render) must have them.
-func Indexes() []kubeobj.Index {
-	return []kubeobj.Index{
-		{Object: &nadv1.NetworkAttachmentDefinition{}, Field: networkNameIndex, Extract: func(o client.Object) []string {
-			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
-				return []string{name}
-			}
-			return nil
-		}},
-		{Object: &corev1.Pod{}, Field: podNodeIndex, Extract: func(o client.Object) []string {
-			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
-				return []string{n}
-			}
-			return nil
-		}},
-		{Object: &networkingv1.NetworkPolicy{}, Field: policyPeersIndex, Extract: policyPeerKeys},
-		{Object: &corev1.Pod{}, Field: podKeysIndex, Extract: func(o client.Object) []string {
-			nets, err := podnet.ParsePod(o)
-			if err != nil {
-				return nil
-			}
-			out := make([]string, 0, len(nets))
-			for k := range nets {
-				out = append(out, k)
-			}
-			return out
-		}},
-		{Object: &corev1.Pod{}, Field: podPlacementIndex, Extract: placementKeys},
-	}
-}
-
-// IndexNADs registers Indexes in the manager's cache.
-func IndexNADs(ctx context.Context, mgr manager.Manager) error {
-	return kubeobj.AddIndexes(ctx, mgr.GetFieldIndexer(), Indexes()...)
-}
-
-// attachmentChanged reports whether a pod update changes its attachments or
-// ports (what its own key and its networks render).
-func attachmentChanged(o, n *corev1.Pod) bool {
-	for _, k := range []string{podnet.Annotation, netconf.NetworksAnnotation, podnet.PrimaryIPAMClaimAnnotation} {
-		if o.Annotations[k] != n.Annotations[k] {
-			return true
-		}
-	}
-	return o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase
-}
-
-// podChanges passes pod events that change a pod's attachments or ports, or
-// its labels (which policies select it).
-var podChanges = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*corev1.Pod)
-		n, ok2 := e.ObjectNew.(*corev1.Pod)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return attachmentChanged(o, n) || !maps.Equal(o.Labels, n.Labels)
-	},
-}
-
-// podEvents requeues a pod (its own attachments and ports) unless only its
-// labels changed, and the policy keys it concerns before and after
-// (podPolicyKeys).
-func (r *Reconciler) podEvents() handler.TypedEventHandler[client.Object, Key] {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], attachments bool, objs ...client.Object) {
-		for _, o := range objs {
-			pod, ok := o.(*corev1.Pod)
-			if !ok {
-				continue
-			}
-			for _, k := range r.podPolicyKeys(ctx, pod) {
-				q.Add(k)
-			}
-			if !attachments {
-				continue
-			}
-			// Its own key: its attachments, and its ports (its own rows,
-			// podports.go); its networks are not planned again.
-			if pod.Spec.NodeName != "" {
-				q.Add(PodKey(pod.Namespace, pod.Name))
-			}
-		}
-	}
-	return handler.TypedFuncs[client.Object, Key]{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
-			if pod, ok := e.Object.(*corev1.Pod); ok {
-				r.sawPod(ctx, pod, false)
-				// Its node may start using its networks (activity.go).
-				for _, k := range r.activityKeys(ctx, nil, pod) {
-					q.Add(k)
-				}
-			}
-			enqueue(ctx, q, true, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
-			o, ok1 := e.ObjectOld.(*corev1.Pod)
-			n, ok2 := e.ObjectNew.(*corev1.Pod)
-			if ok2 {
-				r.sawPod(ctx, n, false)
-			}
-			if ok1 && ok2 {
-				for _, k := range r.activityKeys(ctx, o, n) {
-					q.Add(k)
-				}
-			}
-			enqueue(ctx, q, !ok1 || !ok2 || attachmentChanged(o, n), e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[Key]) {
-			enqueue(ctx, q, true, e.Object)
-			if pod, ok := e.Object.(*corev1.Pod); ok {
-				r.sawPod(ctx, pod, true)
-				// It may have been its node's last pod of its networks.
-				for _, k := range r.activityKeys(ctx, pod, nil) {
-					q.Add(k)
-				}
-				// It freed an address on one of its namespace's primary
-				// networks: pods waiting for room may be placed now.
-				for _, k := range r.unplacedPods(ctx, pod) {
-					q.Add(k)
-				}
-			}
-		},
-	}
-}
-
-// beforeAfter is an event handler calling enqueue with the object before
-// and after each event (nil before a create, after a delete).
-func beforeAfter(enqueue func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], before, after client.Object)) handler.TypedEventHandler[client.Object, Key] {
-	return handler.TypedFuncs[client.Object, Key]{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
-			enqueue(ctx, q, nil, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
-			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[Key]) {
-			enqueue(ctx, q, e.Object, nil)
-		},
-	}
-}
-
-// serviceEvents requeues a Service, and its namespace's networks when it
-// starts or stops being served on every node (serviceActivityKeys).
-func (r *Reconciler) serviceEvents() handler.TypedEventHandler[client.Object, Key] {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], old, cur client.Object) {
-		o, _ := old.(*corev1.Service)
-		c, _ := cur.(*corev1.Service)
-		for _, x := range []*corev1.Service{o, c} {
-			if x != nil {
-				q.Add(ServiceKey(x.Namespace, x.Name))
-			}
-		}
-		for _, k := range r.serviceActivityKeys(ctx, o, c) {
-			q.Add(k)
-		}
-	}
-	return beforeAfter(enqueue)
-}
-
-// connectEvents requeues a ClusterNetworkConnect, the services of its
-// networks when what services see of it changes (connectServiceKeys), and
-// every NetworkPolicy key when what policies see of it changes (podView).
-func (r *Reconciler) connectEvents() handler.TypedEventHandler[client.Object, Key] {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], old, cur client.Object) {
-		o, _ := old.(*v1.ClusterNetworkConnect)
-		c, _ := cur.(*v1.ClusterNetworkConnect)
-		for _, x := range []*v1.ClusterNetworkConnect{o, c} {
-			if x != nil {
-				q.Add(ConnectKey(x.Name))
-			}
-		}
-		for _, k := range r.connectServiceKeys(ctx, o, c) {
-			q.Add(k)
-		}
-		// Its networks are used where their peers' pods run (activity.go).
-		for _, k := range r.connectActivityKeys(ctx, o, c) {
-			q.Add(k)
-		}
-		if podView(o) != podView(c) {
-			// NetworkPolicy peers of the connected networks now select
-			// (or no longer select) each other's pods.
-			for _, k := range r.namespacePolicyKeys(ctx, "") {
-				q.Add(k)
-			}
-		}
-	}
-	return beforeAfter(enqueue)
-}
-
-// policyEvents requeues what a NetworkPolicy concerns, before and after the
-// change (policyKeysOf).
-func (r *Reconciler) policyEvents() handler.TypedEventHandler[client.Object, Key] {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key], objs ...client.Object) {
-		for _, o := range objs {
-			if pol, ok := o.(*networkingv1.NetworkPolicy); ok {
-				for _, k := range r.policyKeysOf(ctx, pol) {
-					q.Add(k)
-				}
-			}
-		}
-	}
-	return handler.TypedFuncs[client.Object, Key]{
-		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
-			enqueue(ctx, q, e.Object)
-		},
-		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[Key]) {
-			enqueue(ctx, q, e.ObjectOld, e.ObjectNew)
-		},
-		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[Key]) {
-			enqueue(ctx, q, e.Object)
-			if pol, ok := e.Object.(*networkingv1.NetworkPolicy); ok {
-				r.policies.forget(pol)
-			}
-		},
-	}
-}
-
-// networkOfKey maps an attachment key to its network name.
-func (r *Reconciler) networkOfKey(ctx context.Context, key string) (string, bool) {
-	if key == podnet.DefaultKey {
-		return nodeinfo.DefaultNetwork, true
-	}
-	ns, name, _ := strings.Cut(key, "/")
-	nad := &nadv1.NetworkAttachmentDefinition{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
-		return "", false
-	}
-	return netconf.NetworkName(nad.Spec.Config)
-}
-
-// nodeChanges passes Node events that can change a zone's rendering.
-var nodeChanges = predicate.Funcs{
-	// A Node of the informer's initial list requeues nothing: at start
-	// every key comes from its own object's initial event (a network's
-	// NAD, a pod, a service...) or from the database's owners, and each
-	// Node requeueing every key again, one after the other, made a
-	// restart plan every key once per node (20 times at 1000 × 20).
-	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		for _, k := range renderedAnnotations {
-			if e.ObjectOld.GetAnnotations()[k] != e.ObjectNew.GetAnnotations()[k] {
-				return true
-			}
-		}
-		return false
-	},
-}
-
-// SetupWithManager registers the controller: NAD events requeue their network,
-// Node events what the node's change can alter (nodeEvents: every key for
-// the zone's own node; for another, the networks that render it, the
-// chassis and its pods), and at start (and after a database reconnect)
-// every key, including networks that only the database still remembers.
+// SetupWithManager registers the zone's controller: one queue of typed
+// keys, each feature's watches, and the host's own: Node events requeue
+// what a node's change can alter (nodeevents.go); at start every key that
+// no object's event brings (the features' initial keys, and those only
+// the zone's Northbound still holds, deleted while the controller was
+// away); after a database reconnect every key (requestResync); and the
+// features' own requests (queue.go).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, workers int) error {
 	if workers == 0 {
 		workers = 4
 	}
-	allKeys := handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, _ client.Object) []Key {
+	r.featuresOnce.Do(r.setFeatures)
+	b := builder.TypedControllerManagedBy[feature.Key](mgr).
+		Named("zone-" + r.Zone).
+		WithOptions(controller.TypedOptions[feature.Key]{MaxConcurrentReconciles: workers})
+	for _, f := range r.features {
+		f.Watch(b)
+	}
+	allKeys := handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, _ client.Object) []feature.Key {
 		keys, err := r.Keys(ctx)
 		if err != nil {
 			return nil
 		}
 		return keys
 	})
-	b := builder.TypedControllerManagedBy[Key](mgr)
-	if !r.DisableNetworkConnect {
-		b = b.Watches(&v1.ClusterNetworkConnect{}, r.connectEvents())
-	}
 	return b.
-		Named("zone-"+r.Zone).
-		WithOptions(controller.TypedOptions[Key]{MaxConcurrentReconciles: workers}).
-		Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, o client.Object) []Key {
-			var out []Key
-			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
-				out = append(out, NetworkKey(name))
-			}
-			// The namespace's services and policies may change network.
-			for _, k := range r.namespaceServiceKeys(ctx, o.GetNamespace()) {
-				out = append(out, k)
-			}
-			for _, k := range r.namespacePolicyKeys(ctx, o.GetNamespace()) {
-				out = append(out, k)
-			}
-			// Its default-deny groups and their peers on this NAD's network,
-			// which they may be leaving.
-			out = append(out, DenyKey(o.GetNamespace()))
-			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
-				for _, k := range r.namespacePeerKeys(ctx, o.GetNamespace(), name) {
-					out = append(out, k)
-				}
-			}
-			// Connects of the network render its ports and routes; links
-			// between the namespace's primary networks come and go with
-			// its primary NADs.
-			for _, k := range r.connectKeys(ctx) {
-				out = append(out, k)
-			}
-			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
-				for _, k := range r.networkLinkKeys(ctx, name) {
-					out = append(out, k)
-				}
-			}
-			// Pods of the namespace may wait for this network.
-			var pods corev1.PodList
-			if err := r.Client.List(ctx, &pods, client.InNamespace(o.GetNamespace())); err == nil {
-				for _, p := range pods.Items {
-					if p.Spec.NodeName != "" {
-						out = append(out, PodKey(p.Namespace, p.Name))
-					}
-				}
-			}
-			return out
-		})).
 		Watches(&corev1.Node{}, r.nodeEvents(), builder.WithPredicates(nodeChanges)).
-		Watches(&corev1.Pod{}, r.podEvents(), builder.WithPredicates(podChanges)).
-		Watches(&corev1.Service{}, r.serviceEvents()).
-		Watches(&discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(_ context.Context, o client.Object) []Key {
-			if k, ok := sliceService(o.(*discoveryv1.EndpointSlice)); ok {
-				return []Key{k}
-			}
-			return nil
-		})).
-		Watches(&networkingv1.NetworkPolicy{}, r.policyEvents()).
-		Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, o client.Object) []Key {
-			var out []Key
-			for _, k := range r.namespaceServiceKeys(ctx, o.GetName()) {
-				out = append(out, k)
-			}
-			// Namespace selectors of policies may select it, or not any more;
-			// its default-deny groups stay until it goes.
-			for _, k := range r.namespaceSelectorKeys(ctx) {
-				out = append(out, k)
-			}
-			out = append(out, DenyKey(o.GetName()))
-			return out
-		}), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WatchesRawSource(source.TypedChannel(r.resync, allKeys)).
-		WatchesRawSource(source.TypedChannel(r.namespaceEvents, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, o client.Object) []Key {
-			var out []Key
-			for _, k := range r.namespaceServiceKeys(ctx, o.GetName()) {
-				out = append(out, k)
-			}
-			return out
+		WatchesRawSource(source.TypedChannel(r.queue.keys, handler.TypedEnqueueRequestsFromMapFunc[feature.Key, feature.Key](func(_ context.Context, k feature.Key) []feature.Key {
+			return []feature.Key{k}
 		}))).
-		WatchesRawSource(source.TypedChannel(r.policyNetworkEvents, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, o client.Object) []Key {
-			var out []Key
-			for _, k := range r.networkPolicyKeys(ctx, o.GetName()) {
-				out = append(out, k)
-			}
-			return out
+		WatchesRawSource(source.TypedChannel(r.queue.later, handler.TypedEnqueueRequestsFromMapFunc[keysFunc, feature.Key](func(ctx context.Context, f keysFunc) []feature.Key {
+			return f(ctx)
 		}))).
-		WatchesRawSource(source.TypedChannel(r.podNetworkEvents, handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(ctx context.Context, o client.Object) []Key {
-			var out []Key
-			for _, k := range r.podsOfNetwork(ctx, o.GetName()) {
-				out = append(out, k)
+		WatchesRawSource(source.TypedFunc[feature.Key](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key]) error {
+			keys, err := r.startKeys(ctx)
+			for _, k := range keys {
+				q.Add(k)
 			}
-			return out
-		}))).
-		WatchesRawSource(source.TypedChannel(r.keyEvents, handler.TypedEnqueueRequestsFromMapFunc[Key, Key](func(_ context.Context, k Key) []Key {
-			return []Key{k}
-		}))).
-		WatchesRawSource(source.TypedFunc[Key](func(ctx context.Context, q workqueue.TypedRateLimitingInterface[Key]) error {
-			// Networks, services, policies (and their default denies and
-			// peers), connects, links between primary networks and pods
-			// deleted while the controller was away still hold rows.
-			for _, prefix := range []string{networkPrefix, servicePrefix, policyPrefix, denyPrefix, peerPrefix, connectPrefix, linkPrefix, podPrefix} {
-				owners, err := r.Syncer.Owners(prefix)
-				if err != nil {
-					return err
-				}
-				for owner := range owners {
-					if k, ok := ParseKey(owner); ok {
-						q.Add(k)
-					} else {
-						ctrl.LoggerFrom(ctx).Info("rows whose owner is no key of this controller are left alone", "owner", owner, "zone", r.Zone)
-					}
-				}
-			}
-			q.Add(ChassisKey())
-			q.Add(NetworkKey(nodeinfo.DefaultNetwork))
-			return nil
+			return err
 		})).
-		Complete(kubeobj.RetryConflicts(reconcile.TypedReconciler[Key](r)))
+		Complete(kubeobj.RetryConflicts(reconcile.TypedReconciler[feature.Key](r)))
+}
+
+// setFeatures lists the features and who reconciles each kind (once:
+// featuresOnce).
+func (r *Reconciler) setFeatures() {
+	r.features = features(r)
+	r.byKind = map[feature.Kind]feature.Feature{}
+	for _, f := range r.features {
+		for _, k := range f.Kinds() {
+			r.byKind[k] = f
+		}
+	}
+}
+
+// startKeys are the keys the start reconciles apart from the objects'
+// initial events: every feature's initial keys, and those whose rows only
+// the zone's Northbound still holds.
+func (r *Reconciler) startKeys(ctx context.Context) ([]feature.Key, error) {
+	var keys []feature.Key
+	for _, f := range r.features {
+		if in, ok := f.(feature.Initializer); ok {
+			keys = append(keys, in.InitialKeys()...)
+		}
+		for _, kind := range f.Kinds() {
+			if kind == feature.KindChassis {
+				continue // its rows are in the Southbound
+			}
+			owners, err := r.Syncer.Owners(kind.Prefix())
+			if err != nil {
+				return keys, err
+			}
+			for owner := range owners {
+				if k, ok := feature.ParseKey(owner); ok {
+					keys = append(keys, k)
+				} else {
+					ctrl.LoggerFrom(ctx).Info("rows whose owner is no key of this controller are left alone", "owner", owner, "zone", r.Zone)
+				}
+			}
+		}
+	}
+	return keys, nil
 }
 
 // Close closes the reconciler's database connections.
@@ -614,8 +256,7 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 		return nil, nil, err
 	}
 	resync := make(chan event.GenericEvent, 1)
-	r := &Reconciler{resync: resync, namespaceEvents: make(chan event.GenericEvent, 256), keyEvents: make(chan event.TypedGenericEvent[Key], 1024),
-		podNetworkEvents: make(chan event.GenericEvent, 256), policyNetworkEvents: make(chan event.GenericEvent, 256)}
+	r := &Reconciler{resync: resync, queue: newKeyQueue()}
 	nb, nbWriter, sb, err := Connect(ctx, opts, r.requestResync)
 	if err != nil {
 		return nil, nil, err
@@ -632,14 +273,4 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 		return nil, nil, fmt.Errorf("zone %s: %w", opts.Zone, err)
 	}
 	return r, mgr, nil
-}
-
-// connected is a readiness check that a database client is connected.
-func connected(name string, c libovsdb.Client) kubeobj.HealthCheck {
-	return kubeobj.HealthCheck{Name: name, Check: func() error {
-		if !c.Connected() {
-			return fmt.Errorf("%s database not connected", name)
-		}
-		return nil
-	}}
 }

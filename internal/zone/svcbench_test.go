@@ -21,6 +21,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/services"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // serviceInputs are n services of one network with e ready endpoints each.
@@ -82,7 +83,7 @@ func benchServices(b *testing.B, n, e int) {
 		b.Fatal(err)
 	}
 	s.WithWriter(connectBench(b, z, true))
-	if _, err := s.Sync(ctx, zone.NetworkKey(network.Name).String(), topo.Rows); err != nil {
+	if _, err := s.Sync(ctx, feature.NetworkKey(network.Name).String(), topo.Rows); err != nil {
 		b.Fatal(err)
 	}
 	txns0 := s.Transactions()
@@ -95,7 +96,7 @@ func benchServices(b *testing.B, n, e int) {
 			defer wg.Done()
 			for in := range work {
 				out := services.Render(in)
-				if _, err := s.Sync(ctx, zone.ServiceKey(in.Service.Namespace, in.Service.Name).String(), out.Rows, out.Contributions...); err != nil {
+				if _, err := s.Sync(ctx, feature.ServiceKey(in.Service.Namespace, in.Service.Name).String(), out.Rows, out.Contributions...); err != nil {
 					b.Error(err)
 				}
 			}
@@ -121,7 +122,7 @@ func benchServices(b *testing.B, n, e int) {
 		in.Slices[0].Endpoints[0].Addresses = []string{fmt.Sprintf("10.250.%d.%d", i/250, 1+i%250)}
 		out := services.Render(in)
 		t0 := time.Now()
-		p, err := s.Sync(ctx, zone.ServiceKey(in.Service.Namespace, in.Service.Name).String(), out.Rows, out.Contributions...)
+		p, err := s.Sync(ctx, feature.ServiceKey(in.Service.Namespace, in.Service.Name).String(), out.Rows, out.Contributions...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -143,13 +144,13 @@ func benchServices(b *testing.B, n, e int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := sf.Sync(ctx, zone.NetworkKey(network.Name).String(), topo.Rows); err != nil {
+	if _, err := sf.Sync(ctx, feature.NetworkKey(network.Name).String(), topo.Rows); err != nil {
 		b.Fatal(err)
 	}
 	var ops []ovsdb.Operation
 	for _, in := range inputs {
 		out := services.Render(in)
-		p, err := sf.Plan(zone.ServiceKey(in.Service.Namespace, in.Service.Name).String(), out.Rows, out.Contributions...)
+		p, err := sf.Plan(feature.ServiceKey(in.Service.Namespace, in.Service.Name).String(), out.Rows, out.Contributions...)
 		if err != nil {
 			b.Fatal(err)
 		}

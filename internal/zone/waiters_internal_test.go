@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // TestPortWaiters: what a key waits for is replaced on each wait, so a port
@@ -12,7 +13,7 @@ import (
 // hands out the keys of ports that exist and forgets them.
 func TestPortWaiters(t *testing.T) {
 	var w portWaiters
-	p, q := PolicyKey("a", "p"), PolicyKey("a", "q")
+	p, q := feature.PolicyKey("a", "p"), feature.PolicyKey("a", "q")
 	state := func() map[string][]string {
 		out := map[string][]string{}
 		for p, keys := range w.byPort {

@@ -27,6 +27,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 var env *kubetest.Env
@@ -247,7 +248,7 @@ func reconcileAll(t *testing.T, r *zone.Reconciler) {
 // tryReconcileAll is reconcileAll that returns the first error.
 func tryReconcileAll(r *zone.Reconciler) error {
 	ctx := context.Background()
-	var keys []zone.Key
+	var keys []feature.Key
 	err := proc.WaitFor(30*time.Second, 50*time.Millisecond, func() (bool, error) {
 		var err error
 		keys, err = r.Keys(ctx)

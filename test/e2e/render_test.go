@@ -34,6 +34,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // TestRenderMatchesCluster: `ovn-udn render` of the cluster's own objects
@@ -91,7 +92,7 @@ func TestRenderMatchesCluster(t *testing.T) {
 				return err
 			}
 			for _, n := range z.Networks {
-				if err := sameOwner(s, z.Name, "network "+n.Network, zone.NetworkKey(n.Network).String(), n.NotRendered, owners, n.Own, nil); err != nil {
+				if err := sameOwner(s, z.Name, "network "+n.Network, feature.NetworkKey(n.Network).String(), n.NotRendered, owners, n.Own, nil); err != nil {
 					return err
 				}
 				rendered += len(n.Own)

@@ -24,6 +24,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/render"
 	"github.com/ovn-udn/ovn-udn/internal/sandbox"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // uplinkBFDInterval is the BFD interval of TestUplinks' sandbox: FRR's
@@ -610,7 +611,7 @@ func (s *uplinkSandbox) renderMatches(t *testing.T, bfd time.Duration) {
 				if n.Network != "default" {
 					userRefs += refs
 				}
-				if err := sameOwner(syncer, z.Name, "network "+n.Network, zone.NetworkKey(n.Network).String(), n.NotRendered, owners, rows, nil); err != nil {
+				if err := sameOwner(syncer, z.Name, "network "+n.Network, feature.NetworkKey(n.Network).String(), n.NotRendered, owners, rows, nil); err != nil {
 					return err
 				}
 				compared += len(rows)

@@ -1,4 +1,4 @@
-package zone
+package feature
 
 import (
 	"fmt"
@@ -123,8 +123,34 @@ func (k Key) String() string {
 	return fmt.Sprintf("unknown-kind-%d:%s/%s/%s", k.Kind, k.Network, k.Namespace, k.Name)
 }
 
-// compareKeys orders keys by their strings (for sorted output).
-func compareKeys(a, b Key) int { return strings.Compare(a.String(), b.String()) }
+// CompareKeys orders keys by their strings (for sorted output).
+func CompareKeys(a, b Key) int { return strings.Compare(a.String(), b.String()) }
+
+// Prefix is how the owners of the kind's keys begin ("net:"); the chassis'
+// one owner is the whole prefix.
+func (k Kind) Prefix() string {
+	switch k {
+	case KindChassis:
+		return chassisKeyOwner
+	case KindNetwork:
+		return networkPrefix
+	case KindPod:
+		return podPrefix
+	case KindService:
+		return servicePrefix
+	case KindPolicy:
+		return policyPrefix
+	case KindDeny:
+		return denyPrefix
+	case KindPeer:
+		return peerPrefix
+	case KindConnect:
+		return connectPrefix
+	case KindLink:
+		return linkPrefix
+	}
+	return fmt.Sprintf("unknown-kind-%d:", k)
+}
 
 // ParseKey reads a key back from its OVSDB owner (String); ok is false for
 // an owner the zone controller does not write.

@@ -1,4 +1,4 @@
-package zone
+package feature
 
 import (
 	"testing"
@@ -43,14 +43,4 @@ func TestKeyOwners(t *testing.T) {
 			t.Errorf("ParseKey(%q) = %+v, want not a key", bad, k)
 		}
 	}
-}
-
-// owners spells keys as their OVSDB owners (nil for none), for tables of
-// expected keys written as the databases hold them.
-func owners(keys []Key) []string {
-	var out []string
-	for _, k := range keys {
-		out = append(out, k.String())
-	}
-	return out
 }

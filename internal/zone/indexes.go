@@ -1,0 +1,52 @@
+package zone
+
+import (
+	"context"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// Indexes are the cache indexes the reconciler lists with: NADs by network
+// name, pods by node and by attachment key, NetworkPolicies by peer. A manager's cache (IndexNADs) or
+// a fake client (render) must have them.
+func Indexes() []kubeobj.Index {
+	return []kubeobj.Index{
+		{Object: &nadv1.NetworkAttachmentDefinition{}, Field: networkNameIndex, Extract: func(o client.Object) []string {
+			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
+				return []string{name}
+			}
+			return nil
+		}},
+		{Object: &corev1.Pod{}, Field: podNodeIndex, Extract: func(o client.Object) []string {
+			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
+				return []string{n}
+			}
+			return nil
+		}},
+		{Object: &networkingv1.NetworkPolicy{}, Field: policyPeersIndex, Extract: policyPeerKeys},
+		{Object: &corev1.Pod{}, Field: podKeysIndex, Extract: func(o client.Object) []string {
+			nets, err := podnet.ParsePod(o)
+			if err != nil {
+				return nil
+			}
+			out := make([]string, 0, len(nets))
+			for k := range nets {
+				out = append(out, k)
+			}
+			return out
+		}},
+		{Object: &corev1.Pod{}, Field: podPlacementIndex, Extract: placementKeys},
+	}
+}
+
+// IndexNADs registers Indexes in the manager's cache.
+func IndexNADs(ctx context.Context, mgr manager.Manager) error {
+	return kubeobj.AddIndexes(ctx, mgr.GetFieldIndexer(), Indexes()...)
+}

@@ -1,0 +1,75 @@
+package zone
+
+import (
+	"context"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
+)
+
+// networkFeature renders each network (its NADs' config and allocation,
+// or the built-in default network) where it is used (activity.go), from
+// the nodes' annotations (controller.go). Its rows are the ones the other
+// features contribute to: it contributes to none.
+type networkFeature struct{ r *Reconciler }
+
+func (networkFeature) Name() string          { return "network" }
+func (networkFeature) Kinds() []feature.Kind { return []feature.Kind{feature.KindNetwork} }
+func (networkFeature) InitialKeys() []feature.Key {
+	return []feature.Key{feature.NetworkKey(nodeinfo.DefaultNetwork)}
+}
+
+func (f networkFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	return f.r.reconcileNetwork(ctx, key.Network)
+}
+
+// Watch: a NAD requeues its network; a pod, a Service or a connect may
+// make a node start or stop using a network (activity.go).
+func (f networkFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
+	r := f.r
+	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(_ context.Context, o client.Object) []feature.Key {
+		if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
+			return []feature.Key{feature.NetworkKey(name)}
+		}
+		return nil
+	}))
+	b.Watches(&corev1.Pod{}, keysBeforeAfter(r.activityKeys), builder.WithPredicates(podChanges))
+	b.Watches(&corev1.Service{}, keysBeforeAfter(r.serviceActivityKeys))
+	if !r.DisableNetworkConnect {
+		// Its networks are used where their peers' pods run.
+		b.Watches(&v1.ClusterNetworkConnect{}, keysBeforeAfter(r.connectActivityKeys))
+	}
+}
+
+// Keys are every network a NAD defines, the default network, and those
+// that only the zone's Northbound still remembers.
+func (f networkFeature) Keys(ctx context.Context) ([]feature.Key, error) {
+	names, err := f.r.Networks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]feature.Key, 0, len(names))
+	for _, name := range names {
+		keys = append(keys, feature.NetworkKey(name))
+	}
+	return f.r.withOwners(keys, feature.KindNetwork.Prefix())
+}
+
+// RemoteNodeKeys are the networks whose rendering of the node may have
+// changed (nodeevents.go).
+func (f networkFeature) RemoteNodeKeys(ctx context.Context, node string, changed func(string) bool) []feature.Key {
+	networks, err := f.r.Networks(ctx)
+	if err != nil {
+		return nil
+	}
+	return f.r.networksRendering(networks, node, changed)
+}
