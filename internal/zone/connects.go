@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
-	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,7 +23,6 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
-	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
@@ -49,22 +46,7 @@ func (r *Reconciler) reconcileConnect(ctx context.Context, name string) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("ClusterNetworkConnect %s: %w", name, err)
 	}
-	return settled(logger, "connect", p, out.Problems), nil
-}
-
-// settled logs what a sync of an owner contributing to the networks' rows
-// (a connect, a primary link) wrote, and asks for it again in a moment while
-// something it needs is on its way: a network's routers (the network's
-// reconcile also replans it when it creates rows) or a node's subnet.
-func settled(logger logr.Logger, what string, p *ovsdbsync.Plan, problems []string) ctrl.Result {
-	if !p.Empty() {
-		logger.Info("synced "+what, "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "added", p.Added, "removed", p.Removed)
-	}
-	if len(p.Missing) > 0 || len(problems) > 0 {
-		logger.V(1).Info(what+" waits", "missing", p.Missing, "problems", problems)
-		return ctrl.Result{RequeueAfter: 2 * time.Second}
-	}
-	return ctrl.Result{}
+	return feature.Settled(logger, "connect", p, out.Problems), nil
 }
 
 // DesiredConnect returns the rows and contributions of a connect in the
@@ -218,7 +200,7 @@ func (r *Reconciler) servicePeers(ctx context.Context, n topology.Network) ([]to
 // NetworkPolicy peers select their pods too. Pod events ask it: without a
 // connect for pods it reads nothing but the connects and network's NADs.
 func (r *Reconciler) podPeers(ctx context.Context, network string) (map[string]bool, error) {
-	out, err := r.linkedNetworks(ctx, network)
+	out, err := r.linksFeature().LinkedNetworks(ctx, network)
 	if err != nil {
 		return nil, err
 	}
@@ -392,8 +374,9 @@ func (f connectsFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.R
 	return f.r.reconcileConnect(ctx, key.Name)
 }
 
-// Shares: a connect adds its ports, reroute policies and routes to the
-// networks' routers, and services-only ACLs to their switches.
+// Shares implements feature.Sharer: a connect adds its ports, reroute
+// policies and routes to the networks' routers, and services-only ACLs to
+// their switches.
 func (connectsFeature) Shares() []feature.Share {
 	return []feature.Share{
 		{Table: &nbdb.LogicalRouter{}, Column: "ports"},
@@ -403,9 +386,9 @@ func (connectsFeature) Shares() []feature.Share {
 	}
 }
 
-// Watch: a connect requeues itself, and any NAD every connect (a network
-// it selects may come, go or change). Nothing when the feature is off:
-// the CRD may be absent.
+// Watch implements feature.Feature: a connect requeues itself, and any NAD
+// every connect (a network it selects may come, go or change). Nothing when
+// the feature is off: the CRD may be absent.
 func (f connectsFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	r := f.r
 	if r.DisableNetworkConnect {
@@ -426,17 +409,19 @@ func (f connectsFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 // Keys are every connect, and those only the zone's Northbound still
 // remembers.
 func (f connectsFeature) Keys(ctx context.Context) ([]feature.Key, error) {
-	return f.r.withOwners(f.r.connectKeys(ctx), feature.KindConnect.Prefix())
+	return f.r.host.WithOwners(f.r.connectKeys(ctx), feature.KindConnect)
 }
 
-// RemoteNodeKeys: a connect renders its networks' links to each node.
+// RemoteNodeKeys implements feature.RemoteNodeDependent: a connect renders
+// its networks' links to each node.
 func (f connectsFeature) RemoteNodeKeys(ctx context.Context, _ string, _ func(string) bool) []feature.Key {
 	return f.r.connectKeys(ctx)
 }
 
-// NetworkChanged: a connect renders the network's links to each node it
-// is active on (here too when it is not active here), and adds ports and
-// policies to its routers, which may have just been made.
+// NetworkChanged implements feature.NetworkDependent: a connect renders the
+// network's links to each node it is active on (here too when it is not
+// active here), and adds ports and policies to its routers, which may have
+// just been made.
 func (f connectsFeature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
 	if c.Moved || c.RowsChanged {
 		f.r.replanConnects(ctx)

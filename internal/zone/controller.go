@@ -48,6 +48,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
+	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
 )
 
@@ -77,7 +78,7 @@ func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range features(nil) {
+	for _, f := range features(nil, nil) {
 		sharer, ok := f.(feature.Sharer)
 		if !ok {
 			for _, k := range f.Kinds() {
@@ -93,9 +94,6 @@ func NewSyncer(nb libovsdb.Client) (*ovsdbsync.Syncer, error) {
 	}
 	return s, nil
 }
-
-// networkNameIndex indexes NADs by their config's network name.
-const networkNameIndex = "spec.config.name"
 
 // Reconciler renders one zone.
 type Reconciler struct {
@@ -129,6 +127,8 @@ type Reconciler struct {
 	queue keyQueue
 	// features are the zone's kinds of work (setup.go), byKind who
 	// reconciles each kind.
+	host         *feature.Host
+	links        *links.Feature
 	features     []feature.Feature
 	byKind       map[feature.Kind]feature.Feature
 	featuresOnce sync.Once
@@ -138,7 +138,6 @@ type Reconciler struct {
 	// read it at scrape time without reading the API).
 	localName atomic.Pointer[string]
 	waiters   portWaiters
-	links     linkSet
 	policies  policyCache
 	// grace keeps a node in a network's set for a while after its last
 	// pod left (unless RenderEverywhere); active is the set each network was
@@ -147,10 +146,9 @@ type Reconciler struct {
 	active activeSets
 	// whole remembers each network's input when it was last planned
 	// whole, so a change of remote nodes alone plans only their rows.
-	whole  wholePlans
-	mu     sync.Mutex
-	noted  map[string]string // what was last reported per (network, node), to emit Events once
-	sbTxns int64
+	whole wholePlans
+	mu    sync.Mutex
+	noted map[string]string // what was last reported per (network, node), to emit Events once
 	// running serialises reconciles of one key: controller-runtime never
 	// runs a key twice at once, but a direct call (a test's resync) may
 	// meet the controller's own worker on the same key.
@@ -197,7 +195,13 @@ func (k *keyLocks) lock(key feature.Key) func() {
 func (r *Reconciler) Transactions() int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.Syncer.Transactions() + r.sbTxns
+	n := r.Syncer.Transactions()
+	for _, f := range r.features {
+		if c, ok := f.(interface{ Transactions() int64 }); ok {
+			n += c.Transactions()
+		}
+	}
+	return n
 }
 
 // Reconcile implements reconcile.TypedReconciler[Key]: one key's work, by
@@ -217,21 +221,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, key feature.Key) (ctrl.Resul
 		return ctrl.Result{}, nil
 	}
 	return f.Reconcile(ctx, key)
-}
-
-func (r *Reconciler) reconcileChassis(ctx context.Context) error {
-	nodes, _, err := r.nodes.nodes(ctx, r.Client)
-	if err != nil {
-		return err
-	}
-	wrote, err := syncChassis(ctx, r.SB, desiredChassis(nodes, r.Zone))
-	if wrote {
-		r.mu.Lock()
-		r.sbTxns++
-		r.mu.Unlock()
-		log.FromContext(ctx).Info("registered remote chassis")
-	}
-	return err
 }
 
 // reconcileNetwork renders one network into the zone.
@@ -393,7 +382,7 @@ func (r *Reconciler) sharedBFD(ctx context.Context, local nodeinfo.Info) (map[ne
 // NADs.
 func (r *Reconciler) networkNamespaces(ctx context.Context, network string) ([]string, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: network}); err != nil {
+	if err := r.Client.List(ctx, &nads, client.MatchingFields{feature.NetworkNameIndex: network}); err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(nads.Items))
@@ -589,7 +578,7 @@ func (r *Reconciler) network(ctx context.Context, name string) (topology.Network
 		return topology.DefaultNetwork(r.Cluster), true, nil
 	}
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: name}); err != nil {
+	if err := r.Client.List(ctx, &nads, client.MatchingFields{feature.NetworkNameIndex: name}); err != nil {
 		return topology.Network{}, false, err
 	}
 	all := make([]*nadv1.NetworkAttachmentDefinition, 0, len(nads.Items))

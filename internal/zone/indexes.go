@@ -7,6 +7,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,7 +19,7 @@ import (
 // a fake client (render) must have them.
 func Indexes() []kubeobj.Index {
 	return []kubeobj.Index{
-		{Object: &nadv1.NetworkAttachmentDefinition{}, Field: networkNameIndex, Extract: func(o client.Object) []string {
+		{Object: &nadv1.NetworkAttachmentDefinition{}, Field: feature.NetworkNameIndex, Extract: func(o client.Object) []string {
 			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
 				return []string{name}
 			}

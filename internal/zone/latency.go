@@ -15,6 +15,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // clocks time what the zone's metrics report as latencies: a pod's wait
@@ -110,7 +111,7 @@ func (r *Reconciler) observeNetworkReady(ctx context.Context, network string) {
 		return
 	}
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: network}); err != nil || len(nads.Items) == 0 {
+	if err := r.Client.List(ctx, &nads, client.MatchingFields{feature.NetworkNameIndex: network}); err != nil || len(nads.Items) == 0 {
 		return
 	}
 	oldest := nads.Items[0].CreationTimestamp.Time

@@ -11,8 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
@@ -32,8 +34,9 @@ func (f networkFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Re
 	return f.r.reconcileNetwork(ctx, key.Network)
 }
 
-// Watch: a NAD requeues its network; a pod, a Service or a connect may
-// make a node start or stop using a network (activity.go).
+// Watch implements feature.Feature: a NAD requeues its network; a pod, a
+// Service or a connect may make a node start or stop using a network
+// (activity.go).
 func (f networkFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	r := f.r
 	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(_ context.Context, o client.Object) []feature.Key {
@@ -61,7 +64,7 @@ func (f networkFeature) Keys(ctx context.Context) ([]feature.Key, error) {
 	for _, name := range names {
 		keys = append(keys, feature.NetworkKey(name))
 	}
-	return f.r.withOwners(keys, feature.KindNetwork.Prefix())
+	return f.r.host.WithOwners(keys, feature.KindNetwork)
 }
 
 // RemoteNodeKeys are the networks whose rendering of the node may have
@@ -72,4 +75,24 @@ func (f networkFeature) RemoteNodeKeys(ctx context.Context, node string, changed
 		return nil
 	}
 	return f.r.networksRendering(networks, node, changed)
+}
+
+// networksView is the zone's feature.Networks: the network feature's view
+// of networks and nodes, for the features in packages of their own.
+type networksView struct{ r *Reconciler }
+
+func (v networksView) Network(ctx context.Context, name string) (topology.Network, bool, error) {
+	return v.r.network(ctx, name)
+}
+
+func (v networksView) ActiveNodes(ctx context.Context, n topology.Network) (activity.Nodes, error) {
+	return v.r.activeNodes(ctx, n)
+}
+
+func (v networksView) Nodes(ctx context.Context) ([]nodeinfo.Info, map[string]error, error) {
+	return v.r.nodes.nodes(ctx, v.r.Client)
+}
+
+func (v networksView) LocalNode(ctx context.Context) (nodeinfo.Info, bool, error) {
+	return v.r.localNode(ctx)
 }

@@ -419,7 +419,7 @@ func (r *Reconciler) networkKeys(ctx context.Context, network string) ([]string,
 		return []string{podnet.DefaultKey}, nil
 	}
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.MatchingFields{networkNameIndex: network}); err != nil {
+	if err := r.Client.List(ctx, &nads, client.MatchingFields{feature.NetworkNameIndex: network}); err != nil {
 		return nil, err
 	}
 	var out []string
@@ -442,9 +442,9 @@ func (f podsFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Resul
 	return f.r.reconcilePod(ctx, key.Namespace+"/"+key.Name)
 }
 
-// Shares: a pod's ports go on its networks' switches, and an isolated
-// default-network port in the isolation port group; other port groups
-// (NetworkPolicy's) are their owners' alone.
+// Shares implements feature.Sharer: a pod's ports go on its networks'
+// switches, and an isolated default-network port in the isolation port
+// group; other port groups (NetworkPolicy's) are their owners' alone.
 func (podsFeature) Shares() []feature.Share {
 	return []feature.Share{
 		{Table: &nbdb.LogicalSwitch{}, Column: "ports"},
@@ -454,9 +454,10 @@ func (podsFeature) Shares() []feature.Share {
 	}
 }
 
-// Watch: a pod requeues itself when its attachments or ports may change,
-// and a deleted pod the pods of its namespace waiting for room
-// (placement.go); a NAD the pods of its namespace, which may wait for it.
+// Watch implements feature.Feature: a pod requeues itself when its
+// attachments or ports may change, and a deleted pod the pods of its
+// namespace waiting for room (placement.go); a NAD the pods of its
+// namespace, which may wait for it.
 func (f podsFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	r := f.r
 	own := func(q workqueue.TypedRateLimitingInterface[feature.Key], pods ...*corev1.Pod) {
@@ -511,7 +512,7 @@ func (f podsFeature) Keys(ctx context.Context) ([]feature.Key, error) {
 			}
 		}
 	}
-	return r.withOwners(keys, feature.KindPod.Prefix())
+	return r.host.WithOwners(keys, feature.KindPod)
 }
 
 // RemoteNodeKeys are the node's pods: their remote ports follow its
@@ -520,8 +521,8 @@ func (f podsFeature) RemoteNodeKeys(ctx context.Context, node string, _ func(str
 	return f.r.podsOnNode(ctx, node)
 }
 
-// NetworkChanged: the network's pod switch was just made, or made again:
-// its pods' ports go on it.
+// NetworkChanged implements feature.NetworkDependent: the network's pod
+// switch was just made, or made again: its pods' ports go on it.
 func (f podsFeature) NetworkChanged(_ context.Context, c feature.NetworkChange) {
 	if c.RowsChanged {
 		f.r.replanPods(c.Network)

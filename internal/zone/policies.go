@@ -694,7 +694,7 @@ func (r *Reconciler) PolicyKeys(ctx context.Context) []feature.Key {
 // policyKeys returns the keys of every policy, default deny and peer, and of
 // those that still hold rows in the zone's Northbound.
 func (r *Reconciler) policyKeys(ctx context.Context) ([]feature.Key, error) {
-	return r.withOwners(r.namespacePolicyKeys(ctx, ""), feature.KindPolicy.Prefix(), feature.KindDeny.Prefix(), feature.KindPeer.Prefix())
+	return r.host.WithOwners(r.namespacePolicyKeys(ctx, ""), feature.KindPolicy, feature.KindDeny, feature.KindPeer)
 }
 
 // policiesFeature writes each NetworkPolicy's rows, each namespace's
@@ -712,12 +712,12 @@ func (f policiesFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.R
 	return f.r.reconcilePolicyKey(ctx, key)
 }
 
-// Watch: a policy requeues what it concerns (policyKeysOf); a pod the
-// policies and peers that select it, before and after; a NAD its
-// namespace's policies, default deny and peers on its network, which they
-// may be leaving; a namespace's labels the policies whose namespace
-// selectors may select it, and its default deny; a connect every policy
-// when what policies see of it changes (podView).
+// Watch implements feature.Feature: a policy requeues what it concerns
+// (policyKeysOf); a pod the policies and peers that select it, before and
+// after; a NAD its namespace's policies, default deny and peers on its
+// network, which they may be leaving; a namespace's labels the policies
+// whose namespace selectors may select it, and its default deny; a connect
+// every policy when what policies see of it changes (podView).
 func (f policiesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	r := f.r
 	b.Watches(&networkingv1.NetworkPolicy{}, beforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
@@ -769,9 +769,10 @@ func (f policiesFeature) Keys(ctx context.Context) ([]feature.Key, error) {
 	return f.r.policyKeys(ctx)
 }
 
-// NetworkChanged: a policy's rows are where its network is used, so they
-// follow when the zone's node comes to use it or stops; keys waiting for
-// ports the network just inserted are woken.
+// NetworkChanged implements feature.NetworkDependent: a policy's rows are
+// where its network is used, so they follow when the zone's node comes to
+// use it or stops; keys waiting for ports the network just inserted are
+// woken.
 func (f policiesFeature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
 	if c.Exists && (!c.Known || c.Moved) {
 		f.r.replanPoliciesIfUsedHereChanged(ctx, c.Network, c.Before, c.Known, c.After)

@@ -258,32 +258,7 @@ func (r *Reconciler) serviceKeys(ctx context.Context) ([]feature.Key, error) {
 	for _, s := range list.Items {
 		keys = append(keys, feature.ServiceKey(s.Namespace, s.Name))
 	}
-	return r.withOwners(keys, feature.KindService.Prefix())
-}
-
-// withOwners returns keys, and the keys of the owners holding rows in the
-// zone's Northbound under any of the prefixes, each once.
-func (r *Reconciler) withOwners(keys []feature.Key, prefixes ...string) ([]feature.Key, error) {
-	set := map[feature.Key]bool{}
-	for _, k := range keys {
-		set[k] = true
-	}
-	for _, prefix := range prefixes {
-		owners, err := r.Syncer.Owners(prefix)
-		if err != nil {
-			return nil, err
-		}
-		for o := range owners {
-			if k, ok := feature.ParseKey(o); ok {
-				set[k] = true
-			}
-		}
-	}
-	out := make([]feature.Key, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	return out, nil
+	return r.host.WithOwners(keys, feature.KindService)
 }
 
 // namespaceServiceKeys returns the keys of the services of a namespace.
@@ -321,9 +296,10 @@ func (f servicesFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.R
 	return f.r.reconcileService(ctx, key)
 }
 
-// Shares: load balancers go in their networks' groups, on the networks'
-// routers and, for connected networks, on the peers' switches; the ACLs
-// of services in the default network's isolation port group.
+// Shares implements feature.Sharer: load balancers go in their networks'
+// groups, on the networks' routers and, for connected networks, on the
+// peers' switches; the ACLs of services in the default network's isolation
+// port group.
 func (servicesFeature) Shares() []feature.Share {
 	return []feature.Share{
 		{Table: &nbdb.LoadBalancerGroup{}, Column: "load_balancer"},
@@ -333,10 +309,10 @@ func (servicesFeature) Shares() []feature.Share {
 	}
 }
 
-// Watch: a Service and its EndpointSlices (and their mirrors) requeue it;
-// a NAD or a namespace's labels the namespace's Services (which network
-// they render on); a connect those of its networks when what services see
-// of it changes.
+// Watch implements feature.Feature: a Service and its EndpointSlices (and
+// their mirrors) requeue it; a NAD or a namespace's labels the namespace's
+// Services (which network they render on); a connect those of its networks
+// when what services see of it changes.
 func (f servicesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	r := f.r
 	b.Watches(&corev1.Service{}, beforeAfter(func(_ context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
@@ -369,9 +345,10 @@ func (f servicesFeature) Keys(ctx context.Context) ([]feature.Key, error) {
 	return f.r.serviceKeys(ctx)
 }
 
-// NetworkChanged: the network's load balancer group and switches may have
-// just been made: its namespaces' services, and those of the networks
-// connected to it for services, go on them.
+// NetworkChanged implements feature.NetworkDependent: the network's load
+// balancer group and switches may have just been made: its namespaces'
+// services, and those of the networks connected to it for services, go on
+// them.
 func (f servicesFeature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
 	if c.RowsChanged {
 		f.r.replanNamespaces(c.Network)

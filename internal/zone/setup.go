@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	libovsdb "github.com/ovn-org/libovsdb/client"
+	"github.com/ovn-org/libovsdb/model"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,7 +33,11 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
+	"github.com/ovn-udn/ovn-udn/internal/zone/chassis"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
+	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 )
 
 func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
@@ -42,15 +47,19 @@ func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: 
 // when a network changes (internal/zone/feature). This list is the whole
 // zone controller; the host (this package's Reconciler) gives them one
 // queue, one syncer and the shared caches.
-func features(r *Reconciler) []feature.Feature {
+//
+// Features in packages of their own get the host (h); the others, in this
+// package, the reconciler (r). Both are nil when only the declarations
+// are read (NewSyncer).
+func features(r *Reconciler, h *feature.Host) []feature.Feature {
 	return []feature.Feature{
-		chassisFeature{r},  // other zones' chassis in the Southbound (chassis.go)
+		chassis.New(h),     // other zones' chassis in the Southbound (chassis/)
 		networkFeature{r},  // each network's rows where it is used (network.go, controller.go)
 		podsFeature{r},     // Layer3 pod addresses and every pod's ports (pods.go, podports.go)
 		servicesFeature{r}, // Services' load balancers (services.go)
 		policiesFeature{r}, // NetworkPolicies, default denies, peers (policies.go)
 		connectsFeature{r}, // ClusterNetworkConnects (connects.go)
-		linksFeature{r},    // links between a namespace's primary networks (links.go)
+		links.New(h),       // links between a namespace's primary networks (links/)
 	}
 }
 
@@ -159,13 +168,43 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 // setFeatures lists the features and who reconciles each kind (once:
 // featuresOnce).
 func (r *Reconciler) setFeatures() {
-	r.features = features(r)
+	r.host = &feature.Host{Zone: r.Zone, Cluster: r.Cluster, Client: r.Client, Recorder: r.Recorder, Queue: r.queue, Southbound: r.SB,
+		Sync: func(ctx context.Context, owner string, rows []model.Model, contributions ...ovsdbsync.Contribution) (*ovsdbsync.Plan, error) {
+			return r.gate.Sync(ctx, r.Syncer, owner, rows, contributions...)
+		},
+		Owners:   func(prefix string) (map[string]bool, error) { return r.Syncer.Owners(prefix) },
+		Networks: networksView{r}}
+	r.features = features(r, r.host)
+	for _, f := range r.features {
+		if l, ok := f.(*links.Feature); ok {
+			r.links = l
+		}
+	}
 	r.byKind = map[feature.Kind]feature.Feature{}
 	for _, f := range r.features {
 		for _, k := range f.Kinds() {
 			r.byKind[k] = f
 		}
 	}
+}
+
+// linksFeature is the links feature (connects read which networks it
+// links; render its rows).
+func (r *Reconciler) linksFeature() *links.Feature {
+	r.featuresOnce.Do(r.setFeatures)
+	return r.links
+}
+
+// LinkKeys returns the keys of the links the namespaces' primary networks
+// make, sorted (`ovn-udn render` renders them with DesiredLink).
+func (r *Reconciler) LinkKeys(ctx context.Context) ([]feature.Key, error) {
+	return r.linksFeature().SortedKeys(ctx)
+}
+
+// DesiredLink returns the rows and contributions of a link's key in the
+// zone (links.Feature.Desired).
+func (r *Reconciler) DesiredLink(ctx context.Context, key feature.Key) (primarylinks.Result, error) {
+	return r.linksFeature().Desired(ctx, key)
 }
 
 // startKeys are the keys the start reconciles apart from the objects'

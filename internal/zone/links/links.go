@@ -1,4 +1,11 @@
-package zone
+// Package links is the zone feature that links the primary networks of a
+// namespace on the zone's node (rows from internal/primarylinks): each pair
+// of a namespace's primary networks is one key (feature.LinkKey), whose
+// rows are a link router's ports and its contributions of ports, routes
+// and policies to the two networks' routers, written in one transaction.
+// A pair that no longer shares a namespace, or that the zone's node does
+// not use, loses its rows.
+package links
 
 import (
 	"context"
@@ -6,6 +13,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,9 +39,9 @@ import (
 // (podnet.NamespacePrimaries, the one place that says which they are).
 // Namespaces selected by the same ClusterUserDefinedNetworks give the same
 // pairs once.
-func (r *Reconciler) linkPairs(ctx context.Context) (map[feature.Key][2]string, error) {
+func (f *Feature) linkPairs(ctx context.Context) (map[feature.Key][2]string, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads); err != nil {
+	if err := f.host.Client.List(ctx, &nads); err != nil {
 		return nil, err
 	}
 	byNS := map[string]map[string]*nadv1.NetworkAttachmentDefinition{}
@@ -48,7 +57,7 @@ func (r *Reconciler) linkPairs(ctx context.Context) (map[feature.Key][2]string, 
 		if len(list) < 2 {
 			continue
 		}
-		prims, ok := podnet.NamespacePrimaries(&corev1.Namespace{ObjectMeta: objectMeta(ns)}, list, v1.PrimaryNetworkLabel)
+		prims, ok := podnet.NamespacePrimaries(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, list, v1.PrimaryNetworkLabel)
 		if !ok {
 			continue
 		}
@@ -65,16 +74,16 @@ func (r *Reconciler) linkPairs(ctx context.Context) (map[feature.Key][2]string, 
 	return out, nil
 }
 
-// linkedNetworks returns the names of the networks linked to network: the
+// LinkedNetworks returns the names of the networks linked to network: the
 // other primary networks of the namespaces network is a primary network of
 // (nil when none). It reads network's NADs through the cache's index and
 // those namespaces' NADs only.
-func (r *Reconciler) linkedNetworks(ctx context.Context, network string) (map[string]bool, error) {
+func (f *Feature) LinkedNetworks(ctx context.Context, network string) (map[string]bool, error) {
 	if network == nodeinfo.DefaultNetwork {
 		return nil, nil
 	}
 	var own nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &own, client.MatchingFields{networkNameIndex: network}); err != nil {
+	if err := f.host.Client.List(ctx, &own, client.MatchingFields{feature.NetworkNameIndex: network}); err != nil {
 		return nil, err
 	}
 	var out map[string]bool
@@ -84,14 +93,14 @@ func (r *Reconciler) linkedNetworks(ctx context.Context, network string) (map[st
 			continue
 		}
 		seen[nad.Namespace] = true
-		nads, err := podnet.NamespaceNADs(ctx, r.Client, nad.Namespace)
+		nads, err := podnet.NamespaceNADs(ctx, f.host.Client, nad.Namespace)
 		if err != nil {
 			return nil, err
 		}
 		if len(nads) < 2 {
 			continue
 		}
-		prims, _ := podnet.NamespacePrimaries(&corev1.Namespace{ObjectMeta: objectMeta(nad.Namespace)}, nads, v1.PrimaryNetworkLabel)
+		prims, _ := podnet.NamespacePrimaries(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nad.Namespace}}, nads, v1.PrimaryNetworkLabel)
 		if !slices.ContainsFunc(prims, func(p podnet.Primary) bool { return p.Network == network }) {
 			continue
 		}
@@ -107,10 +116,10 @@ func (r *Reconciler) linkedNetworks(ctx context.Context, network string) (map[st
 	return out, nil
 }
 
-// LinkKeys returns the keys of the links the namespaces' primary networks
-// make, sorted (`ovn-udn render` renders them with DesiredLink).
-func (r *Reconciler) LinkKeys(ctx context.Context) ([]feature.Key, error) {
-	pairs, err := r.linkPairs(ctx)
+// SortedKeys returns the keys of the links the namespaces' primary networks
+// make, sorted (`ovn-udn render` renders them with Desired).
+func (f *Feature) SortedKeys(ctx context.Context) ([]feature.Key, error) {
+	pairs, err := f.linkPairs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -125,39 +134,31 @@ func (r *Reconciler) LinkKeys(ctx context.Context) ([]feature.Key, error) {
 // linkKeys returns the keys of the links the zone renders and of those
 // that still hold rows in its Northbound (their pair is gone): a full
 // resync's (Keys), which scans every NAD and the Northbound.
-func (r *Reconciler) linkKeys(ctx context.Context) []feature.Key {
-	set := map[feature.Key]bool{}
-	if pairs, err := r.linkPairs(ctx); err == nil {
+func (f *Feature) linkKeys(ctx context.Context) []feature.Key {
+	var keys []feature.Key
+	if pairs, err := f.linkPairs(ctx); err == nil {
 		for k := range pairs {
-			set[k] = true
+			keys = append(keys, k)
 		}
 	}
-	if owners, err := r.Syncer.Owners(feature.KindLink.Prefix()); err == nil {
-		for o := range owners {
-			if k, ok := feature.ParseKey(o); ok {
-				set[k] = true
-			}
-		}
+	if all, err := f.host.WithOwners(keys, feature.KindLink); err == nil {
+		keys = all
 	}
-	out := make([]feature.Key, 0, len(set))
-	for k := range set {
-		out = append(out, k)
-	}
-	slices.SortFunc(out, feature.CompareKeys)
-	return out
+	slices.SortFunc(keys, feature.CompareKeys)
+	return keys
 }
 
 // networkLinkKeys returns the keys of the links a change of network may
 // concern: those its namespaces' primary networks make now, and those the
 // zone holds (it may be leaving them).
-func (r *Reconciler) networkLinkKeys(ctx context.Context, network string) []feature.Key {
+func (f *Feature) networkLinkKeys(ctx context.Context, network string) []feature.Key {
 	set := map[feature.Key]bool{}
-	if linked, err := r.linkedNetworks(ctx, network); err == nil {
+	if linked, err := f.LinkedNetworks(ctx, network); err == nil {
 		for other := range linked {
 			set[feature.LinkKey(network, other)] = true
 		}
 	}
-	for _, k := range r.links.of(network) {
+	for _, k := range f.held.of(network) {
 		set[k] = true
 	}
 	return slices.SortedFunc(maps.Keys(set), feature.CompareKeys)
@@ -166,52 +167,52 @@ func (r *Reconciler) networkLinkKeys(ctx context.Context, network string) []feat
 // replanLinks asks for network's links to be planned again (its routers,
 // which links add ports, routes and policies to, may have just been
 // created).
-func (r *Reconciler) replanLinks(ctx context.Context, network string) {
-	r.queue.Add(r.networkLinkKeys(ctx, network)...)
+func (f *Feature) replanLinks(ctx context.Context, network string) {
+	f.host.Queue.Add(f.networkLinkKeys(ctx, network)...)
 }
 
 // reconcileLink writes the link of a pair of primary networks on the
 // zone's node, and its contributions to the two networks' routers, in one
 // transaction; a pair that no longer shares a namespace loses its rows.
-func (r *Reconciler) reconcileLink(ctx context.Context, key feature.Key) (ctrl.Result, error) {
-	logger := log.FromContext(ctx).WithValues("primaryLink", key.Network+"|"+key.Name, "zone", r.Zone)
-	out, err := r.DesiredLink(ctx, key)
+func (f *Feature) reconcileLink(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("primaryLink", key.Network+"|"+key.Name, "zone", f.host.Zone)
+	out, err := f.Desired(ctx, key)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.gate.Sync(ctx, r.Syncer, key.String(), out.Rows, out.Contributions...)
+	p, err := f.host.Sync(ctx, key.String(), out.Rows, out.Contributions...)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("primary link %s: %w", key, err)
 	}
-	r.links.set(key, len(out.Rows) > 0)
-	return settled(logger, "primary link", p, out.Problems), nil
+	f.held.set(key, len(out.Rows) > 0)
+	return feature.Settled(logger, "primary link", p, out.Problems), nil
 }
 
-// DesiredLink returns the rows and contributions of the link whose key is
+// Desired returns the rows and contributions of the link whose key is
 // key in the zone: none when its two networks no longer share a namespace,
 // or one of them is not rendered here. It reads the NADs of the link's
 // networks and of their namespaces only.
-func (r *Reconciler) DesiredLink(ctx context.Context, key feature.Key) (primarylinks.Result, error) {
+func (f *Feature) Desired(ctx context.Context, key feature.Key) (primarylinks.Result, error) {
 	if key.Kind != feature.KindLink {
 		return primarylinks.Result{}, nil // not a link: no rows
 	}
 	na, nb := key.Network, key.Name
-	linked, err := r.linkedNetworks(ctx, na)
+	linked, err := f.LinkedNetworks(ctx, na)
 	if err != nil {
 		return primarylinks.Result{}, err
 	}
 	if !linked[nb] {
 		return primarylinks.Result{}, nil
 	}
-	local, ok, err := r.localNode(ctx)
+	local, ok, err := f.host.Networks.LocalNode(ctx)
 	if err != nil || !ok {
 		return primarylinks.Result{Problems: []string{"the zone's node has no annotations yet"}}, err
 	}
-	a, okA, err := r.network(ctx, na)
+	a, okA, err := f.host.Networks.Network(ctx, na)
 	if err != nil {
 		return primarylinks.Result{}, err
 	}
-	b, okB, err := r.network(ctx, nb)
+	b, okB, err := f.host.Networks.Network(ctx, nb)
 	if err != nil {
 		return primarylinks.Result{}, err
 	}
@@ -221,7 +222,7 @@ func (r *Reconciler) DesiredLink(ctx context.Context, key feature.Key) (primaryl
 	for _, n := range []topology.Network{a, b} {
 		// Both networks' routers must be here (a namespace's networks are
 		// used on the same nodes, so both are or neither is).
-		active, err := r.activeNodes(ctx, n)
+		active, err := f.host.Networks.ActiveNodes(ctx, n)
 		if err != nil {
 			return primarylinks.Result{}, err
 		}
@@ -229,7 +230,7 @@ func (r *Reconciler) DesiredLink(ctx context.Context, key feature.Key) (primaryl
 			return primarylinks.Result{}, nil
 		}
 	}
-	return primarylinks.Render(primarylinks.Input{A: a, B: b, Local: local, Subnets: r.Cluster.PrimaryLinkSubnets})
+	return primarylinks.Render(primarylinks.Input{A: a, B: b, Local: local, Subnets: f.host.Cluster.PrimaryLinkSubnets})
 }
 
 // linkSet is the links the zone holds rows of, kept by reconcileLink (and
@@ -266,19 +267,31 @@ func (l *linkSet) of(network string) []feature.Key {
 	return out
 }
 
-// linksFeature writes the links between the primary networks of a
-// namespace (internal/primarylinks).
-type linksFeature struct{ r *Reconciler }
-
-func (linksFeature) Name() string          { return "links" }
-func (linksFeature) Kinds() []feature.Kind { return []feature.Kind{feature.KindLink} }
-
-func (f linksFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
-	return f.r.reconcileLink(ctx, key)
+// Feature links the primary networks of each namespace on the zone's
+// node.
+type Feature struct {
+	host *feature.Host
+	held linkSet
 }
 
-// Shares: a link adds ports, routes and policies to its networks' routers.
-func (linksFeature) Shares() []feature.Share {
+// New returns the feature on the zone's host (nil: only its declarations
+// are read).
+func New(h *feature.Host) *Feature { return &Feature{host: h} }
+
+// Name implements feature.Feature.
+func (*Feature) Name() string { return "links" }
+
+// Kinds implements feature.Feature.
+func (*Feature) Kinds() []feature.Kind { return []feature.Kind{feature.KindLink} }
+
+// Reconcile implements feature.Feature.
+func (f *Feature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	return f.reconcileLink(ctx, key)
+}
+
+// Shares implements feature.Sharer: a link adds ports, routes and policies
+// to its networks' routers.
+func (*Feature) Shares() []feature.Share {
 	return []feature.Share{
 		{Table: &nbdb.LogicalRouter{}, Column: "ports"},
 		{Table: &nbdb.LogicalRouter{}, Column: "policies"},
@@ -286,29 +299,30 @@ func (linksFeature) Shares() []feature.Share {
 	}
 }
 
-// Watch: a NAD requeues the links of its network (a namespace's primary
-// NADs make them).
-func (f linksFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
-	r := f.r
+// Watch implements feature.Feature: a NAD requeues the links of its network
+// (a namespace's primary NADs make them).
+func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
 		if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
-			return r.networkLinkKeys(ctx, name)
+			return f.networkLinkKeys(ctx, name)
 		}
 		return nil
 	}))
 }
 
 // Keys are the links the zone renders and those still holding rows.
-func (f linksFeature) Keys(ctx context.Context) ([]feature.Key, error) { return f.r.linkKeys(ctx), nil }
+func (f *Feature) Keys(ctx context.Context) ([]feature.Key, error) { return f.linkKeys(ctx), nil }
 
-// RemoteNodeKeys: a link renders on each node its networks use.
-func (f linksFeature) RemoteNodeKeys(ctx context.Context, _ string, _ func(string) bool) []feature.Key {
-	return f.r.linkKeys(ctx)
+// RemoteNodeKeys implements feature.RemoteNodeDependent: a link renders on
+// each node its networks use.
+func (f *Feature) RemoteNodeKeys(ctx context.Context, _ string, _ func(string) bool) []feature.Key {
+	return f.linkKeys(ctx)
 }
 
-// NetworkChanged: the network's routers may have just been made.
-func (f linksFeature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
+// NetworkChanged implements feature.NetworkDependent: the network's routers
+// may have just been made.
+func (f *Feature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
 	if c.RowsChanged {
-		f.r.replanLinks(ctx, c.Network)
+		f.replanLinks(ctx, c.Network)
 	}
 }

@@ -1,4 +1,10 @@
-package zone
+// Package chassis is the zone feature that registers the other zones'
+// chassis in the zone's Southbound: each remote node with a chassis ID and
+// an encapsulation address is a Chassis marked is-remote, with its Geneve
+// Encap, so that northd binds the networks' remote ports to it and traffic
+// to them is tunnelled there. Its one key is feature.ChassisKey; its rows
+// carry the owner zone/chassis.
+package chassis
 
 import (
 	"context"
@@ -9,18 +15,15 @@ import (
 	"github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/model"
 	"github.com/ovn-org/libovsdb/ovsdb"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/sbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
-	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
-// chassisOwner marks the remote chassis a zone controller registers.
-const chassisOwner = "zone/chassis"
+// Owner marks the remote chassis a zone controller registers.
+const Owner = "zone/chassis"
 
 // remoteChassis is the Southbound registration of another zone's node: its
 // chassis marked is-remote, with its Geneve endpoint. With it, northd binds the
@@ -73,7 +76,7 @@ func planChassis(ctx context.Context, sb client.Client, want []remoteChassis) ([
 		return nil, ovsdbsync.ErrNotConnected
 	}
 	var have []sbdb.Chassis
-	if err := sb.WhereCache(func(c *sbdb.Chassis) bool { return c.ExternalIDs[ovsdbsync.OwnerKey] == chassisOwner }).List(ctx, &have); err != nil {
+	if err := sb.WhereCache(func(c *sbdb.Chassis) bool { return c.ExternalIDs[ovsdbsync.OwnerKey] == Owner }).List(ctx, &have); err != nil {
 		return nil, err
 	}
 	encaps := map[string]sbdb.Encap{}
@@ -104,7 +107,7 @@ func planChassis(ctx context.Context, sb client.Client, want []remoteChassis) ([
 			Options: map[string]string{"csum": "true"}}
 		ch := &sbdb.Chassis{Name: w.name, Hostname: w.hostname, Encaps: []string{encap.UUID},
 			OtherConfig: map[string]string{"is-remote": "true"},
-			ExternalIDs: map[string]string{"ovn-is-interconn": "true", ovsdbsync.OwnerKey: chassisOwner}}
+			ExternalIDs: map[string]string{"ovn-is-interconn": "true", ovsdbsync.OwnerKey: Owner}}
 		if err := add(sb.Create(encap)); err != nil {
 			return nil, err
 		}
@@ -138,24 +141,6 @@ func chassisMatches(c sbdb.Chassis, encaps map[string]sbdb.Encap, w remoteChassi
 	return ok && e.Type == "geneve" && e.IP == w.encapIP
 }
 
-// sbTables are the Southbound tables a zone controller reads.
-var sbTables = []model.Model{&sbdb.Chassis{}, &sbdb.Encap{}}
-
-// chassisFeature registers the other zones' chassis in the zone's
-// Southbound. It has one key; every Node change of another zone requeues
-// it (RemoteNodeKeys), and a change of the zone's own node every key.
-type chassisFeature struct{ r *Reconciler }
-
-func (chassisFeature) Name() string                             { return "chassis" }
-func (chassisFeature) Kinds() []feature.Kind                    { return []feature.Kind{feature.KindChassis} }
-func (chassisFeature) Watch(*builder.TypedBuilder[feature.Key]) {}
-func (chassisFeature) InitialKeys() []feature.Key               { return []feature.Key{feature.ChassisKey()} }
-func (chassisFeature) Keys(context.Context) ([]feature.Key, error) {
-	return []feature.Key{feature.ChassisKey()}, nil
-}
-func (chassisFeature) RemoteNodeKeys(context.Context, string, func(string) bool) []feature.Key {
-	return []feature.Key{feature.ChassisKey()}
-}
-func (f chassisFeature) Reconcile(ctx context.Context, _ feature.Key) (ctrl.Result, error) {
-	return ctrl.Result{}, f.r.reconcileChassis(ctx)
-}
+// SBTables are the Southbound tables the feature reads (the zone's
+// Southbound client monitors them).
+var SBTables = []model.Model{&sbdb.Chassis{}, &sbdb.Encap{}}
