@@ -47,6 +47,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
@@ -129,6 +130,7 @@ type Reconciler struct {
 	// reconciles each kind.
 	host         *feature.Host
 	links        *links.Feature
+	connects     *connects.Feature
 	features     []feature.Feature
 	byKind       map[feature.Kind]feature.Feature
 	featuresOnce sync.Once

@@ -45,11 +45,11 @@ func (f networkFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 		}
 		return nil
 	}))
-	b.Watches(&corev1.Pod{}, keysBeforeAfter(r.activityKeys), builder.WithPredicates(podChanges))
-	b.Watches(&corev1.Service{}, keysBeforeAfter(r.serviceActivityKeys))
+	b.Watches(&corev1.Pod{}, feature.KeysBeforeAfter(r.activityKeys), builder.WithPredicates(podChanges))
+	b.Watches(&corev1.Service{}, feature.KeysBeforeAfter(r.serviceActivityKeys))
 	if !r.DisableNetworkConnect {
 		// Its networks are used where their peers' pods run.
-		b.Watches(&v1.ClusterNetworkConnect{}, keysBeforeAfter(r.connectActivityKeys))
+		b.Watches(&v1.ClusterNetworkConnect{}, feature.KeysBeforeAfter(r.connectActivityKeys))
 	}
 }
 
@@ -95,4 +95,8 @@ func (v networksView) Nodes(ctx context.Context) ([]nodeinfo.Info, map[string]er
 
 func (v networksView) LocalNode(ctx context.Context) (nodeinfo.Info, bool, error) {
 	return v.r.localNode(ctx)
+}
+
+func (v networksView) NetworksByID(ctx context.Context) (map[int]string, error) {
+	return v.r.networksByID(ctx)
 }

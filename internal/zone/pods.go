@@ -467,7 +467,7 @@ func (f podsFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 			}
 		}
 	}
-	b.Watches(&corev1.Pod{}, beforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
+	b.Watches(&corev1.Pod{}, feature.BeforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
 		o, _ := before.(*corev1.Pod)
 		n, _ := after.(*corev1.Pod)
 		if n != nil {

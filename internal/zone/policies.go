@@ -720,7 +720,7 @@ func (f policiesFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.R
 // every policy when what policies see of it changes (podView).
 func (f policiesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	r := f.r
-	b.Watches(&networkingv1.NetworkPolicy{}, beforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
+	b.Watches(&networkingv1.NetworkPolicy{}, feature.BeforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
 		for _, o := range []client.Object{before, after} {
 			if pol, ok := o.(*networkingv1.NetworkPolicy); ok {
 				for _, k := range r.policyKeysOf(ctx, pol) {
@@ -732,7 +732,7 @@ func (f policiesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 			r.policies.forget(pol)
 		}
 	}))
-	b.Watches(&corev1.Pod{}, beforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
+	b.Watches(&corev1.Pod{}, feature.BeforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
 		for _, o := range []client.Object{before, after} {
 			if pod, ok := o.(*corev1.Pod); ok {
 				for _, k := range r.podPolicyKeys(ctx, pod) {
@@ -752,7 +752,7 @@ func (f policiesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 		return append(r.namespaceSelectorKeys(ctx), feature.DenyKey(o.GetName()))
 	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	if !r.DisableNetworkConnect {
-		b.Watches(&v1.ClusterNetworkConnect{}, keysBeforeAfter(func(ctx context.Context, o, n *v1.ClusterNetworkConnect) []feature.Key {
+		b.Watches(&v1.ClusterNetworkConnect{}, feature.KeysBeforeAfter(func(ctx context.Context, o, n *v1.ClusterNetworkConnect) []feature.Key {
 			if podView(o) == podView(n) {
 				return nil
 			}

@@ -21,6 +21,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/connect"
 	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
@@ -285,6 +286,60 @@ func sliceService(s *discoveryv1.EndpointSlice) (feature.Key, bool) {
 	return feature.Key{}, false
 }
 
+// connectServiceKeys returns the keys of the services of the networks of a
+// connect, before and after a change, when the change alters what services
+// see of it (serviceView): their load balancers join or leave the peers'
+// switches.
+func (r *Reconciler) connectServiceKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []feature.Key {
+	if serviceView(old) == serviceView(cur) {
+		return nil
+	}
+	ids := map[int]bool{}
+	for _, c := range []*v1.ClusterNetworkConnect{old, cur} {
+		if c == nil {
+			continue
+		}
+		if a, ok, err := connect.ParseAllocation(c.Annotations); ok && err == nil {
+			for _, k := range a.Subnets.Keys() {
+				ids[k.ID] = true
+			}
+		}
+	}
+	byID, err := r.networksByID(ctx)
+	if err != nil {
+		return nil
+	}
+	var out []feature.Key
+	for id := range ids {
+		name, ok := byID[id]
+		if !ok {
+			continue
+		}
+		namespaces, _ := r.networkNamespaces(ctx, name)
+		for _, ns := range namespaces {
+			out = append(out, r.namespaceServiceKeys(ctx, ns)...)
+		}
+	}
+	return out
+}
+
+// replanServicePeers asks for the services of the networks connected to a
+// network for services to be planned again: their load balancers go on the
+// network's pod switch, which may have just been created.
+func (r *Reconciler) replanServicePeers(ctx context.Context, network string) {
+	n, exists, err := r.network(ctx, network)
+	if err != nil || !exists {
+		return
+	}
+	peers, err := r.servicePeers(ctx, n)
+	if err != nil {
+		return
+	}
+	for _, p := range peers {
+		r.replanNamespaces(p.Name)
+	}
+}
+
 // servicesFeature writes each Service's load balancers on the networks of
 // its namespace (and of the networks connected to them for services).
 type servicesFeature struct{ r *Reconciler }
@@ -315,7 +370,7 @@ func (servicesFeature) Shares() []feature.Share {
 // when what services see of it changes.
 func (f servicesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	r := f.r
-	b.Watches(&corev1.Service{}, beforeAfter(func(_ context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
+	b.Watches(&corev1.Service{}, feature.BeforeAfter(func(_ context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
 		for _, o := range []client.Object{before, after} {
 			if o != nil {
 				q.Add(feature.ServiceKey(o.GetNamespace(), o.GetName()))
@@ -335,7 +390,7 @@ func (f servicesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 		return r.namespaceServiceKeys(ctx, o.GetName())
 	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	if !r.DisableNetworkConnect {
-		b.Watches(&v1.ClusterNetworkConnect{}, keysBeforeAfter(r.connectServiceKeys))
+		b.Watches(&v1.ClusterNetworkConnect{}, feature.KeysBeforeAfter(r.connectServiceKeys))
 	}
 }
 

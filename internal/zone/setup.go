@@ -30,12 +30,14 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/zone/chassis"
+	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 )
@@ -58,7 +60,7 @@ func features(r *Reconciler, h *feature.Host) []feature.Feature {
 		podsFeature{r},     // Layer3 pod addresses and every pod's ports (pods.go, podports.go)
 		servicesFeature{r}, // Services' load balancers (services.go)
 		policiesFeature{r}, // NetworkPolicies, default denies, peers (policies.go)
-		connectsFeature{r}, // ClusterNetworkConnects (connects.go)
+		connects.New(h),    // ClusterNetworkConnects (connects/)
 		links.New(h),       // links between a namespace's primary networks (links/)
 	}
 }
@@ -168,7 +170,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 // setFeatures lists the features and who reconciles each kind (once:
 // featuresOnce).
 func (r *Reconciler) setFeatures() {
-	r.host = &feature.Host{Zone: r.Zone, Cluster: r.Cluster, Client: r.Client, Recorder: r.Recorder, Queue: r.queue, Southbound: r.SB,
+	r.host = &feature.Host{Zone: r.Zone, Cluster: r.Cluster, Client: r.Client, Recorder: r.Recorder, Queue: r.queue, Southbound: r.SB, DisableNetworkConnect: r.DisableNetworkConnect,
 		Sync: func(ctx context.Context, owner string, rows []model.Model, contributions ...ovsdbsync.Contribution) (*ovsdbsync.Plan, error) {
 			return r.gate.Sync(ctx, r.Syncer, owner, rows, contributions...)
 		},
@@ -176,8 +178,11 @@ func (r *Reconciler) setFeatures() {
 		Networks: networksView{r}}
 	r.features = features(r, r.host)
 	for _, f := range r.features {
-		if l, ok := f.(*links.Feature); ok {
-			r.links = l
+		switch f := f.(type) {
+		case *links.Feature:
+			r.links = f
+		case *connects.Feature:
+			r.connects = f
 		}
 	}
 	r.byKind = map[feature.Kind]feature.Feature{}
@@ -205,6 +210,13 @@ func (r *Reconciler) LinkKeys(ctx context.Context) ([]feature.Key, error) {
 // zone (links.Feature.Desired).
 func (r *Reconciler) DesiredLink(ctx context.Context, key feature.Key) (primarylinks.Result, error) {
 	return r.linksFeature().Desired(ctx, key)
+}
+
+// DesiredConnect returns the rows and contributions of a connect in the
+// zone, and the connect (connects.Feature.Desired).
+func (r *Reconciler) DesiredConnect(ctx context.Context, name string) (connectrouter.Result, *v1.ClusterNetworkConnect, error) {
+	r.featuresOnce.Do(r.setFeatures)
+	return r.connects.Desired(ctx, name)
 }
 
 // startKeys are the keys the start reconciles apart from the objects'

@@ -36,6 +36,9 @@ type Host struct {
 	// Owners are the owners holding rows in the zone's Northbound whose
 	// names begin with prefix.
 	Owners func(prefix string) (map[string]bool, error)
+	// DisableNetworkConnect: ClusterNetworkConnects are left alone (their
+	// CRD may be absent).
+	DisableNetworkConnect bool
 	// Networks looks networks and nodes up as the network feature sees
 	// them.
 	Networks Networks
@@ -55,6 +58,8 @@ type Networks interface {
 	// LocalNode is the zone's node (ok is false while it has no
 	// annotations).
 	LocalNode(ctx context.Context) (local nodeinfo.Info, ok bool, err error)
+	// NetworksByID maps network IDs to names (from the NADs' allocation).
+	NetworksByID(ctx context.Context) (map[int]string, error)
 }
 
 // WithOwners returns keys with those of kinds whose owners hold rows in the
