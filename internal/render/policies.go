@@ -11,6 +11,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // PolicyRows are the rows one NetworkPolicy owner holds in one zone: a
@@ -33,7 +34,7 @@ func policyRows(ctx context.Context, r *zone.Reconciler) ([]PolicyRows, error) {
 	var out []PolicyRows
 	for _, key := range r.PolicyKeys(ctx) {
 		rows, _, err := r.DesiredPolicy(ctx, key)
-		var held *zone.NotRendered
+		var held *feature.NotRendered
 		if errors.As(err, &held) {
 			out = append(out, PolicyRows{Owner: key.String(), NotRendered: held.Reason})
 			continue

@@ -409,7 +409,7 @@ func zoneRows(ctx context.Context, r *zone.Reconciler, defs map[string]topology.
 	var out []NetworkRows
 	for _, name := range names {
 		rows, err := r.Desired(ctx, name)
-		var held *zone.NotRendered
+		var held *feature.NotRendered
 		if errors.As(err, &held) {
 			out = append(out, NetworkRows{Network: name, NotRendered: held.Reason, Definition: defs[name]})
 			continue
@@ -436,7 +436,7 @@ func podRows(ctx context.Context, c client.Client, r *zone.Reconciler) ([]PodRow
 	for _, p := range pods.Items {
 		key := p.Namespace + "/" + p.Name
 		rows, contribs, err := r.DesiredPod(ctx, key)
-		var held *zone.NotRendered
+		var held *feature.NotRendered
 		switch {
 		case errors.As(err, &held):
 			out = append(out, PodRows{Pod: key, NotRendered: held.Reason})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
 // serviceRows renders every Service of the input in a zone, as the zone
@@ -28,7 +29,7 @@ func serviceRows(ctx context.Context, r *zone.Reconciler) ([]ServiceRows, error)
 			continue
 		}
 		o, err := r.DesiredService(ctx, key)
-		var held *zone.NotRendered
+		var held *feature.NotRendered
 		if errors.As(err, &held) {
 			out = append(out, ServiceRows{Service: key, NotRendered: held.Reason})
 			continue

@@ -365,16 +365,16 @@ func (r *Reconciler) serviceActivityKeys(ctx context.Context, before, after *cor
 
 // renderedHere keeps the networks of a namespace's scope that are rendered
 // on the zone's node.
-func (r *Reconciler) renderedHere(ctx context.Context, sc nsScope) (nsScope, error) {
+func (r *Reconciler) renderedHere(ctx context.Context, sc feature.Scope) (feature.Scope, error) {
 	out := sc
-	out.nets = nil
-	for _, n := range sc.nets {
-		here, err := r.usedOn(ctx, n.network, sc.local.Name)
+	out.Nets = nil
+	for _, n := range sc.Nets {
+		here, err := r.usedOn(ctx, n.Network, sc.Local.Name)
 		if err != nil {
-			return nsScope{}, err
+			return feature.Scope{}, err
 		}
 		if here {
-			out.nets = append(out.nets, n)
+			out.Nets = append(out.Nets, n)
 		}
 	}
 	return out, nil
@@ -408,7 +408,7 @@ func (r *Reconciler) peersHere(ctx context.Context, nets []topology.Network, nod
 // change, when what it joins changes (each is then used where its peers'
 // pods run).
 func (r *Reconciler) connectActivityKeys(ctx context.Context, old, cur *v1.ClusterNetworkConnect) []feature.Key {
-	if r.RenderEverywhere || podView(old)+"|"+serviceView(old) == podView(cur)+"|"+serviceView(cur) {
+	if r.RenderEverywhere || connect.View(old, v1.PodNetwork)+"|"+connect.View(old, v1.ClusterIPServiceNetwork) == connect.View(cur, v1.PodNetwork)+"|"+connect.View(cur, v1.ClusterIPServiceNetwork) {
 		return nil
 	}
 	ids := map[int]bool{}

@@ -51,6 +51,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
+	"github.com/ovn-udn/ovn-udn/internal/zone/services"
 )
 
 // NBTables are the Northbound tables a zone controller writes, referenced
@@ -131,6 +132,7 @@ type Reconciler struct {
 	host         *feature.Host
 	links        *links.Feature
 	connects     *connects.Feature
+	services     *services.Feature
 	features     []feature.Feature
 	byKind       map[feature.Kind]feature.Feature
 	featuresOnce sync.Once
@@ -231,7 +233,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 	defer r.active.begin(name)()
 	in, err := r.input(ctx, name, false)
 	d := in.out
-	var held *NotRendered
+	var held *feature.NotRendered
 	if err == nil && d.exists {
 		var parts *ovsdbsync.Plan
 		if parts, err = r.syncRemoteParts(ctx, name, in); err != nil {
@@ -394,38 +396,10 @@ func (r *Reconciler) networkNamespaces(ctx context.Context, network string) ([]s
 	return out, nil
 }
 
-// replanNamespaces asks for the services of a network to be planned again
-// (rows they contribute to, such as the network's load balancer group, may
-// have just been created): those of the namespaces with the network's NADs,
-// every namespace for the default network (namespaceServiceKeys("") lists
-// all).
-func (r *Reconciler) replanNamespaces(network string) {
-	r.queue.Later(func(ctx context.Context) []feature.Key {
-		namespaces := []string{""}
-		if network != nodeinfo.DefaultNetwork {
-			var err error
-			if namespaces, err = r.networkNamespaces(ctx, network); err != nil {
-				return nil
-			}
-		}
-		var out []feature.Key
-		for _, ns := range namespaces {
-			out = append(out, r.namespaceServiceKeys(ctx, ns)...)
-		}
-		return out
-	})
-}
-
-// NotRendered is why a network cannot be rendered now (malformed, not yet
-// allocated, not ready): the zone leaves its rows as they are.
-type NotRendered struct{ Reason string }
-
-func (e *NotRendered) Error() string { return "network not rendered: " + e.Reason }
-
 // Desired returns the Northbound rows the network named name should have in
 // the zone, from the Kubernetes objects the reconciler's client reads: none
 // when the network is gone, the zone has no node or the network is not
-// active on it, a *NotRendered error when the rows must stay as they are.
+// active on it, a *feature.NotRendered error when the rows must stay as they are.
 // The rows carry stable IDs in their UUID fields (see ovsdbsync).
 // `ovn-udn render` calls it too.
 //
@@ -495,7 +469,7 @@ func (in networkInput) renders(node string) bool {
 func (r *Reconciler) input(ctx context.Context, name string, withPorts bool) (networkInput, error) {
 	n, exists, err := r.network(ctx, name)
 	if err != nil {
-		return networkInput{}, &NotRendered{Reason: err.Error()}
+		return networkInput{}, &feature.NotRendered{Reason: err.Error()}
 	}
 	if !exists {
 		r.forgetNetwork(ctx, name)
@@ -546,7 +520,7 @@ func (r *Reconciler) render(ctx context.Context, name string, in networkInput) (
 	case errors.Is(err, topology.ErrNotReady) && !r.hasLocalNode(in.Nodes, in.bad):
 		return out, nil // the zone has no node any more: nothing to render
 	case err != nil:
-		return desiredNetwork{}, &NotRendered{Reason: err.Error()}
+		return desiredNetwork{}, &feature.NotRendered{Reason: err.Error()}
 	}
 	for _, p := range res.Skipped {
 		r.note(ctx, name, p.Node, p.Reason)

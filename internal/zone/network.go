@@ -14,6 +14,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
@@ -99,4 +100,44 @@ func (v networksView) LocalNode(ctx context.Context) (nodeinfo.Info, bool, error
 
 func (v networksView) NetworksByID(ctx context.Context) (map[int]string, error) {
 	return v.r.networksByID(ctx)
+}
+
+func (v networksView) UsableLocalNode(ctx context.Context) (nodeinfo.Info, bool, error) {
+	return v.r.usableLocalNode(ctx)
+}
+
+func (v networksView) NetworkNamespaces(ctx context.Context, network string) ([]string, error) {
+	return v.r.networkNamespaces(ctx, network)
+}
+
+func (v networksView) UsedOn(ctx context.Context, n topology.Network, node string) (bool, error) {
+	return v.r.usedOn(ctx, n, node)
+}
+
+func (v networksView) NamespacePrimaries(ctx context.Context, namespace string) ([]podnet.Primary, bool, error) {
+	return v.r.namespacePrimaries(ctx, namespace)
+}
+
+func (v networksView) PrimaryNetworks(ctx context.Context, namespace string) ([]string, bool, error) {
+	return v.r.primaryNetworks(ctx, namespace)
+}
+
+func (v networksView) Scope(ctx context.Context, namespace string) (feature.Scope, bool, error) {
+	return v.r.scope(ctx, namespace)
+}
+
+func (v networksView) RenderedHere(ctx context.Context, sc feature.Scope) (feature.Scope, error) {
+	return v.r.renderedHere(ctx, sc)
+}
+
+func (v networksView) ServicePeers(ctx context.Context, n topology.Network) ([]topology.Network, error) {
+	return v.r.servicePeers(ctx, n)
+}
+
+func (v networksView) PodPeers(ctx context.Context, network string) (map[string]bool, error) {
+	return v.r.podPeers(ctx, network)
+}
+
+func (v networksView) PeersHere(ctx context.Context, nets []topology.Network, node string) ([]topology.Network, error) {
+	return v.r.peersHere(ctx, nets, node)
 }

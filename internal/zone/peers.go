@@ -133,22 +133,3 @@ func (r *Reconciler) peerNetworks(ctx context.Context, cncs []v1.ClusterNetworkC
 	}
 	return out, nil
 }
-
-// serviceView and podView are what services and NetworkPolicy peers see of
-// a connect: its networks' slices when it is active and enables their
-// kind of connectivity, else nothing.
-func serviceView(cnc *v1.ClusterNetworkConnect) string {
-	return connectView(cnc, v1.ClusterIPServiceNetwork)
-}
-func podView(cnc *v1.ClusterNetworkConnect) string { return connectView(cnc, v1.PodNetwork) }
-
-func connectView(cnc *v1.ClusterNetworkConnect, t v1.ConnectivityType) string {
-	if cnc == nil || !connect.Enables(cnc, t) {
-		return ""
-	}
-	a, ok := connect.Active(cnc)
-	if !ok {
-		return ""
-	}
-	return a.Subnets.Format()
-}

@@ -210,7 +210,7 @@ func (r *Reconciler) podsOnNode(ctx context.Context, node string) []feature.Key 
 
 // DesiredPod returns the rows the pod key ("<namespace>/<name>") holds in
 // the zone (owner "pod:<key>") and the members it contributes to its
-// networks' rows; a *NotRendered error when they must stay as they are.
+// networks' rows; a *feature.NotRendered error when they must stay as they are.
 // `ovn-udn render` calls it.
 func (r *Reconciler) DesiredPod(ctx context.Context, key string) ([]model.Model, []ovsdbsync.Contribution, error) {
 	ns, name, _ := strings.Cut(key, "/")
@@ -223,7 +223,7 @@ func (r *Reconciler) DesiredPod(ctx context.Context, key string) ([]model.Model,
 	}
 	rows, contribs, wait, err := r.desiredPodPorts(ctx, pod)
 	if err == nil && wait != "" {
-		err = &NotRendered{Reason: wait}
+		err = &feature.NotRendered{Reason: wait}
 	}
 	return rows, contribs, err
 }

@@ -40,7 +40,7 @@ const (
 	podKeysIndex = "k8s.ovn.org/pod-networks.keys"
 )
 
-// usableLocalNode is localNode, with a *NotRendered error while the zone's
+// usableLocalNode is localNode, with a *feature.NotRendered error while the zone's
 // node exists but is not usable yet (its annotations incomplete): rows that
 // need it stay as they are rather than go.
 func (r *Reconciler) usableLocalNode(ctx context.Context) (nodeinfo.Info, bool, error) {
@@ -53,7 +53,7 @@ func (r *Reconciler) usableLocalNode(ctx context.Context) (nodeinfo.Info, bool, 
 		return nodeinfo.Info{}, false, err
 	}
 	if r.hasLocalNode(nodes, bad) {
-		return nodeinfo.Info{}, false, &NotRendered{Reason: "the zone's node is not ready"}
+		return nodeinfo.Info{}, false, &feature.NotRendered{Reason: "the zone's node is not ready"}
 	}
 	return nodeinfo.Info{}, false, nil
 }
@@ -561,4 +561,46 @@ var podChanges = predicate.Funcs{
 		}
 		return attachmentChanged(o, n) || !maps.Equal(o.Labels, n.Labels)
 	},
+}
+
+// infrastructureRoutes returns host routes to the cluster IPs of the
+// infrastructure services that exist (pods with a primary user-defined
+// network reach them through their default-network interface).
+func (r *Reconciler) infrastructureRoutes(ctx context.Context) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range r.Cluster.InfrastructureServices {
+		ns, name, _ := strings.Cut(s, "/")
+		svc := &corev1.Service{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		for _, ip := range svc.Spec.ClusterIPs {
+			if a, err := netip.ParseAddr(ip); err == nil {
+				out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			}
+		}
+	}
+	return out, nil
+}
+
+// serviceRoutes returns an attachment's routes to addresses of the service
+// ranges (its infrastructure service routes).
+func serviceRoutes(a podnet.Attachment, serviceCIDRs []netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	for _, rt := range a.Routes {
+		d, err := netip.ParsePrefix(rt.Dest)
+		if err != nil {
+			continue
+		}
+		for _, c := range serviceCIDRs {
+			if c.Contains(d.Addr()) && d.Bits() >= c.Bits() {
+				out = append(out, d)
+				break
+			}
+		}
+	}
+	return out
 }

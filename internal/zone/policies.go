@@ -26,6 +26,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
+	"github.com/ovn-udn/ovn-udn/internal/connect"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
@@ -44,7 +45,7 @@ const policyPeersIndex = "netpol.peers"
 func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key feature.Key) (ctrl.Result, error) {
 	logger := log.FromContext(ctx).WithValues("owner", key.String(), "zone", r.Zone)
 	rows, waiting, err := r.DesiredPolicy(ctx, key)
-	var held *NotRendered
+	var held *feature.NotRendered
 	if errors.As(err, &held) {
 		logger.V(1).Info("policy rows not rendered", "reason", held.Reason)
 		return ctrl.Result{}, nil
@@ -139,7 +140,7 @@ func (r *Reconciler) wakeWaiters(ctx context.Context) {
 // DesiredPolicy returns the rows a policy key should have in the zone, and
 // the ports of selected pods the network has not written yet (the rows leave
 // them out). Nothing when the object is gone, its namespace has no network or
-// the zone has no node; a *NotRendered error while the namespace's network is
+// the zone has no node; a *feature.NotRendered error while the namespace's network is
 // undecided or the zone's node unready.
 func (r *Reconciler) DesiredPolicy(ctx context.Context, key feature.Key) ([]model.Model, []string, error) {
 	switch key.Kind {
@@ -171,18 +172,18 @@ func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) 
 	sel := netpol.PodSelector(pol)
 	var rows []model.Model
 	var waiting []string
-	for i, net := range sc.nets {
+	for i, net := range sc.Nets {
 		// Not on a network the zone's node does not use (no pod of it
 		// here to protect); i stays the network's place among the
 		// namespace's, which names the rows.
-		here, err := r.usedOn(ctx, net.network, sc.local.Name)
+		here, err := r.usedOn(ctx, net.Network, sc.Local.Name)
 		if err != nil {
 			return nil, nil, err
 		}
 		if !here {
 			continue
 		}
-		pods, wait, err := r.policyPods(ctx, namespace, sc.local, net.primary.Key, func(p netpol.Pod) bool { return sel.Matches(labels.Set(p.Labels)) })
+		pods, wait, err := r.policyPods(ctx, namespace, sc.Local, net.Primary.Key, func(p netpol.Pod) bool { return sel.Matches(labels.Set(p.Labels)) })
 		if err != nil {
 			return nil, nil, err
 		}
@@ -192,13 +193,13 @@ func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) 
 			if peerPods == nil {
 				peerPods = map[string][]netpol.Pod{}
 			}
-			_, pp, err := r.peerPods(ctx, net.network.Name, p)
+			_, pp, err := r.peerPods(ctx, net.Network.Name, p)
 			if err != nil {
 				return nil, nil, err
 			}
 			peerPods[p.Key()] = pp
 		}
-		rows = append(rows, netpol.Render(netpol.Input{Policy: pol, Network: net.network, Pods: pods, PeerPods: peerPods, IDPrefix: idPrefix(i, net)})...)
+		rows = append(rows, netpol.Render(netpol.Input{Policy: pol, Network: net.Network, Pods: pods, PeerPods: peerPods, IDPrefix: idPrefix(i, net)})...)
 	}
 	return rows, waiting, nil
 }
@@ -207,11 +208,11 @@ func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) 
 // primary network of a namespace with several: none on the first (so a
 // namespace's only network keeps the IDs it always had), the network's name
 // on the others.
-func idPrefix(i int, net scopedNetwork) string {
+func idPrefix(i int, net feature.ScopedNetwork) string {
 	if i == 0 {
 		return ""
 	}
-	return net.network.Name + "/"
+	return net.Network.Name + "/"
 }
 
 func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model.Model, []string, error) {
@@ -233,8 +234,8 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 	}
 	var rows []model.Model
 	var waiting []string
-	for i, net := range sc.nets {
-		here, err := r.usedOn(ctx, net.network, sc.local.Name)
+	for i, net := range sc.Nets {
+		here, err := r.usedOn(ctx, net.Network, sc.Local.Name)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -247,7 +248,7 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 		keep := map[string]bool{}
 		if r.NB != nil {
 			for _, dir := range []string{"Ingress", "Egress"} {
-				if ovsdb.Get(ctx, r.NB, &nbdb.PortGroup{Name: netpol.DenyPortGroupName(net.network.Name, namespace, dir)}) == nil {
+				if ovsdb.Get(ctx, r.NB, &nbdb.PortGroup{Name: netpol.DenyPortGroupName(net.Network.Name, namespace, dir)}) == nil {
 					keep[dir] = true
 				}
 			}
@@ -255,15 +256,15 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 		if len(list.Items) == 0 && len(keep) == 0 {
 			continue
 		}
-		pods, wait, err := r.policyPods(ctx, namespace, sc.local, net.primary.Key, func(p netpol.Pod) bool {
+		pods, wait, err := r.policyPods(ctx, namespace, sc.Local, net.Primary.Key, func(p netpol.Pod) bool {
 			return slices.ContainsFunc(sels, func(s labels.Selector) bool { return s.Matches(labels.Set(p.Labels)) })
 		})
 		if err != nil {
 			return nil, nil, err
 		}
 		waiting = append(waiting, wait...)
-		rows = append(rows, netpol.Deny(netpol.DenyInput{Namespace: namespace, Network: net.network, Policies: pols, Pods: pods,
-			Management: topology.ManagementAddresses(net.network, sc.local), Hairpin: r.Cluster.ServiceHairpinIPs(), Keep: keep,
+		rows = append(rows, netpol.Deny(netpol.DenyInput{Namespace: namespace, Network: net.Network, Policies: pols, Pods: pods,
+			Management: topology.ManagementAddresses(net.Network, sc.Local), Hairpin: r.Cluster.ServiceHairpinIPs(), Keep: keep,
 			IDPrefix: idPrefix(i, net)})...)
 	}
 	return rows, waiting, nil
@@ -362,7 +363,7 @@ func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) (
 			return nil, err
 		}
 		if !ok {
-			return nil, &NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network yet", pol.Namespace)}
+			return nil, &feature.NotRendered{Reason: fmt.Sprintf("namespace %s has no usable primary network yet", pol.Namespace)}
 		}
 		if slices.Contains(networks, network) {
 			used = true
@@ -374,7 +375,7 @@ func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) (
 	}
 	n, exists, err := r.network(ctx, network)
 	if err != nil {
-		return nil, &NotRendered{Reason: err.Error()}
+		return nil, &feature.NotRendered{Reason: err.Error()}
 	}
 	if !exists {
 		return nil, nil
@@ -753,7 +754,7 @@ func (f policiesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	if !r.DisableNetworkConnect {
 		b.Watches(&v1.ClusterNetworkConnect{}, feature.KeysBeforeAfter(func(ctx context.Context, o, n *v1.ClusterNetworkConnect) []feature.Key {
-			if podView(o) == podView(n) {
+			if connect.View(o, v1.PodNetwork) == connect.View(n, v1.PodNetwork) {
 				return nil
 			}
 			// Peers of the connected networks now select (or no longer

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	svcrows "github.com/ovn-udn/ovn-udn/internal/services"
+
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	libovsdb "github.com/ovn-org/libovsdb/client"
-	"github.com/ovn-org/libovsdb/model"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,12 +35,12 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
-	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/zone/chassis"
 	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
+	"github.com/ovn-udn/ovn-udn/internal/zone/services"
 )
 
 func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
@@ -58,7 +59,7 @@ func features(r *Reconciler, h *feature.Host) []feature.Feature {
 		chassis.New(h),     // other zones' chassis in the Southbound (chassis/)
 		networkFeature{r},  // each network's rows where it is used (network.go, controller.go)
 		podsFeature{r},     // Layer3 pod addresses and every pod's ports (pods.go, podports.go)
-		servicesFeature{r}, // Services' load balancers (services.go)
+		services.New(h),    // Services' load balancers (services/)
 		policiesFeature{r}, // NetworkPolicies, default denies, peers (policies.go)
 		connects.New(h),    // ClusterNetworkConnects (connects/)
 		links.New(h),       // links between a namespace's primary networks (links/)
@@ -170,12 +171,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 // setFeatures lists the features and who reconciles each kind (once:
 // featuresOnce).
 func (r *Reconciler) setFeatures() {
-	r.host = &feature.Host{Zone: r.Zone, Cluster: r.Cluster, Client: r.Client, Recorder: r.Recorder, Queue: r.queue, Southbound: r.SB, DisableNetworkConnect: r.DisableNetworkConnect,
-		Sync: func(ctx context.Context, owner string, rows []model.Model, contributions ...ovsdbsync.Contribution) (*ovsdbsync.Plan, error) {
-			return r.gate.Sync(ctx, r.Syncer, owner, rows, contributions...)
-		},
-		Owners:   func(prefix string) (map[string]bool, error) { return r.Syncer.Owners(prefix) },
-		Networks: networksView{r}}
+	r.host = &feature.Host{Zone: r.Zone, Cluster: r.Cluster, Client: r.Client, Recorder: r.Recorder, Queue: r.queue,
+		Northbound: r.NB, Southbound: r.SB, Syncer: r.Syncer, Gate: r.gate,
+		DisableNetworkConnect: r.DisableNetworkConnect, Networks: networksView{r}}
 	r.features = features(r, r.host)
 	for _, f := range r.features {
 		switch f := f.(type) {
@@ -183,6 +181,8 @@ func (r *Reconciler) setFeatures() {
 			r.links = f
 		case *connects.Feature:
 			r.connects = f
+		case *services.Feature:
+			r.services = f
 		}
 	}
 	r.byKind = map[feature.Kind]feature.Feature{}
@@ -217,6 +217,13 @@ func (r *Reconciler) DesiredLink(ctx context.Context, key feature.Key) (primaryl
 func (r *Reconciler) DesiredConnect(ctx context.Context, name string) (connectrouter.Result, *v1.ClusterNetworkConnect, error) {
 	r.featuresOnce.Do(r.setFeatures)
 	return r.connects.Desired(ctx, name)
+}
+
+// DesiredService returns the rows a Service ("<namespace>/<name>") should
+// have in the zone (services.Feature.Desired).
+func (r *Reconciler) DesiredService(ctx context.Context, key string) (svcrows.Output, error) {
+	r.featuresOnce.Do(r.setFeatures)
+	return r.services.Desired(ctx, key)
 }
 
 // startKeys are the keys the start reconciles apart from the objects'

@@ -11,7 +11,9 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/config"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/topology"
 )
 
@@ -27,15 +29,13 @@ type Host struct {
 	Client   client.Client
 	Recorder record.EventRecorder
 	Queue    Queue
-	// Southbound is the zone's Southbound client (nil in render).
-	Southbound libovsdb.Client
-	// Sync writes an owner's rows and contributions in one transaction,
-	// none when nothing changed (the zone's syncer behind its northd
-	// gate).
-	Sync func(ctx context.Context, owner string, rows []model.Model, contributions ...ovsdbsync.Contribution) (*ovsdbsync.Plan, error)
-	// Owners are the owners holding rows in the zone's Northbound whose
-	// names begin with prefix.
-	Owners func(prefix string) (map[string]bool, error)
+	// Northbound and Southbound are the zone's database clients (nil in
+	// render).
+	Northbound, Southbound libovsdb.Client
+	// Syncer writes the zone's Northbound, owner by owner (nil in render).
+	Syncer *ovsdbsync.Syncer
+	// Gate orders writes that create or delete datapaths (nil: none).
+	Gate *northdgate.Gate
 	// DisableNetworkConnect: ClusterNetworkConnects are left alone (their
 	// CRD may be absent).
 	DisableNetworkConnect bool
@@ -58,9 +58,49 @@ type Networks interface {
 	// LocalNode is the zone's node (ok is false while it has no
 	// annotations).
 	LocalNode(ctx context.Context) (local nodeinfo.Info, ok bool, err error)
+	// UsableLocalNode is LocalNode, with a *NotRendered error while the
+	// zone's node exists but its annotations do not parse.
+	UsableLocalNode(ctx context.Context) (local nodeinfo.Info, ok bool, err error)
 	// NetworksByID maps network IDs to names (from the NADs' allocation).
 	NetworksByID(ctx context.Context) (map[int]string, error)
+	// NetworkNamespaces are the namespaces holding a user-defined
+	// network's NADs.
+	NetworkNamespaces(ctx context.Context, network string) ([]string, error)
+	// UsedOn reports whether n is rendered on node.
+	UsedOn(ctx context.Context, n topology.Network, node string) (bool, error)
+
+	// NamespacePrimaries are a namespace's primary networks (podnet's
+	// rule, oldest first); ok is false while they cannot be told.
+	NamespacePrimaries(ctx context.Context, namespace string) (p []podnet.Primary, ok bool, err error)
+	// PrimaryNetworks are the names of NamespacePrimaries.
+	PrimaryNetworks(ctx context.Context, namespace string) (names []string, ok bool, err error)
+	// Scope is the namespace's primary networks and the zone's node; ok is
+	// false when there is nothing to render (no network, no node), and the
+	// error a *NotRendered while its network is undecided.
+	Scope(ctx context.Context, namespace string) (sc Scope, ok bool, err error)
+	// RenderedHere keeps the networks of sc rendered on the zone's node.
+	RenderedHere(ctx context.Context, sc Scope) (Scope, error)
+
+	// ServicePeers are the networks whose pods reach n's ClusterIP
+	// services through connects.
+	ServicePeers(ctx context.Context, n topology.Network) ([]topology.Network, error)
+	// PodPeers are the names of the networks whose pods reach network's
+	// pods: connected to it for pods, or linked to it in a namespace.
+	PodPeers(ctx context.Context, network string) (map[string]bool, error)
+	// PeersHere keeps the networks rendered on node.
+	PeersHere(ctx context.Context, nets []topology.Network, node string) ([]topology.Network, error)
 }
+
+// Sync writes an owner's rows and contributions in one transaction, none
+// when nothing changed, through the northd gate: for owners that make or
+// remove datapaths (routers, switches).
+func (h *Host) Sync(ctx context.Context, owner string, rows []model.Model, contributions ...ovsdbsync.Contribution) (*ovsdbsync.Plan, error) {
+	return h.Gate.Sync(ctx, h.Syncer, owner, rows, contributions...)
+}
+
+// Owners are the owners holding rows in the zone's Northbound whose names
+// begin with prefix.
+func (h *Host) Owners(prefix string) (map[string]bool, error) { return h.Syncer.Owners(prefix) }
 
 // WithOwners returns keys with those of kinds whose owners hold rows in the
 // zone's Northbound (whatever their objects say now), each once.
