@@ -51,6 +51,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
+	"github.com/ovn-udn/ovn-udn/internal/zone/policies"
 	"github.com/ovn-udn/ovn-udn/internal/zone/services"
 )
 
@@ -133,6 +134,7 @@ type Reconciler struct {
 	links        *links.Feature
 	connects     *connects.Feature
 	services     *services.Feature
+	policies     *policies.Feature
 	features     []feature.Feature
 	byKind       map[feature.Kind]feature.Feature
 	featuresOnce sync.Once
@@ -141,8 +143,6 @@ type Reconciler struct {
 	// localName is the zone's node as localNode last found it (metrics
 	// read it at scrape time without reading the API).
 	localName atomic.Pointer[string]
-	waiters   portWaiters
-	policies  policyCache
 	// grace keeps a node in a network's set for a while after its last
 	// pod left (unless RenderEverywhere); active is the set each network was
 	// last rendered with.

@@ -9,15 +9,26 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// Indexes are the cache indexes the reconciler lists with: NADs by network
-// name, pods by node and by attachment key, NetworkPolicies by peer. A manager's cache (IndexNADs) or
-// a fake client (render) must have them.
+// Indexes are the cache indexes the zone lists with: NADs by network name,
+// pods by node, by attachment key and by placement, and the features' own
+// (feature.Indexer). A manager's cache (IndexNADs) or a fake client
+// (render) must have them.
 func Indexes() []kubeobj.Index {
+	out := hostIndexes()
+	for _, f := range features(nil, nil) {
+		if ix, ok := f.(feature.Indexer); ok {
+			out = append(out, ix.Indexes()...)
+		}
+	}
+	return out
+}
+
+// hostIndexes are the indexes of the host's own lookups.
+func hostIndexes() []kubeobj.Index {
 	return []kubeobj.Index{
 		{Object: &nadv1.NetworkAttachmentDefinition{}, Field: feature.NetworkNameIndex, Extract: func(o client.Object) []string {
 			if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
@@ -25,13 +36,12 @@ func Indexes() []kubeobj.Index {
 			}
 			return nil
 		}},
-		{Object: &corev1.Pod{}, Field: podNodeIndex, Extract: func(o client.Object) []string {
+		{Object: &corev1.Pod{}, Field: feature.PodNodeIndex, Extract: func(o client.Object) []string {
 			if n := o.(*corev1.Pod).Spec.NodeName; n != "" {
 				return []string{n}
 			}
 			return nil
 		}},
-		{Object: &networkingv1.NetworkPolicy{}, Field: policyPeersIndex, Extract: policyPeerKeys},
 		{Object: &corev1.Pod{}, Field: podKeysIndex, Extract: func(o client.Object) []string {
 			nets, err := podnet.ParsePod(o)
 			if err != nil {

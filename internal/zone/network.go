@@ -46,7 +46,7 @@ func (f networkFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 		}
 		return nil
 	}))
-	b.Watches(&corev1.Pod{}, feature.KeysBeforeAfter(r.activityKeys), builder.WithPredicates(podChanges))
+	b.Watches(&corev1.Pod{}, feature.KeysBeforeAfter(r.activityKeys), builder.WithPredicates(feature.PodChanges))
 	b.Watches(&corev1.Service{}, feature.KeysBeforeAfter(r.serviceActivityKeys))
 	if !r.DisableNetworkConnect {
 		// Its networks are used where their peers' pods run.

@@ -79,7 +79,7 @@ func (r *Reconciler) unplacedPods(ctx context.Context, gone *corev1.Pod) []featu
 	}
 	var out []feature.Key
 	for _, p := range list.Items {
-		if _, annotated := p.Annotations[podnet.Annotation]; !annotated && p.Spec.NodeName != "" && !done(&p) {
+		if _, annotated := p.Annotations[podnet.Annotation]; !annotated && p.Spec.NodeName != "" && !feature.PodDone(&p) {
 			out = append(out, feature.PodKey(p.Namespace, p.Name))
 		}
 	}
@@ -111,7 +111,7 @@ func (r *Reconciler) layer2Room(ctx context.Context, p podnet.Primary) (bool, er
 		}
 		for i := range attached.Items {
 			pod := &attached.Items[i]
-			if done(pod) {
+			if feature.PodDone(pod) {
 				continue
 			}
 			nets, _ := podnet.ParsePod(pod)
@@ -127,7 +127,7 @@ func (r *Reconciler) layer2Room(ctx context.Context, p podnet.Primary) (bool, er
 		for i := range placed.Items {
 			pod := &placed.Items[i]
 			nets, _ := podnet.ParsePod(pod)
-			if _, ok := nets[key]; ok || done(pod) {
+			if _, ok := nets[key]; ok || feature.PodDone(pod) {
 				continue
 			}
 			for _, pool := range pools {

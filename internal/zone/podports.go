@@ -64,7 +64,7 @@ func (r *Reconciler) syncPodPorts(ctx context.Context, key string, pod *corev1.P
 		logger.V(1).Info("synced pod ports", "inserted", p.Inserted, "updated", p.Updated, "deleted", p.Deleted, "missing", p.Missing)
 	}
 	if p.Inserted > 0 {
-		r.wakeWaiters(ctx) // policies waiting for the port
+		r.portsWritten(ctx) // policies waiting for the port
 	}
 	if len(p.Missing) > 0 {
 		// The network's switch is not there yet: its insert replans the
@@ -77,7 +77,7 @@ func (r *Reconciler) syncPodPorts(ctx context.Context, key string, pod *corev1.P
 // desiredPodPorts returns a pod's rows and its contributions to its
 // networks' rows, or why they must stay as they are.
 func (r *Reconciler) desiredPodPorts(ctx context.Context, pod *corev1.Pod) ([]model.Model, []ovsdbsync.Contribution, string, error) {
-	if pod == nil || done(pod) || pod.Spec.NodeName == "" {
+	if pod == nil || feature.PodDone(pod) || pod.Spec.NodeName == "" {
 		return nil, nil, "", nil
 	}
 	nets, err := podnet.ParsePod(pod)
@@ -169,7 +169,7 @@ func (r *Reconciler) podsOfNetwork(ctx context.Context, network string) []featur
 			return nil
 		}
 		var list corev1.PodList
-		if err := r.Client.List(ctx, &list, client.MatchingFields{podNodeIndex: local.Name}); err != nil {
+		if err := r.Client.List(ctx, &list, client.MatchingFields{feature.PodNodeIndex: local.Name}); err != nil {
 			return nil
 		}
 		pods = list.Items
@@ -198,7 +198,7 @@ func (r *Reconciler) podsOfNetwork(ctx context.Context, network string) []featur
 // ports follow the node's chassis).
 func (r *Reconciler) podsOnNode(ctx context.Context, node string) []feature.Key {
 	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{podNodeIndex: node}); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{feature.PodNodeIndex: node}); err != nil {
 		return nil
 	}
 	out := make([]feature.Key, 0, len(list.Items))

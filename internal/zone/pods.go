@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"sort"
 	"strings"
@@ -18,10 +17,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
@@ -34,11 +31,9 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
 )
 
-// Pod indexes in the manager's cache.
-const (
-	podNodeIndex = "spec.nodeName"
-	podKeysIndex = "k8s.ovn.org/pod-networks.keys"
-)
+// podKeysIndex is the index of the manager's cache listing pods by their
+// attachment keys.
+const podKeysIndex = "k8s.ovn.org/pod-networks.keys"
 
 // usableLocalNode is localNode, with a *feature.NotRendered error while the zone's
 // node exists but is not usable yet (its annotations incomplete): rows that
@@ -90,7 +85,7 @@ func (r *Reconciler) recoverPods(ctx context.Context, local nodeinfo.Info) error
 		return nil
 	}
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeIndex: local.Name}); err != nil {
+	if err := r.Client.List(ctx, &pods, client.MatchingFields{feature.PodNodeIndex: local.Name}); err != nil {
 		return err
 	}
 	// Oldest first: when two annotations claim one address (one of them
@@ -98,7 +93,7 @@ func (r *Reconciler) recoverPods(ctx context.Context, local nodeinfo.Info) error
 	kubeobj.SortOldestFirst(pods.Items)
 	logger := log.FromContext(ctx)
 	for _, p := range pods.Items {
-		if done(&p) {
+		if feature.PodDone(&p) {
 			continue
 		}
 		nets, err := podnet.ParsePod(&p)
@@ -140,10 +135,6 @@ func (r *Reconciler) layer3Network(ctx context.Context, key string) (string, []n
 		return "", nil, false
 	}
 	return c.Name, c.ExcludePrefixes(), true
-}
-
-func done(p *corev1.Pod) bool {
-	return p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // reconcilePod gives a pod on the zone's node its Layer3 attachments
@@ -201,7 +192,7 @@ func (r *Reconciler) attachPod(ctx context.Context, key string) (*corev1.Pod, ct
 		r.ipam.Release(key)
 		return pod, ctrl.Result{}, nil
 	}
-	if done(pod) {
+	if feature.PodDone(pod) {
 		r.ipam.Release(key)
 		return pod, ctrl.Result{}, nil
 	}
@@ -361,7 +352,7 @@ func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []strin
 	var pods []corev1.Pod
 	if n.IsDefault() {
 		var list corev1.PodList
-		if err := r.Client.List(ctx, &list, client.MatchingFields{podNodeIndex: local}); err != nil {
+		if err := r.Client.List(ctx, &list, client.MatchingFields{feature.PodNodeIndex: local}); err != nil {
 			return nil, err
 		}
 		pods = list.Items
@@ -382,7 +373,7 @@ func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []strin
 	seen := map[string]bool{}
 	for i := range pods {
 		p := &pods[i]
-		if done(p) || p.Spec.NodeName == "" {
+		if feature.PodDone(p) || p.Spec.NodeName == "" {
 			continue
 		}
 		nets, err := podnet.ParsePod(p)
@@ -482,7 +473,7 @@ func (f podsFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 				q.Add(k)
 			}
 		}
-	}), builder.WithPredicates(attachmentChanges))
+	}), builder.WithPredicates(feature.AttachmentChanges))
 	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
 		var pods corev1.PodList
 		if err := r.Client.List(ctx, &pods, client.InNamespace(o.GetNamespace())); err != nil {
@@ -506,7 +497,7 @@ func (f podsFeature) Keys(ctx context.Context) ([]feature.Key, error) {
 	var keys []feature.Key
 	if local, ok, err := r.localNode(ctx); err == nil && ok {
 		var pods corev1.PodList
-		if err := r.Client.List(ctx, &pods, client.MatchingFields{podNodeIndex: local.Name}); err == nil {
+		if err := r.Client.List(ctx, &pods, client.MatchingFields{feature.PodNodeIndex: local.Name}); err == nil {
 			for _, p := range pods.Items {
 				keys = append(keys, feature.PodKey(p.Namespace, p.Name))
 			}
@@ -527,40 +518,6 @@ func (f podsFeature) NetworkChanged(_ context.Context, c feature.NetworkChange) 
 	if c.RowsChanged {
 		f.r.replanPods(c.Network)
 	}
-}
-
-// attachmentChanges passes pod events that may change a pod's attachments
-// or ports (attachmentChanged).
-var attachmentChanges = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*corev1.Pod)
-		n, ok2 := e.ObjectNew.(*corev1.Pod)
-		return !ok1 || !ok2 || attachmentChanged(o, n)
-	},
-}
-
-// attachmentChanged reports whether a pod update changes its attachments or
-// ports (what its own key and its networks render).
-func attachmentChanged(o, n *corev1.Pod) bool {
-	for _, k := range []string{podnet.Annotation, netconf.NetworksAnnotation, podnet.PrimaryIPAMClaimAnnotation} {
-		if o.Annotations[k] != n.Annotations[k] {
-			return true
-		}
-	}
-	return o.Spec.NodeName != n.Spec.NodeName || o.Status.Phase != n.Status.Phase
-}
-
-// podChanges passes pod events that change a pod's attachments or ports, or
-// its labels (which policies select it).
-var podChanges = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*corev1.Pod)
-		n, ok2 := e.ObjectNew.(*corev1.Pod)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return attachmentChanged(o, n) || !maps.Equal(o.Labels, n.Labels)
-	},
 }
 
 // infrastructureRoutes returns host routes to the cluster IPs of the

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	svcrows "github.com/ovn-udn/ovn-udn/internal/services"
-
 	"github.com/go-logr/logr"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	libovsdb "github.com/ovn-org/libovsdb/client"
@@ -31,15 +29,14 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
-	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/zone/chassis"
 	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
+	"github.com/ovn-udn/ovn-udn/internal/zone/policies"
 	"github.com/ovn-udn/ovn-udn/internal/zone/services"
 )
 
@@ -56,13 +53,13 @@ func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: 
 // are read (NewSyncer).
 func features(r *Reconciler, h *feature.Host) []feature.Feature {
 	return []feature.Feature{
-		chassis.New(h),     // other zones' chassis in the Southbound (chassis/)
-		networkFeature{r},  // each network's rows where it is used (network.go, controller.go)
-		podsFeature{r},     // Layer3 pod addresses and every pod's ports (pods.go, podports.go)
-		services.New(h),    // Services' load balancers (services/)
-		policiesFeature{r}, // NetworkPolicies, default denies, peers (policies.go)
-		connects.New(h),    // ClusterNetworkConnects (connects/)
-		links.New(h),       // links between a namespace's primary networks (links/)
+		chassis.New(h),    // other zones' chassis in the Southbound (chassis/)
+		networkFeature{r}, // each network's rows where it is used (network.go, controller.go)
+		podsFeature{r},    // Layer3 pod addresses and every pod's ports (pods.go, podports.go)
+		services.New(h),   // Services' load balancers (services/)
+		policies.New(h),   // NetworkPolicies, default denies, peers (policies/)
+		connects.New(h),   // ClusterNetworkConnects (connects/)
+		links.New(h),      // links between a namespace's primary networks (links/)
 	}
 }
 
@@ -173,7 +170,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 func (r *Reconciler) setFeatures() {
 	r.host = &feature.Host{Zone: r.Zone, Cluster: r.Cluster, Client: r.Client, Recorder: r.Recorder, Queue: r.queue,
 		Northbound: r.NB, Southbound: r.SB, Syncer: r.Syncer, Gate: r.gate,
-		DisableNetworkConnect: r.DisableNetworkConnect, Networks: networksView{r}}
+		DisableNetworkConnect: r.DisableNetworkConnect, RenderEverywhere: r.RenderEverywhere, Networks: networksView{r}}
 	r.features = features(r, r.host)
 	for _, f := range r.features {
 		switch f := f.(type) {
@@ -183,6 +180,8 @@ func (r *Reconciler) setFeatures() {
 			r.connects = f
 		case *services.Feature:
 			r.services = f
+		case *policies.Feature:
+			r.policies = f
 		}
 	}
 	r.byKind = map[feature.Kind]feature.Feature{}
@@ -200,30 +199,14 @@ func (r *Reconciler) linksFeature() *links.Feature {
 	return r.links
 }
 
-// LinkKeys returns the keys of the links the namespaces' primary networks
-// make, sorted (`ovn-udn render` renders them with DesiredLink).
-func (r *Reconciler) LinkKeys(ctx context.Context) ([]feature.Key, error) {
-	return r.linksFeature().SortedKeys(ctx)
-}
-
-// DesiredLink returns the rows and contributions of a link's key in the
-// zone (links.Feature.Desired).
-func (r *Reconciler) DesiredLink(ctx context.Context, key feature.Key) (primarylinks.Result, error) {
-	return r.linksFeature().Desired(ctx, key)
-}
-
-// DesiredConnect returns the rows and contributions of a connect in the
-// zone, and the connect (connects.Feature.Desired).
-func (r *Reconciler) DesiredConnect(ctx context.Context, name string) (connectrouter.Result, *v1.ClusterNetworkConnect, error) {
-	r.featuresOnce.Do(r.setFeatures)
-	return r.connects.Desired(ctx, name)
-}
-
-// DesiredService returns the rows a Service ("<namespace>/<name>") should
-// have in the zone (services.Feature.Desired).
-func (r *Reconciler) DesiredService(ctx context.Context, key string) (svcrows.Output, error) {
-	r.featuresOnce.Do(r.setFeatures)
-	return r.services.Desired(ctx, key)
+// portsWritten tells the features waiting for pods' ports that some were
+// just inserted.
+func (r *Reconciler) portsWritten(ctx context.Context) {
+	for _, f := range r.features {
+		if dep, ok := f.(feature.PortDependent); ok {
+			dep.PortsWritten(ctx)
+		}
+	}
 }
 
 // startKeys are the keys the start reconciles apart from the objects'

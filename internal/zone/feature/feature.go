@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 )
 
 // Feature is one kind of work of the zone controller.
@@ -95,6 +96,20 @@ type NetworkChange struct {
 // block, so it hands the keys to plan again to the host's queue (Queue).
 type NetworkDependent interface {
 	NetworkChanged(ctx context.Context, c NetworkChange)
+}
+
+// PortDependent is a feature whose keys wait for pods' ports to be in the
+// Northbound (a NetworkPolicy's port group lists them). PortsWritten runs
+// when a network or a pod just inserted ports; like NetworkChanged, it
+// must not block.
+type PortDependent interface {
+	PortsWritten(ctx context.Context)
+}
+
+// Indexer is a feature that lists objects by fields of its own: the
+// zone's cache (or render's) registers them before it starts.
+type Indexer interface {
+	Indexes() []kubeobj.Index
 }
 
 // RemoteNodeDependent is a feature whose rows depend on the other zones'

@@ -39,6 +39,9 @@ type Host struct {
 	// DisableNetworkConnect: ClusterNetworkConnects are left alone (their
 	// CRD may be absent).
 	DisableNetworkConnect bool
+	// RenderEverywhere: every network is rendered on every node, not only
+	// where it is used.
+	RenderEverywhere bool
 	// Networks looks networks and nodes up as the network feature sees
 	// them.
 	Networks Networks

@@ -1,4 +1,11 @@
-package zone
+// Package policies is the zone feature that writes NetworkPolicies on
+// user-defined and default networks (rows from internal/netpol): each
+// policy's port groups and ACLs, each namespace's default-deny port groups,
+// and each policy peer's address set on a network, on the networks of the
+// namespace where the zone's node uses them. Its keys own their rows and
+// contribute to nobody's. A key whose selected pods' ports are not in the
+// Northbound yet waits for them (PortsWritten wakes it).
+package policies
 
 import (
 	"context"
@@ -27,6 +34,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/connect"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
@@ -42,9 +50,9 @@ const policyPeersIndex = "netpol.peers"
 
 // reconcilePolicyKey writes the rows of a policy, a namespace's default deny
 // or a peer, in one transaction.
-func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key feature.Key) (ctrl.Result, error) {
-	logger := log.FromContext(ctx).WithValues("owner", key.String(), "zone", r.Zone)
-	rows, waiting, err := r.DesiredPolicy(ctx, key)
+func (f *Feature) reconcilePolicyKey(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("owner", key.String(), "zone", f.host.Zone)
+	rows, waiting, err := f.Desired(ctx, key)
 	var held *feature.NotRendered
 	if errors.As(err, &held) {
 		logger.V(1).Info("policy rows not rendered", "reason", held.Reason)
@@ -53,7 +61,7 @@ func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key feature.Key) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p, err := r.Syncer.Sync(ctx, key.String(), rows)
+	p, err := f.host.Syncer.Sync(ctx, key.String(), rows)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("%s: %w", key, err)
 	}
@@ -65,7 +73,7 @@ func (r *Reconciler) reconcilePolicyKey(ctx context.Context, key feature.Key) (c
 	// queue's backoff retries it too, in case they came in between. What
 	// the key waits for is replaced on every reconcile, so a pod deleted
 	// before its port was written is not waited for any longer.
-	r.waiters.wait(key, waiting)
+	f.waiters.wait(key, waiting)
 	if len(waiting) > 0 {
 		logger.V(1).Info("policy waits for pods' ports", "ports", waiting)
 		return ctrl.Result{Requeue: true}, nil
@@ -131,39 +139,39 @@ func (w *portWaiters) ready(exists func(port string) bool) []feature.Key {
 
 // wakeWaiters requeues the keys whose ports a network's reconcile just
 // inserted.
-func (r *Reconciler) wakeWaiters(ctx context.Context) {
-	r.queue.Add(r.waiters.ready(func(port string) bool {
-		return ovsdb.Get(ctx, r.NB, &nbdb.LogicalSwitchPort{Name: port}) == nil
+func (f *Feature) wakeWaiters(ctx context.Context) {
+	f.host.Queue.Add(f.waiters.ready(func(port string) bool {
+		return ovsdb.Get(ctx, f.host.Northbound, &nbdb.LogicalSwitchPort{Name: port}) == nil
 	})...)
 }
 
-// DesiredPolicy returns the rows a policy key should have in the zone, and
+// Desired returns the rows a policy key should have in the zone, and
 // the ports of selected pods the network has not written yet (the rows leave
 // them out). Nothing when the object is gone, its namespace has no network or
 // the zone has no node; a *feature.NotRendered error while the namespace's network is
 // undecided or the zone's node unready.
-func (r *Reconciler) DesiredPolicy(ctx context.Context, key feature.Key) ([]model.Model, []string, error) {
+func (f *Feature) Desired(ctx context.Context, key feature.Key) ([]model.Model, []string, error) {
 	switch key.Kind {
 	case feature.KindPolicy:
-		return r.desiredPolicy(ctx, key.Namespace, key.Name)
+		return f.desiredPolicy(ctx, key.Namespace, key.Name)
 	case feature.KindDeny:
-		return r.desiredDeny(ctx, key.Namespace)
+		return f.desiredDeny(ctx, key.Namespace)
 	case feature.KindPeer:
-		rows, err := r.desiredPeer(ctx, key.Network, key.Name)
+		rows, err := f.desiredPeer(ctx, key.Network, key.Name)
 		return rows, nil, err
 	}
 	return nil, nil, fmt.Errorf("%s is not a network policy key", key)
 }
 
-func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) ([]model.Model, []string, error) {
+func (f *Feature) desiredPolicy(ctx context.Context, namespace, name string) ([]model.Model, []string, error) {
 	pol := &networkingv1.NetworkPolicy{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pol); err != nil {
+	if err := f.host.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pol); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil, nil
 		}
 		return nil, nil, err
 	}
-	sc, ok, err := r.scope(ctx, namespace)
+	sc, ok, err := f.host.Networks.Scope(ctx, namespace)
 	if err != nil || !ok {
 		return nil, nil, err
 	}
@@ -176,14 +184,14 @@ func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) 
 		// Not on a network the zone's node does not use (no pod of it
 		// here to protect); i stays the network's place among the
 		// namespace's, which names the rows.
-		here, err := r.usedOn(ctx, net.Network, sc.Local.Name)
+		here, err := f.host.Networks.UsedOn(ctx, net.Network, sc.Local.Name)
 		if err != nil {
 			return nil, nil, err
 		}
 		if !here {
 			continue
 		}
-		pods, wait, err := r.policyPods(ctx, namespace, sc.Local, net.Primary.Key, func(p netpol.Pod) bool { return sel.Matches(labels.Set(p.Labels)) })
+		pods, wait, err := f.policyPods(ctx, namespace, sc.Local, net.Primary.Key, func(p netpol.Pod) bool { return sel.Matches(labels.Set(p.Labels)) })
 		if err != nil {
 			return nil, nil, err
 		}
@@ -193,7 +201,7 @@ func (r *Reconciler) desiredPolicy(ctx context.Context, namespace, name string) 
 			if peerPods == nil {
 				peerPods = map[string][]netpol.Pod{}
 			}
-			_, pp, err := r.peerPods(ctx, net.Network.Name, p)
+			_, pp, err := f.peerPods(ctx, net.Network.Name, p)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -215,12 +223,12 @@ func idPrefix(i int, net feature.ScopedNetwork) string {
 	return net.Network.Name + "/"
 }
 
-func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model.Model, []string, error) {
+func (f *Feature) desiredDeny(ctx context.Context, namespace string) ([]model.Model, []string, error) {
 	var list networkingv1.NetworkPolicyList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := f.host.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil, nil, err
 	}
-	sc, ok, err := r.scope(ctx, namespace)
+	sc, ok, err := f.host.Networks.Scope(ctx, namespace)
 	if err != nil || !ok {
 		return nil, nil, err
 	}
@@ -235,7 +243,7 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 	var rows []model.Model
 	var waiting []string
 	for i, net := range sc.Nets {
-		here, err := r.usedOn(ctx, net.Network, sc.Local.Name)
+		here, err := f.host.Networks.UsedOn(ctx, net.Network, sc.Local.Name)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -246,9 +254,9 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 		// a policy replaced by another (delete, create) must not delete and
 		// recreate a port group of the same name, which OVN may not follow.
 		keep := map[string]bool{}
-		if r.NB != nil {
+		if f.host.Northbound != nil {
 			for _, dir := range []string{"Ingress", "Egress"} {
-				if ovsdb.Get(ctx, r.NB, &nbdb.PortGroup{Name: netpol.DenyPortGroupName(net.Network.Name, namespace, dir)}) == nil {
+				if ovsdb.Get(ctx, f.host.Northbound, &nbdb.PortGroup{Name: netpol.DenyPortGroupName(net.Network.Name, namespace, dir)}) == nil {
 					keep[dir] = true
 				}
 			}
@@ -256,7 +264,7 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 		if len(list.Items) == 0 && len(keep) == 0 {
 			continue
 		}
-		pods, wait, err := r.policyPods(ctx, namespace, sc.Local, net.Primary.Key, func(p netpol.Pod) bool {
+		pods, wait, err := f.policyPods(ctx, namespace, sc.Local, net.Primary.Key, func(p netpol.Pod) bool {
 			return slices.ContainsFunc(sels, func(s labels.Selector) bool { return s.Matches(labels.Set(p.Labels)) })
 		})
 		if err != nil {
@@ -264,7 +272,7 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 		}
 		waiting = append(waiting, wait...)
 		rows = append(rows, netpol.Deny(netpol.DenyInput{Namespace: namespace, Network: net.Network, Policies: pols, Pods: pods,
-			Management: topology.ManagementAddresses(net.Network, sc.Local), Hairpin: r.Cluster.ServiceHairpinIPs(), Keep: keep,
+			Management: topology.ManagementAddresses(net.Network, sc.Local), Hairpin: f.host.Cluster.ServiceHairpinIPs(), Keep: keep,
 			IDPrefix: idPrefix(i, net)})...)
 	}
 	return rows, waiting, nil
@@ -274,9 +282,9 @@ func (r *Reconciler) desiredDeny(ctx context.Context, namespace string) ([]model
 // keep accepts (by namespace, name and labels) and are attached to the
 // network of attachment key, with their ports there, and the names of the
 // ports not in the Northbound yet.
-func (r *Reconciler) policyPods(ctx context.Context, namespace string, local nodeinfo.Info, key string, keep func(netpol.Pod) bool) ([]netpol.Pod, []string, error) {
+func (f *Feature) policyPods(ctx context.Context, namespace string, local nodeinfo.Info, key string, keep func(netpol.Pod) bool) ([]netpol.Pod, []string, error) {
 	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{podNodeIndex: local.Name}); err != nil {
+	if err := f.host.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{feature.PodNodeIndex: local.Name}); err != nil {
 		return nil, nil, err
 	}
 	var out []netpol.Pod
@@ -291,14 +299,14 @@ func (r *Reconciler) policyPods(ctx context.Context, namespace string, local nod
 			continue
 		}
 		name := podnet.PortName(key, p.Namespace, p.Name)
-		if r.NB == nil {
+		if f.host.Northbound == nil {
 			// No database (render): the port's row ID among its network's rows.
 			pod.PortUUID = topology.PortRowID(name)
 			out = append(out, pod)
 			continue
 		}
 		lsp := &nbdb.LogicalSwitchPort{Name: name}
-		switch err := ovsdb.Get(ctx, r.NB, lsp); {
+		switch err := ovsdb.Get(ctx, f.host.Northbound, lsp); {
 		case errors.Is(err, libovsdbclient.ErrNotFound):
 			waiting = append(waiting, name)
 		case err != nil:
@@ -315,7 +323,7 @@ func (r *Reconciler) policyPods(ctx context.Context, namespace string, local nod
 // key; ok is false for pods that are done, not scheduled, or not (yet)
 // attached there.
 func policyPod(p *corev1.Pod, key string) (netpol.Pod, bool) {
-	if done(p) || p.Spec.NodeName == "" {
+	if feature.PodDone(p) || p.Spec.NodeName == "" {
 		return netpol.Pod{}, false
 	}
 	nets, err := podnet.ParsePod(p)
@@ -347,18 +355,18 @@ func policyPod(p *corev1.Pod, key string) (netpol.Pod, bool) {
 // desiredPeer returns a peer's address sets on a network: while a policy of
 // a namespace on that network uses it, the addresses there of the pods it
 // selects in namespaces on that network.
-func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) ([]model.Model, error) {
+func (f *Feature) desiredPeer(ctx context.Context, network, peerKey string) ([]model.Model, error) {
 	p, err := netpol.ParsePeerKey(peerKey)
 	if err != nil {
 		return nil, nil // not a key this controller writes: its rows (if any) go
 	}
 	var pols networkingv1.NetworkPolicyList
-	if err := r.Client.List(ctx, &pols, client.MatchingFields{policyPeersIndex: peerKey}); err != nil {
+	if err := f.host.Client.List(ctx, &pols, client.MatchingFields{policyPeersIndex: peerKey}); err != nil {
 		return nil, err
 	}
 	used := false
 	for _, pol := range pols.Items {
-		networks, ok, err := r.primaryNetworks(ctx, pol.Namespace)
+		networks, ok, err := f.host.Networks.PrimaryNetworks(ctx, pol.Namespace)
 		if err != nil {
 			return nil, err
 		}
@@ -373,7 +381,7 @@ func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) (
 	if !used {
 		return nil, nil
 	}
-	n, exists, err := r.network(ctx, network)
+	n, exists, err := f.host.Networks.Network(ctx, network)
 	if err != nil {
 		return nil, &feature.NotRendered{Reason: err.Error()}
 	}
@@ -382,14 +390,14 @@ func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) (
 	}
 	// Only where the policies that use it are rendered: on the zone's
 	// node, with the network used there.
-	local, ok, err := r.usableLocalNode(ctx)
+	local, ok, err := f.host.Networks.UsableLocalNode(ctx)
 	if err != nil || !ok {
 		return nil, err
 	}
-	if here, err := r.usedOn(ctx, n, local.Name); err != nil || !here {
+	if here, err := f.host.Networks.UsedOn(ctx, n, local.Name); err != nil || !here {
 		return nil, err
 	}
-	namespaces, pods, err := r.peerPods(ctx, network, p)
+	namespaces, pods, err := f.peerPods(ctx, network, p)
 	if err != nil {
 		return nil, err
 	}
@@ -401,11 +409,11 @@ func (r *Reconciler) desiredPeer(ctx context.Context, network, peerKey string) (
 // primary network of a namespace it is primary in: podPeers), a peer may
 // select pods of, and those namespaces' pods with their addresses on the
 // network each is placed on.
-func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer) ([]netpol.Namespace, []netpol.Pod, error) {
+func (f *Feature) peerPods(ctx context.Context, network string, p netpol.Peer) ([]netpol.Namespace, []netpol.Pod, error) {
 	var candidates []corev1.Namespace
 	if p.Namespaces == nil {
 		ns := corev1.Namespace{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Name: p.Namespace}, &ns); err != nil {
+		if err := f.host.Client.Get(ctx, client.ObjectKey{Name: p.Namespace}, &ns); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, nil, nil
 			}
@@ -414,12 +422,12 @@ func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer
 		candidates = append(candidates, ns)
 	} else {
 		var list corev1.NamespaceList
-		if err := r.Client.List(ctx, &list); err != nil {
+		if err := f.host.Client.List(ctx, &list); err != nil {
 			return nil, nil, err
 		}
 		candidates = list.Items
 	}
-	connected, err := r.podPeers(ctx, network)
+	connected, err := f.host.Networks.PodPeers(ctx, network)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -430,7 +438,7 @@ func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer
 		if !p.SelectsNamespace(nsv) {
 			continue
 		}
-		primaries, ok, err := r.namespacePrimaries(ctx, ns.Name)
+		primaries, ok, err := f.host.Networks.NamespacePrimaries(ctx, ns.Name)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -445,7 +453,7 @@ func (r *Reconciler) peerPods(ctx context.Context, network string, p netpol.Peer
 		}
 		namespaces = append(namespaces, nsv)
 		var list corev1.PodList
-		if err := r.Client.List(ctx, &list, client.InNamespace(ns.Name)); err != nil {
+		if err := f.host.Client.List(ctx, &list, client.InNamespace(ns.Name)); err != nil {
 			return nil, nil, err
 		}
 		for i := range list.Items {
@@ -515,13 +523,13 @@ func policyPeerKeys(o client.Object) []string {
 
 // policyKeysOf returns the keys a policy's change concerns: its own, its
 // namespace's default deny, and its peers on its namespace's networks.
-func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.NetworkPolicy) []feature.Key {
+func (f *Feature) policyKeysOf(ctx context.Context, pol *networkingv1.NetworkPolicy) []feature.Key {
 	out := []feature.Key{feature.PolicyKey(pol.Namespace, pol.Name), feature.DenyKey(pol.Namespace)}
-	networks, ok, err := r.primaryNetworks(ctx, pol.Namespace)
+	networks, ok, err := f.host.Networks.PrimaryNetworks(ctx, pol.Namespace)
 	if err != nil || !ok {
 		return out
 	}
-	for _, p := range r.policies.get(pol).peers {
+	for _, p := range f.policies.get(pol).peers {
 		for _, n := range networks {
 			out = append(out, feature.PeerKey(n, p))
 		}
@@ -531,14 +539,14 @@ func (r *Reconciler) policyKeysOf(ctx context.Context, pol *networkingv1.Network
 
 // namespacePolicyKeys returns the keys of the policies of a namespace (every
 // namespace for ""), with their default denies and peers.
-func (r *Reconciler) namespacePolicyKeys(ctx context.Context, namespace string) []feature.Key {
+func (f *Feature) namespacePolicyKeys(ctx context.Context, namespace string) []feature.Key {
 	var list networkingv1.NetworkPolicyList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := f.host.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
 	var out []feature.Key
 	for i := range list.Items {
-		out = append(out, r.policyKeysOf(ctx, &list.Items[i])...)
+		out = append(out, f.policyKeysOf(ctx, &list.Items[i])...)
 	}
 	return out
 }
@@ -548,42 +556,42 @@ func (r *Reconciler) namespacePolicyKeys(ctx context.Context, namespace string) 
 // node uses it changed from prev (known: the network's last plan in this
 // process) to cur, or is first known: policies render on it only where it
 // is used.
-func (r *Reconciler) replanPoliciesIfUsedHereChanged(ctx context.Context, network string, prev activity.Nodes, known bool, cur activity.Nodes) {
-	if r.RenderEverywhere || network == nodeinfo.DefaultNetwork {
+func (f *Feature) replanPoliciesIfUsedHereChanged(ctx context.Context, network string, prev activity.Nodes, known bool, cur activity.Nodes) {
+	if f.host.RenderEverywhere || network == nodeinfo.DefaultNetwork {
 		return
 	}
-	local, ok, err := r.localNode(ctx)
+	local, ok, err := f.host.Networks.LocalNode(ctx)
 	if err != nil || !ok || known && prev.Has(local.Name) == cur.Has(local.Name) {
 		return
 	}
-	r.queue.Later(func(ctx context.Context) []feature.Key { return r.networkPolicyKeys(ctx, network) })
+	f.host.Queue.Later(func(ctx context.Context) []feature.Key { return f.networkPolicyKeys(ctx, network) })
 }
 
 // networkPolicyKeys returns the NetworkPolicy keys of a network's
 // namespaces: their policies, default denies and peers.
-func (r *Reconciler) networkPolicyKeys(ctx context.Context, network string) []feature.Key {
-	namespaces, err := r.networkNamespaces(ctx, network)
+func (f *Feature) networkPolicyKeys(ctx context.Context, network string) []feature.Key {
+	namespaces, err := f.host.Networks.NetworkNamespaces(ctx, network)
 	if err != nil {
 		return nil
 	}
 	var out []feature.Key
 	for _, ns := range namespaces {
 		out = append(out, feature.DenyKey(ns))
-		out = append(out, r.namespacePolicyKeys(ctx, ns)...)
+		out = append(out, f.namespacePolicyKeys(ctx, ns)...)
 	}
 	return out
 }
 
 // namespacePeerKeys returns the keys of the peers of a namespace's policies
 // on a given network (whether or not it is still the namespace's).
-func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network string) []feature.Key {
+func (f *Feature) namespacePeerKeys(ctx context.Context, namespace, network string) []feature.Key {
 	var list networkingv1.NetworkPolicyList
-	if err := r.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := f.host.Client.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 		return nil
 	}
 	var out []feature.Key
 	for i := range list.Items {
-		for _, p := range r.policies.get(&list.Items[i]).peers {
+		for _, p := range f.policies.get(&list.Items[i]).peers {
 			out = append(out, feature.PeerKey(network, p))
 		}
 	}
@@ -595,17 +603,17 @@ func (r *Reconciler) namespacePeerKeys(ctx context.Context, namespace, network s
 // the zone's node, and every peer that selects it, on its namespace's
 // network and the networks connected to it for pods (policies whose egress
 // named ports resolve on such a peer too).
-func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []feature.Key {
+func (f *Feature) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []feature.Key {
 	var all networkingv1.NetworkPolicyList
-	if err := r.Client.List(ctx, &all); err != nil || len(all.Items) == 0 {
+	if err := f.host.Client.List(ctx, &all); err != nil || len(all.Items) == 0 {
 		return nil
 	}
 	var out []feature.Key
-	if local, ok, err := r.localNode(ctx); err == nil && ok && pod.Spec.NodeName == local.Name {
+	if local, ok, err := f.host.Networks.LocalNode(ctx); err == nil && ok && pod.Spec.NodeName == local.Name {
 		selected := false
 		for i := range all.Items {
 			pol := &all.Items[i]
-			if pol.Namespace == pod.Namespace && r.policies.get(pol).pods.Matches(labels.Set(pod.Labels)) {
+			if pol.Namespace == pod.Namespace && f.policies.get(pol).pods.Matches(labels.Set(pod.Labels)) {
 				out = append(out, feature.PolicyKey(pol.Namespace, pol.Name))
 				selected = true
 			}
@@ -615,17 +623,17 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []featu
 		}
 	}
 	ns := &corev1.Namespace{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
+	if err := f.host.Client.Get(ctx, client.ObjectKey{Name: pod.Namespace}, ns); err != nil {
 		return out
 	}
-	own, ok, err := r.primaryNetworks(ctx, pod.Namespace)
+	own, ok, err := f.host.Networks.PrimaryNetworks(ctx, pod.Namespace)
 	if err != nil || !ok {
 		return out
 	}
 	// Its networks' peers, and those of networks its pods reach.
 	networks := slices.Clone(own)
 	for _, n := range own {
-		if connected, err := r.podPeers(ctx, n); err == nil {
+		if connected, err := f.host.Networks.PodPeers(ctx, n); err == nil {
 			for n := range connected {
 				if !slices.Contains(networks, n) {
 					networks = append(networks, n)
@@ -636,7 +644,7 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []featu
 	nsv := netpol.Namespace{Name: ns.Name, Labels: ns.Labels}
 	for i := range all.Items {
 		pol := &all.Items[i]
-		cp := r.policies.get(pol)
+		cp := f.policies.get(pol)
 		for _, p := range cp.peers {
 			if p.Selects(nsv, pod.Labels) {
 				for _, n := range networks {
@@ -657,19 +665,19 @@ func (r *Reconciler) podPolicyKeys(ctx context.Context, pod *corev1.Pod) []featu
 // namespaceSelectorKeys returns the keys a namespace's label change
 // concerns: every peer with a namespace selector, and every policy whose
 // egress named ports resolve on such a peer.
-func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []feature.Key {
+func (f *Feature) namespaceSelectorKeys(ctx context.Context) []feature.Key {
 	var all networkingv1.NetworkPolicyList
-	if err := r.Client.List(ctx, &all); err != nil {
+	if err := f.host.Client.List(ctx, &all); err != nil {
 		return nil
 	}
 	var out []feature.Key
 	for i := range all.Items {
 		pol := &all.Items[i]
-		networks, ok, err := r.primaryNetworks(ctx, pol.Namespace)
+		networks, ok, err := f.host.Networks.PrimaryNetworks(ctx, pol.Namespace)
 		if err != nil || !ok {
 			continue
 		}
-		cp := r.policies.get(pol)
+		cp := f.policies.get(pol)
 		for _, p := range cp.peers {
 			if p.Namespaces != nil {
 				for _, n := range networks {
@@ -686,31 +694,40 @@ func (r *Reconciler) namespaceSelectorKeys(ctx context.Context) []feature.Key {
 
 // PolicyKeys returns the keys of every policy, default deny and peer the
 // cluster's NetworkPolicies make, sorted (`ovn-udn render` renders them).
-func (r *Reconciler) PolicyKeys(ctx context.Context) []feature.Key {
-	keys := r.namespacePolicyKeys(ctx, "")
+func (f *Feature) PolicyKeys(ctx context.Context) []feature.Key {
+	keys := f.namespacePolicyKeys(ctx, "")
 	slices.SortFunc(keys, feature.CompareKeys)
 	return slices.Compact(keys)
 }
 
 // policyKeys returns the keys of every policy, default deny and peer, and of
 // those that still hold rows in the zone's Northbound.
-func (r *Reconciler) policyKeys(ctx context.Context) ([]feature.Key, error) {
-	return r.host.WithOwners(r.namespacePolicyKeys(ctx, ""), feature.KindPolicy, feature.KindDeny, feature.KindPeer)
+func (f *Feature) policyKeys(ctx context.Context) ([]feature.Key, error) {
+	return f.host.WithOwners(f.namespacePolicyKeys(ctx, ""), feature.KindPolicy, feature.KindDeny, feature.KindPeer)
 }
 
-// policiesFeature writes each NetworkPolicy's rows, each namespace's
-// default-deny port groups and each policy peer's address sets, on the
-// networks of their namespaces where the zone's node uses them. They own
-// their rows and contribute to nobody's.
-type policiesFeature struct{ r *Reconciler }
+// Feature writes each NetworkPolicy's rows, each namespace's default-deny
+// port groups and each policy peer's address sets.
+type Feature struct {
+	host     *feature.Host
+	policies policyCache
+	waiters  portWaiters
+}
 
-func (policiesFeature) Name() string { return "policies" }
-func (policiesFeature) Kinds() []feature.Kind {
+// New returns the feature on the zone's host (nil: only its declarations
+// are read).
+func New(h *feature.Host) *Feature { return &Feature{host: h} }
+
+// Name implements feature.Feature.
+func (*Feature) Name() string { return "policies" }
+
+// Kinds implements feature.Feature.
+func (*Feature) Kinds() []feature.Kind {
 	return []feature.Kind{feature.KindPolicy, feature.KindDeny, feature.KindPeer}
 }
 
-func (f policiesFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
-	return f.r.reconcilePolicyKey(ctx, key)
+func (f *Feature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	return f.reconcilePolicyKey(ctx, key)
 }
 
 // Watch implements feature.Feature: a policy requeues what it concerns
@@ -718,67 +735,76 @@ func (f policiesFeature) Reconcile(ctx context.Context, key feature.Key) (ctrl.R
 // after; a NAD its namespace's policies, default deny and peers on its
 // network, which they may be leaving; a namespace's labels the policies
 // whose namespace selectors may select it, and its default deny; a connect
-// every policy when what policies see of it changes (podView).
-func (f policiesFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
-	r := f.r
+// every policy when what policies see of it changes (connect.View).
+func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	b.Watches(&networkingv1.NetworkPolicy{}, feature.BeforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
 		for _, o := range []client.Object{before, after} {
 			if pol, ok := o.(*networkingv1.NetworkPolicy); ok {
-				for _, k := range r.policyKeysOf(ctx, pol) {
+				for _, k := range f.policyKeysOf(ctx, pol) {
 					q.Add(k)
 				}
 			}
 		}
 		if pol, ok := before.(*networkingv1.NetworkPolicy); ok && after == nil {
-			r.policies.forget(pol)
+			f.policies.forget(pol)
 		}
 	}))
 	b.Watches(&corev1.Pod{}, feature.BeforeAfter(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
 		for _, o := range []client.Object{before, after} {
 			if pod, ok := o.(*corev1.Pod); ok {
-				for _, k := range r.podPolicyKeys(ctx, pod) {
+				for _, k := range f.podPolicyKeys(ctx, pod) {
 					q.Add(k)
 				}
 			}
 		}
-	}), builder.WithPredicates(podChanges))
+	}), builder.WithPredicates(feature.PodChanges))
 	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
-		out := append(r.namespacePolicyKeys(ctx, o.GetNamespace()), feature.DenyKey(o.GetNamespace()))
+		out := append(f.namespacePolicyKeys(ctx, o.GetNamespace()), feature.DenyKey(o.GetNamespace()))
 		if name, ok := netconf.NetworkName(o.(*nadv1.NetworkAttachmentDefinition).Spec.Config); ok {
-			out = append(out, r.namespacePeerKeys(ctx, o.GetNamespace(), name)...)
+			out = append(out, f.namespacePeerKeys(ctx, o.GetNamespace(), name)...)
 		}
 		return out
 	}))
 	b.Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
-		return append(r.namespaceSelectorKeys(ctx), feature.DenyKey(o.GetName()))
+		return append(f.namespaceSelectorKeys(ctx), feature.DenyKey(o.GetName()))
 	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
-	if !r.DisableNetworkConnect {
+	if !f.host.DisableNetworkConnect {
 		b.Watches(&v1.ClusterNetworkConnect{}, feature.KeysBeforeAfter(func(ctx context.Context, o, n *v1.ClusterNetworkConnect) []feature.Key {
 			if connect.View(o, v1.PodNetwork) == connect.View(n, v1.PodNetwork) {
 				return nil
 			}
 			// Peers of the connected networks now select (or no longer
 			// select) each other's pods.
-			return r.namespacePolicyKeys(ctx, "")
+			return f.namespacePolicyKeys(ctx, "")
 		}))
 	}
 }
 
 // Keys are every policy with its default deny and peers, and those only
 // the zone's Northbound still remembers.
-func (f policiesFeature) Keys(ctx context.Context) ([]feature.Key, error) {
-	return f.r.policyKeys(ctx)
+func (f *Feature) Keys(ctx context.Context) ([]feature.Key, error) {
+	return f.policyKeys(ctx)
 }
 
 // NetworkChanged implements feature.NetworkDependent: a policy's rows are
 // where its network is used, so they follow when the zone's node comes to
 // use it or stops; keys waiting for ports the network just inserted are
 // woken.
-func (f policiesFeature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
+func (f *Feature) NetworkChanged(ctx context.Context, c feature.NetworkChange) {
 	if c.Exists && (!c.Known || c.Moved) {
-		f.r.replanPoliciesIfUsedHereChanged(ctx, c.Network, c.Before, c.Known, c.After)
+		f.replanPoliciesIfUsedHereChanged(ctx, c.Network, c.Before, c.Known, c.After)
 	}
 	if c.RowsChanged {
-		f.r.wakeWaiters(ctx)
+		f.wakeWaiters(ctx)
 	}
+}
+
+// PortsWritten implements feature.PortDependent: keys waiting for ports
+// that exist now are reconciled again.
+func (f *Feature) PortsWritten(ctx context.Context) { f.wakeWaiters(ctx) }
+
+// Indexes implements feature.Indexer: policies by the keys of their
+// peers.
+func (*Feature) Indexes() []kubeobj.Index {
+	return []kubeobj.Index{{Object: &networkingv1.NetworkPolicy{}, Field: policyPeersIndex, Extract: policyPeerKeys}}
 }

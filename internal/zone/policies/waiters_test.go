@@ -1,4 +1,4 @@
-package zone
+package policies
 
 import (
 	"slices"
@@ -54,4 +54,13 @@ func TestPortWaiters(t *testing.T) {
 	if len(w.byPort) != 0 || len(w.byKey) != 0 {
 		t.Fatalf("left after the key stopped waiting: byPort %v, byKey %v", w.byPort, w.byKey)
 	}
+}
+
+// owners spells keys as their OVSDB owners.
+func owners(keys []feature.Key) []string {
+	var out []string
+	for _, k := range keys {
+		out = append(out, k.String())
+	}
+	return out
 }
