@@ -11,9 +11,9 @@ TESTFLAGS ?=
 # Go 1.27), which failed CI once; a count has no deadline to race. FUZZTIME
 # (e.g. 10m) overrides every count for a long search. Their committed corpora
 # (testdata/fuzz) also run as plain tests in `make test`.
-FUZZ_TARGETS := netconf:FuzzParseConfig:40000x netconf:FuzzParseSubnet:30000x \
-	netconf:FuzzParseNetworkSelections:40000x podnet:FuzzParse:15000x \
-	nodeinfo:FuzzParse:200000x render:FuzzRender:2500x \
+FUZZ_TARGETS := contract/netconf:FuzzParseConfig:40000x contract/netconf:FuzzParseSubnet:30000x \
+	contract/netconf:FuzzParseNetworkSelections:40000x contract/podnet:FuzzParse:15000x \
+	contract/nodeinfo:FuzzParse:200000x tools/render:FuzzRender:2500x \
 	ovsdb/wire:FuzzDecodeTableUpdates2:250000x ovsdb/wire:FuzzAppendString:200000x \
 	ovsdb/wire:FuzzDecodeResults:250000x
 FUZZTIME ?=

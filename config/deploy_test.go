@@ -35,10 +35,10 @@ import (
 
 	manifests "github.com/ovn-udn/ovn-udn/config"
 	"github.com/ovn-udn/ovn-udn/internal/cli"
-	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/kubetest"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
-	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // deployImage is the image every container of config/deploy names, so the
@@ -320,7 +320,7 @@ func containerEnv(t *testing.T, c corev1.Container, configMaps map[string]map[st
 	return env
 }
 
-// clusterFlagNames are the flags of internal/config, which every component
+// clusterFlagNames are the flags of internal/contract/config, which every component
 // must be given alike.
 func clusterFlagNames() map[string]bool {
 	defaults := config.Default()

@@ -202,7 +202,7 @@ type ClusterNetworkConnectList struct {
 }
 
 // Annotations cluster-manager writes on a ClusterNetworkConnect for the
-// zones (the seed's names and formats; internal/connect parses them).
+// zones (the seed's names and formats; internal/contract/connect parses them).
 const (
 	// ConnectSubnetsAnnotation maps each connected network
 	// ("layer3_<network ID>", "layer2_<network ID>") to its slice of the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/api/v1/v1test"
 	"github.com/ovn-udn/ovn-udn/internal/apivalidate"
-	"github.com/ovn-udn/ovn-udn/internal/kubetest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 )
 
 var env *kubetest.Env

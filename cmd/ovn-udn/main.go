@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/ovn-udn/ovn-udn/internal/cli"
-	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniplugin"
 	"github.com/ovn-udn/ovn-udn/internal/version"
 )

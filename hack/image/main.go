@@ -22,7 +22,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/ovnimage"
-	"github.com/ovn-udn/ovn-udn/internal/sandbox/images"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/images"
 )
 
 func main() {

@@ -2,7 +2,7 @@
 // resources: integer IDs (network IDs, node IDs, tunnel keys), per-node subnets
 // carved from a network's subnet, and the addresses derived from IDs (transit,
 // join and masquerade addresses). Nothing here talks to an API server: the
-// controllers in internal/netalloc persist and recover the state.
+// controllers in internal/clustermanager/netalloc persist and recover the state.
 package allocator
 
 import (

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ovn-udn/ovn-udn/internal/explain"
+	"github.com/ovn-udn/ovn-udn/internal/tools/explain"
 )
 
 func TestVersion(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/proc"
-	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // freePort returns a loopback port nothing listens on at the moment.

@@ -1,9 +1,9 @@
 // Package clustermanager assembles ovn-udn's cluster-wide controllers into one
 // leader-elected controller-runtime manager: network definitions
-// (internal/udncontroller), cluster-wide allocation (internal/netalloc), the
-// addresses of pods on networks spanning nodes (internal/podalloc), and the
-// EndpointSlices of Services on user-defined networks (internal/epslicemirror),
-// and ClusterNetworkConnects (internal/connectcontroller).
+// (internal/clustermanager/udncontroller), cluster-wide allocation (internal/clustermanager/netalloc), the
+// addresses of pods on networks spanning nodes (internal/clustermanager/podalloc), and the
+// EndpointSlices of Services on user-defined networks (internal/clustermanager/epslicemirror),
+// and ClusterNetworkConnects (internal/clustermanager/connectcontroller).
 package clustermanager
 
 import (
@@ -27,16 +27,16 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
-	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/connectcontroller"
-	"github.com/ovn-udn/ovn-udn/internal/epslicemirror"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/connectcontroller"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
-	"github.com/ovn-udn/ovn-udn/internal/netalloc"
-	"github.com/ovn-udn/ovn-udn/internal/netalloc/registry"
-	"github.com/ovn-udn/ovn-udn/internal/netalloc/whereused"
-	"github.com/ovn-udn/ovn-udn/internal/podalloc"
-	"github.com/ovn-udn/ovn-udn/internal/udncontroller"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/registry"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/whereused"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/podalloc"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/udncontroller"
 )
 
 // Options configures the cluster-manager.

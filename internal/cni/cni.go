@@ -20,7 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 )
 
 // Interface is one interface to create in a pod.

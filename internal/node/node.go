@@ -15,9 +15,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/ovn-udn/ovn-udn/internal/cni"
-	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
-	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 )
 
 // Part is one feature of the node agent. Setup registers its controllers
@@ -57,7 +57,7 @@ type Options struct {
 }
 
 // GatewayOptions configure the external bridge the agent keeps (shared
-// gateway mode): see internal/gateway.
+// gateway mode): see internal/rows/gateway.
 type GatewayOptions struct {
 	// Bridge is the external bridge (br-ex); "" leaves it alone.
 	Bridge string

@@ -18,7 +18,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
-	"github.com/ovn-udn/ovn-udn/internal/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
@@ -53,7 +53,7 @@ func TestClassify(t *testing.T) {
 // network is a network's rows as the zone writes them: a switch with a port
 // and a router with a port (a datapath of each kind), named after name.
 func network(name string) []model.Model {
-	// IDs are names, as in internal/topology: another name is another row.
+	// IDs are names, as in internal/rows/topology: another name is another row.
 	return []model.Model{
 		&nbdb.LogicalSwitchPort{UUID: "lsp:p-" + name, Name: "p-" + name},
 		&nbdb.LogicalSwitch{UUID: "ls:sw-" + name, Name: "sw-" + name, Ports: []string{"lsp:p-" + name}},

@@ -17,7 +17,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ovn-udn/ovn-udn/internal/sandbox/images"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/images"
 )
 
 // Programs are what the components and config/deploy's manifests execute,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/ovnimage"
-	"github.com/ovn-udn/ovn-udn/internal/sandbox/images"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/images"
 )
 
 // TestImageRunsItsPrograms lays the image's files out in a directory and

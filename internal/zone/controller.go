@@ -1,10 +1,10 @@
 // Package zone is the zone controller: one per node (OVN interconnect zone),
 // it keeps the zone's Northbound equal to what the row builders compute for
 // every network (NetworkAttachmentDefinitions with their allocation, plus the
-// built-in default network; internal/topology), every pod's ports, Service
-// (internal/services), NetworkPolicy (internal/netpol),
-// ClusterNetworkConnect (internal/connectrouter) and link between a
-// namespace's primary networks (internal/primarylinks), and registers the
+// built-in default network; internal/rows/topology), every pod's ports, Service
+// (internal/rows/services), NetworkPolicy (internal/rows/netpol),
+// ClusterNetworkConnect (internal/rows/connectrouter) and link between a
+// namespace's primary networks (internal/rows/primarylinks), and registers the
 // other zones' chassis in the zone's Southbound.
 //
 // It is a host plus features (internal/zone/feature): setup.go lists the
@@ -39,14 +39,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
-	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
-	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"

@@ -3,12 +3,12 @@ package zone
 import (
 	"context"
 
-	svcrows "github.com/ovn-udn/ovn-udn/internal/services"
+	svcrows "github.com/ovn-udn/ovn-udn/internal/rows/services"
 
 	"github.com/ovn-org/libovsdb/model"
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
-	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
+	"github.com/ovn-udn/ovn-udn/internal/rows/connectrouter"
+	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 

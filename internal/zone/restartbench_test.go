@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 )
 
 // BenchmarkZoneRestart measures a zone controller's restart (issue 19, part

@@ -18,11 +18,11 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/clustertest"
-	"github.com/ovn-udn/ovn-udn/internal/config"
-	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
+	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 )
 
 // BenchmarkEndpointToLoadBalancer measures, with the real cluster-manager

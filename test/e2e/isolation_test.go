@@ -19,10 +19,10 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/netalloc"
-	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
-	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // tenant returns a client acting as user in namespace ns, with a tenant's

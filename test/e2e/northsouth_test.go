@@ -24,10 +24,10 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
-	"github.com/ovn-udn/ovn-udn/internal/gateway"
-	"github.com/ovn-udn/ovn-udn/internal/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/rows/gateway"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/node/gatewayflows"
-	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // nsNetwork creates a namespace with a primary UDN.

@@ -24,10 +24,10 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
-	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
-	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // echoService is a ClusterIP Service in front of deployment()'s pods.

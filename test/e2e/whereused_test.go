@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ovn-udn/ovn-udn/internal/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // TestWhereUsed is `make demo`'s section on rendering a network only where

@@ -7,10 +7,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ovn-udn/ovn-udn/internal/cni"
-	"github.com/ovn-udn/ovn-udn/internal/config"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/node/mgmtport"
-	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 )
 
 func TestDesired(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/cni"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 )
 
 // cniHandler answers the CNI plugin's calls (cniserver.Handler) with the

@@ -1,7 +1,7 @@
 // Package connects is the zone feature that renders each
 // ClusterNetworkConnect the cluster-manager accepted and allocated: its
 // connect router, its ports on the connected networks' routers, and their
-// routes and reroute policies (rows from internal/connectrouter), in one
+// routes and reroute policies (rows from internal/rows/connectrouter), in one
 // transaction per connect. It reports the outcome in the connect's
 // Ready-In-Zone-<node> condition.
 package connects
@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/connect"
-	"github.com/ovn-udn/ovn-udn/internal/connectrouter"
+	"github.com/ovn-udn/ovn-udn/internal/contract/connect"
+	"github.com/ovn-udn/ovn-udn/internal/rows/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )

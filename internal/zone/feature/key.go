@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ovn-udn/ovn-udn/internal/netpol"
-	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
+	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
+	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 )
 
 // Kind is the kind of work a reconcile key names.

@@ -1,5 +1,5 @@
 // Package links is the zone feature that links the primary networks of a
-// namespace on the zone's node (rows from internal/primarylinks): each pair
+// namespace on the zone's node (rows from internal/rows/primarylinks): each pair
 // of a namespace's primary networks is one key (feature.LinkKey), whose
 // rows are a link router's ports and its contributions of ports, routes
 // and policies to the two networks' routers, written in one transaction.
@@ -25,12 +25,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
-	"github.com/ovn-udn/ovn-udn/internal/primarylinks"
-	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
+	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 

@@ -1,5 +1,5 @@
 // Package policies is the zone feature that writes NetworkPolicies on
-// user-defined and default networks (rows from internal/netpol): each
+// user-defined and default networks (rows from internal/rows/netpol): each
 // policy's port groups and ACLs, each namespace's default-deny port groups,
 // and each policy peer's address set on a network, on the networks of the
 // namespace where the zone's node uses them. Its keys own their rows and
@@ -33,15 +33,15 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
-	"github.com/ovn-udn/ovn-udn/internal/connect"
+	"github.com/ovn-udn/ovn-udn/internal/contract/connect"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
-	"github.com/ovn-udn/ovn-udn/internal/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/netpol"
-	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
-	"github.com/ovn-udn/ovn-udn/internal/podnet"
-	"github.com/ovn-udn/ovn-udn/internal/topology"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 

@@ -1,5 +1,5 @@
 // Package services is the zone feature that writes each Service's load
-// balancers (rows from internal/services) on the networks of its
+// balancers (rows from internal/rows/services) on the networks of its
 // namespace rendered on the zone's node, and on the switches of the
 // networks connected to them for services; for an infrastructure Service,
 // its isolation exception ACLs. One key per Service, one transaction per
@@ -28,12 +28,12 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/connect"
-	"github.com/ovn-udn/ovn-udn/internal/epslicemirror/mirror"
-	"github.com/ovn-udn/ovn-udn/internal/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/connect"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror/mirror"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
-	svcrows "github.com/ovn-udn/ovn-udn/internal/services"
-	"github.com/ovn-udn/ovn-udn/internal/topology"
+	svcrows "github.com/ovn-udn/ovn-udn/internal/rows/services"
+	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 

@@ -1,0 +1,282 @@
+package topology
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+)
+
+// Port tunnel keys on a Layer2 network's distributed switch and transit
+// router. The switch's pod ports have cluster-wide keys (they exist in every
+// zone: local in their node's, remote elsewhere); the infrastructure ports
+// below exist in every zone under the same name and keep these keys, which
+// pods never get. Transit-router ports toward gateway routers take node IDs
+// (≥ 2).
+const (
+	// RouterPortKey is the key of stotr- on the switch and trtos- on the
+	// transit router.
+	RouterPortKey = 1
+	// ManagementPortKey is the key of the local management port on the switch.
+	ManagementPortKey = 2
+	// FirstPodPortKey is the smallest key of a pod port; keys up to
+	// MaxPortKey are cluster-manager's to allocate.
+	FirstPodPortKey = 16
+	// MaxPortKey is the largest logical port tunnel key.
+	MaxPortKey = 1<<15 - 1
+)
+
+// Router policy priority rerouting pod traffic to the local node's address
+// into the node's management port (seed 000's 1004).
+const NodeReroutePriority = 1004
+
+// Port is a workload's attachment to a network: a pod's interface.
+type Port struct {
+	// Name is the logical switch port's name.
+	Name string
+	// Node hosts the workload.
+	Node string
+	MAC  string
+	// IPs are the port's addresses with the network's prefix length; none
+	// when IPAM is disabled (port security then checks the MAC only).
+	IPs []netip.Prefix
+	// TunnelKey is the port's key on a Layer2 network's distributed switch,
+	// the same in every zone (0 on other topologies).
+	TunnelKey int
+	// Isolated marks a default-network port of a pod whose namespace has a
+	// primary user-defined network: its IP traffic is dropped except with the
+	// node (probes).
+	Isolated bool
+	// ExternalIDs identify the workload (pod, NAD).
+	ExternalIDs map[string]string
+}
+
+// layer2 renders a Layer2 network (seed 000): the distributed switch, and for
+// primary networks the transit router holding the gateway address (the same
+// IP and MAC in every zone), peered with the local gateway router over the
+// node's /31 (/127), with a remote port toward every other node's gateway
+// router.
+func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config.Cluster) error {
+	n := b.n
+	sw := n.Layer2Switch()
+	ls := &nbdb.LogicalSwitch{UUID: lsID(sw), Name: sw, ExternalIDs: b.ext(""),
+		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(allocator.TransitSwitchKey(n.ID)), "interconn-ts": sw}}
+	b.add(ls)
+	b.podSwitch = ls
+	if !n.IsPrimary() {
+		return nil
+	}
+	if len(n.TunnelKeys) == 0 {
+		return fmt.Errorf("network %s: no transit-router tunnel key", n.Name)
+	}
+	var gws, mgmt []netip.Prefix
+	for _, s := range n.Subnets {
+		gw, m, err := gatewayAndManagement(s.CIDR)
+		if err != nil {
+			return fmt.Errorf("network %s: subnet %s: %w", n.Name, s.CIDR, err)
+		}
+		gws, mgmt = append(gws, gw), append(mgmt, m)
+	}
+	tr := n.TransitRouter()
+	trtos, stotr := "trtos-"+sw, "stotr-"+sw
+	keyOpt := func(k int) map[string]string { return map[string]string{"requested-tnl-key": strconv.Itoa(k)} }
+	ls.Ports = append(ls.Ports,
+		b.routerTypePort(stotr, trtos, "", keyOpt(RouterPortKey)),
+		b.managementPortWith(n.ManagementPort(local.Name), local.Name, mgmt, keyOpt(ManagementPortKey)))
+
+	// The gateway port: the subnet's first address, the same in every zone; a
+	// distributed gateway port on the local chassis, for the management-port
+	// SNAT below.
+	gc := &nbdb.GatewayChassis{UUID: "gc:" + trtos + "-" + local.ChassisID, Name: trtos + "-" + local.ChassisID,
+		ChassisName: local.ChassisID, Priority: 1, ExternalIDs: b.ext(local.Name)}
+	b.add(gc)
+	trPorts := []string{b.routerPort(trtos, "", gws, keyOpt(RouterPortKey))}
+	b.rows[len(b.rows)-1].(*nbdb.LogicalRouterPort).GatewayChassis = []string{gc.UUID}
+
+	// Peer links to every node's gateway router; routes to each node's join
+	// address through its gateway router's side of the link.
+	var trRoutes []string
+	var localGW []netip.Prefix // the local gateway router's side of the link
+	var localRouterSide []netip.Prefix
+	for i, node := range append([]nodeinfo.Info{local}, remotes...) {
+		port, routes, routerSide, gwSide, err := b.transitRouterPeer(RemoteOf(n, node), i == 0)
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			localGW, localRouterSide = gwSide, routerSide
+		}
+		trPorts = append(trPorts, port)
+		trRoutes = append(trRoutes, routes...)
+	}
+	// The network's egress leaves through the local gateway router.
+	for _, s := range n.Subnets {
+		if hop, ok := FamilyOf(localGW, s.CIDR.Addr()); ok {
+			trRoutes = append(trRoutes, b.route(tr, nbdb.LogicalRouterStaticRoutePolicySrcIP, s.CIDR, hop.Addr().String(), "", local.Name))
+		}
+	}
+	// Pods reach their node's address through the node's management port.
+	var trPolicies []string
+	for _, ip := range local.PrimaryIPs {
+		m, ok := FamilyOf(mgmt, ip.Addr())
+		if !ok {
+			continue
+		}
+		match := fmt.Sprintf("inport == %q && %s.dst == %s", trtos, IPMatch(ip), ip.Addr())
+		id := policyID(tr, NodeReroutePriority, match)
+		b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: NodeReroutePriority, Match: match,
+			Action: nbdb.LogicalRouterPolicyActionReroute, Nexthops: []string{m.Addr().String()}, ExternalIDs: b.ext(local.Name)})
+		trPolicies = append(trPolicies, id)
+	}
+	trPolicies = append(trPolicies, b.isolation(tr, cfg)...)
+	// Traffic toward the management port is SNATed on the transit router to
+	// the network's management masquerade address (seed 000, "NAT").
+	var trNATs []string
+	mgmtMAC := PortMAC(mgmt)
+	for _, s := range n.Subnets {
+		m, ok := FamilyOf(cfg.MasqueradeSubnets, s.CIDR.Addr())
+		if !ok {
+			continue
+		}
+		_, mp, err := allocator.MasqueradeIPs(m, n.ID, config.MasqueradeReserved)
+		if err != nil {
+			continue
+		}
+		id := natID(tr, nbdb.NATTypeSNAT, s.CIDR.String())
+		gwPort := lrpID(trtos)
+		b.add(&nbdb.NAT{UUID: id, Type: nbdb.NATTypeSNAT, LogicalIP: s.CIDR.String(), ExternalIP: mp.String(),
+			GatewayPort: &gwPort, Match: "eth.dst == " + mgmtMAC, ExternalIDs: b.ext(local.Name)})
+		trNATs = append(trNATs, id)
+	}
+	b.add(&nbdb.LogicalRouter{UUID: lrID(tr), Name: tr, Ports: trPorts, StaticRoutes: trRoutes, Policies: trPolicies, Nat: trNATs,
+		Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelKeys[0])}, ExternalIDs: b.ext("")})
+
+	// The local gateway router: its side of the link also holds its join
+	// address; back to the network through the transit router.
+	gr := n.GatewayRouter(local.Name)
+	var grJoin []netip.Prefix
+	for _, j := range n.Join {
+		if ip, err := allocator.GatewayJoinIP(j, local.ID); err == nil {
+			grJoin = append(grJoin, ip)
+		}
+	}
+	rtotr, peer := "rtotr-"+gr, "trtor-"+gr
+	grPorts := []string{lrpID(rtotr)}
+	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtotr), Name: rtotr, MAC: PortMAC(grJoin),
+		Networks: PrefixStrings(append(append([]netip.Prefix{}, grJoin...), localGW...)), Peer: &peer, ExternalIDs: b.ext(local.Name),
+		Options: gatewayMTU(n)})
+	var grRoutes []string
+	for _, s := range n.Subnets {
+		if hop, ok := FamilyOf(localRouterSide, s.CIDR.Addr()); ok {
+			grRoutes = append(grRoutes, b.route(gr, "", s.CIDR, hop.Addr().String(), rtotr, local.Name))
+		}
+	}
+	extPorts, extRoutes, nats := b.external(local, gr, cfg)
+	b.gatewayRouter = &nbdb.LogicalRouter{UUID: lrID(gr), Name: gr, Ports: append(grPorts, extPorts...),
+		StaticRoutes: append(grRoutes, extRoutes...), Nat: nats,
+		Options:     b.gatewayRouterOptions(local),
+		ExternalIDs: b.ext(local.Name)}
+	b.add(b.gatewayRouter)
+	return nil
+}
+
+// localnet renders a Localnet network: a switch per zone wired to the
+// physical network by a localnet port (tagged when the network has a VLAN).
+// Workloads on other nodes are reached through the physical network.
+func localnet(b *builder, local nodeinfo.Info) {
+	n := b.n
+	sw := n.LocalnetSwitch()
+	ln := n.prefix() + "ovn_localnet_port"
+	lsp := &nbdb.LogicalSwitchPort{UUID: lspID(ln), Name: ln, Type: "localnet", Addresses: []string{"unknown"},
+		Options: map[string]string{"network_name": n.PhysicalNetworkName}, ExternalIDs: b.ext("")}
+	if n.VLANID > 0 {
+		tag := n.VLANID
+		lsp.TagRequest = &tag
+	}
+	b.add(lsp)
+	ls := &nbdb.LogicalSwitch{UUID: lsID(sw), Name: sw, Ports: []string{lsp.UUID}, ExternalIDs: b.ext("")}
+	b.add(ls)
+	b.podSwitch = ls
+}
+
+// managementPortWith is managementPort with options.
+func (b *builder) managementPortWith(name, node string, addrs []netip.Prefix, options map[string]string) string {
+	id := b.managementPort(name, node, addrs)
+	b.rows[len(b.rows)-1].(*nbdb.LogicalSwitchPort).Options = options
+	return id
+}
+
+// IsolatedPortGroup holds the default-network ports of pods whose namespace
+// has a primary user-defined network.
+const IsolatedPortGroup = "udn_isolated_pods"
+
+// isolatePods renders the port group of the local isolated ports and its
+// ACLs: their IP traffic is dropped, except with the node's management port
+// (kubelet probes and their replies).
+func (b *builder) isolatePods(local nodeinfo.Info) error {
+	var acls []string
+	acl := func(direction string, priority int, match, action string) {
+		id := fmt.Sprintf("acl:%s:%s:%d:%s", IsolatedPortGroup, direction, priority, match)
+		b.add(&nbdb.ACL{UUID: id, Direction: direction, Priority: priority, Match: match, Action: action, ExternalIDs: b.ext(local.Name)})
+		acls = append(acls, id)
+	}
+	for _, s := range local.Subnets[b.n.Name] {
+		_, m, err := nodeSliceAddresses(s)
+		if err != nil {
+			return fmt.Errorf("network %s: node %s: %w", b.n.Name, local.Name, err)
+		}
+		mgmt := m.Addr()
+		ip := IPMatch(s)
+		acl(nbdb.ACLDirectionFromLport, IsolationAllowPriority, fmt.Sprintf("inport == @%s && %s.dst == %s", IsolatedPortGroup, ip, mgmt), nbdb.ACLActionAllowRelated)
+		acl(nbdb.ACLDirectionToLport, IsolationAllowPriority, fmt.Sprintf("outport == @%s && %s.src == %s", IsolatedPortGroup, ip, mgmt), nbdb.ACLActionAllowRelated)
+	}
+	acl(nbdb.ACLDirectionFromLport, IsolationDropPriority, fmt.Sprintf("inport == @%s && ip", IsolatedPortGroup), nbdb.ACLActionDrop)
+	acl(nbdb.ACLDirectionToLport, IsolationDropPriority, fmt.Sprintf("outport == @%s && ip", IsolatedPortGroup), nbdb.ACLActionDrop)
+	b.add(&nbdb.PortGroup{UUID: "pg:" + IsolatedPortGroup, Name: IsolatedPortGroup, ACLs: acls, ExternalIDs: b.ext(local.Name)})
+	return nil
+}
+
+// ACL priorities of the isolation of pods with a primary user-defined network
+// on the default network.
+const (
+	IsolationAllowPriority = 1001
+	IsolationDropPriority  = 1000
+)
+
+// transitRouterPeer adds a Layer2 primary network's transit router port
+// toward node r's gateway router (peered with it when r is the local node,
+// else bound to r's chassis) and the route to r's join address through it,
+// and returns the port's ID, the routes' IDs and both sides' addresses of
+// the link. It reads nothing of the node but r.
+func (b *builder) transitRouterPeer(r Remote, local bool) (port string, routes []string, routerSide, gwSide []netip.Prefix, err error) {
+	n := b.n
+	for _, t := range n.Transit {
+		rs, gs, err := allocator.TransitPeers(t, r.ID)
+		if err != nil {
+			return "", nil, nil, nil, fmt.Errorf("network %s: node %s: %w", n.Name, r.Name, err)
+		}
+		routerSide, gwSide = append(routerSide, rs), append(gwSide, gs)
+	}
+	gr := n.GatewayRouter(r.Name)
+	name := "trtor-" + gr
+	lrp := &nbdb.LogicalRouterPort{UUID: lrpID(name), Name: name, MAC: PortMAC(routerSide), Networks: PrefixStrings(routerSide),
+		Options: map[string]string{"requested-tnl-key": strconv.Itoa(r.ID)}, ExternalIDs: b.ext(r.Name)}
+	if local {
+		peer := "rtotr-" + gr
+		lrp.Peer = &peer
+	} else {
+		lrp.Options["requested-chassis"] = r.ChassisID
+	}
+	b.add(lrp)
+	for _, j := range n.Join {
+		joinIP, err := allocator.GatewayJoinIP(j, r.ID)
+		if hop, ok := FamilyOf(gwSide, j.Addr()); ok && err == nil {
+			routes = append(routes, b.route(n.TransitRouter(), "", hostPrefix(joinIP.Addr()), hop.Addr().String(), "", r.Name))
+		}
+	}
+	return lrp.UUID, routes, routerSide, gwSide, nil
+}
