@@ -1,5 +1,5 @@
 // Command image builds ovn-udn's container image without Docker (`make
-// image`): ovn-udn, built static, and what internal/ovnimage takes from the
+// image`): ovn-udn, built static, and what internal/tools/ovnimage takes from the
 // Debian root `make deps` installs, as one layer. It writes an OCI image
 // layout as a tar archive (an "OCI archive": `ctr images import`, `skopeo
 // copy oci-archive:...` and `crane push` take it) and prints the image's
@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
-	"github.com/ovn-udn/ovn-udn/internal/ovnimage"
+	"github.com/ovn-udn/ovn-udn/internal/tools/ovnimage"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/images"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/ovn-udn/ovn-udn/internal/cni"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/clustermanager/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/netpoleval"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/netpoleval"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
@@ -31,7 +31,7 @@ import (
 // beside a default-network namespace), a server in every pod on TCP 80 and
 // 81 and UDP 80, and per scenario a set of policies applied to every setup at
 // once; every pod probes every other pod of its setup and the matrices must
-// equal what internal/netpoleval — written from the Kubernetes documentation,
+// equal what internal/testing/netpoleval — written from the Kubernetes documentation,
 // not from our enforcement — says. Probing within setups (a few hundred
 // probes a round, not fourteen hundred) keeps the sandbox's userspace
 // datapaths from dropping bursts; each setup still has pairs across networks.

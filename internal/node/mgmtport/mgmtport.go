@@ -20,7 +20,7 @@ import (
 	"strings"
 
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
-	"github.com/ovn-udn/ovn-udn/internal/cni"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"

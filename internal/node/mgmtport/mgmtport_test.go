@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/ovn-udn/ovn-udn/internal/cni"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/node/mgmtport"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"

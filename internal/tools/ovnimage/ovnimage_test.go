@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
-	"github.com/ovn-udn/ovn-udn/internal/ovnimage"
+	"github.com/ovn-udn/ovn-udn/internal/tools/ovnimage"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/images"
 )
 
