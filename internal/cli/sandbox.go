@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 func newSandboxCommand() *cobra.Command {
@@ -160,7 +161,7 @@ kubectl's flags from being read as this command's).`,
 }
 
 func sandboxDemoCommand(dir *string) *cobra.Command {
-	opts := sandbox.DemoOptions{Options: sandbox.Options{Nodes: 3, Uplinks: 3, UplinkBridges: 1}}
+	opts := demo.DemoOptions{Options: sandbox.Options{Nodes: 3, Uplinks: 3, UplinkBridges: 1}}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Bring up a sandbox, apply the examples and measure who reaches whom",
@@ -172,7 +173,7 @@ any unexpected result. Tears the sandbox down unless --keep.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Dir = *dir
-			return sandbox.Demo(cmd.Context(), opts, cmd.OutOrStdout())
+			return demo.Demo(cmd.Context(), opts, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().IntVar(&opts.Nodes, "nodes", opts.Nodes, "number of nodes (the examples use 3)")
@@ -192,10 +193,10 @@ func sandboxServeCommand() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return sandbox.ServeAll(cmd.Context(), listens, reply)
+			return demo.ServeAll(cmd.Context(), listens, reply)
 		},
 	}
-	cmd.Flags().StringArrayVar(&listens, "listen", []string{fmt.Sprintf("[::]:%d", sandbox.ProbePort)},
+	cmd.Flags().StringArrayVar(&listens, "listen", []string{fmt.Sprintf("[::]:%d", demo.ProbePort)},
 		"where to listen, repeatable: tcp:ADDR, udp:ADDR, or ADDR for TCP")
 	cmd.Flags().StringVar(&reply, "reply", "", "the line to answer")
 	return cmd
@@ -213,11 +214,11 @@ each "answer" or "error" as JSON.`,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var targets []sandbox.ReachTarget
+			var targets []demo.ReachTarget
 			if err := json.NewDecoder(cmd.InOrStdin()).Decode(&targets); err != nil {
 				return fmt.Errorf("reading the targets: %w", err)
 			}
-			return json.NewEncoder(cmd.OutOrStdout()).Encode(sandbox.ProbeMany(cmd.Context(), targets, timeout))
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(demo.ProbeMany(cmd.Context(), targets, timeout))
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Second, "how long each probe waits for its answer")
@@ -235,7 +236,7 @@ func sandboxProbeCommand() *cobra.Command {
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if count <= 1 {
-				answer, err := sandbox.ProbeFrom(args[0], source, localPort, timeout)
+				answer, err := demo.ProbeFrom(args[0], source, localPort, timeout)
 				if err != nil {
 					return err
 				}
@@ -248,7 +249,7 @@ func sandboxProbeCommand() *cobra.Command {
 			var wg sync.WaitGroup
 			for i := range answers {
 				wg.Go(func() {
-					a, err := sandbox.ProbeFrom(args[0], source, localPort, timeout)
+					a, err := demo.ProbeFrom(args[0], source, localPort, timeout)
 					if err != nil {
 						a = "error: " + err.Error()
 					}
@@ -277,7 +278,7 @@ func sandboxHoldCommand() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return sandbox.Hold(args[0], cmd.InOrStdin(), cmd.OutOrStdout(), timeout)
+			return demo.Hold(args[0], cmd.InOrStdin(), cmd.OutOrStdout(), timeout)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "how long each answer may take")
@@ -293,7 +294,7 @@ func sandboxBulkCommand() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := sandbox.Bulk(args[0], bytes, timeout)
+			r, err := demo.Bulk(args[0], bytes, timeout)
 			if err != nil {
 				return err
 			}

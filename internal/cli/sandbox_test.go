@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/proc"
-	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // freePort returns a loopback port nothing listens on at the moment.
@@ -53,12 +53,12 @@ func TestServeAndProbeMany(t *testing.T) {
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	target := func(proto string, port int) sandbox.ReachTarget {
-		return sandbox.ReachTarget{Address: "127.0.0.1", Protocol: proto, Port: port}
+	target := func(proto string, port int) demo.ReachTarget {
+		return demo.ReachTarget{Address: "127.0.0.1", Protocol: proto, Port: port}
 	}
-	targets := []sandbox.ReachTarget{target("tcp", tcp), target("udp", udp), target("tcp", bare), target("tcp", closed)}
+	targets := []demo.ReachTarget{target("tcp", tcp), target("udp", udp), target("tcp", bare), target("tcp", closed)}
 	in, _ := json.Marshal(targets)
-	var answers []sandbox.ReachAnswer
+	var answers []demo.ReachAnswer
 	// Until serve listens (no sleeps: poll).
 	if err := proc.WaitFor(10*time.Second, 50*time.Millisecond, func() (bool, error) {
 		root := NewRootCommand()

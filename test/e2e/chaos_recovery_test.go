@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // recovery measures, for each kind of process the run kills, how long the
@@ -139,20 +140,20 @@ func (r *chaosRun) recovery() {
 // reaches checks, with real packets, that pod a reaches pod b over TCP
 // (one try; the caller polls).
 func (r *chaosRun) reaches(a, b string) error {
-	pods, err := sandbox.ReachPods(r.ctx, dir, admin, []string{a, b})
+	pods, err := demo.ReachPods(r.ctx, dir, admin, []string{a, b})
 	if err != nil {
 		return err
 	}
-	probes := []sandbox.ReachProbe{{Protocol: "tcp", Port: 80}}
-	stop, err := sandbox.ReachServers(binary, pods)
+	probes := []demo.ReachProbe{{Protocol: "tcp", Port: 80}}
+	stop, err := demo.ReachServers(binary, pods)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	want := sandbox.NewReachability([]string{a, b}, probes)
+	want := demo.NewReachability([]string{a, b}, probes)
 	want.Set(0, 1, 0, true)
 	want.Set(1, 0, 0, true)
-	got, err := sandbox.Reach(r.ctx, binary, [][]sandbox.ReachPod{pods}, probes, time.Second)
+	got, err := demo.Reach(r.ctx, binary, [][]demo.ReachPod{pods}, probes, time.Second)
 	if err != nil {
 		return err
 	}

@@ -26,13 +26,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
-	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // The chaos test: a seeded random sequence of operations on tenants' networks,
@@ -727,22 +728,22 @@ func (r *chaosRun) reachSample() {
 		return out
 	}
 	all := append(refs(a, 2), refs(b, 1)...)
-	pods, err := sandbox.ReachPods(r.ctx, dir, admin, all)
+	pods, err := demo.ReachPods(r.ctx, dir, admin, all)
 	if err != nil {
 		r.violation("reach: %v", err)
 	}
-	probes := []sandbox.ReachProbe{{Protocol: "tcp", Port: 80}}
-	stop, err := sandbox.ReachServers(binary, pods)
+	probes := []demo.ReachProbe{{Protocol: "tcp", Port: 80}}
+	stop, err := demo.ReachServers(binary, pods)
 	if err != nil {
 		r.violation("reach servers: %v", err)
 	}
 	defer stop()
-	want := sandbox.NewReachability(all, probes)
+	want := demo.NewReachability(all, probes)
 	want.Set(0, 1, 0, !a.policy)
 	want.Set(1, 0, 0, !a.policy)
-	var mismatches []sandbox.Mismatch
+	var mismatches []demo.Mismatch
 	if err := proc.WaitFor(time.Minute, 200*time.Millisecond, func() (bool, error) {
-		got, err := sandbox.Reach(r.ctx, binary, [][]sandbox.ReachPod{pods}, probes, time.Second)
+		got, err := demo.Reach(r.ctx, binary, [][]demo.ReachPod{pods}, probes, time.Second)
 		if err != nil {
 			return false, err
 		}

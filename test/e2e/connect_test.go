@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // The networks of TestNetworkConnect: two Layer3, one Layer2 and a fourth
@@ -40,7 +40,7 @@ const (
 	cnDeadline     = 60 * time.Second
 )
 
-var cnProbes = []sandbox.ReachProbe{{Protocol: "tcp", Port: 80}}
+var cnProbes = []demo.ReachProbe{{Protocol: "tcp", Port: 80}}
 
 // cnConnect is a ClusterNetworkConnect of the primary UDNs of the namespaces
 // labelled label=yes.
@@ -92,10 +92,10 @@ func TestNetworkConnect(t *testing.T) {
 		}
 		refs = append(refs, p.ns+"/"+p.name)
 	}
-	if err := sandbox.WaitPodsReady(ctx, dir, admin, refs, 3*time.Minute); err != nil {
+	if err := demo.WaitPodsReady(ctx, dir, admin, refs, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	pods, err := sandbox.ReachPods(ctx, dir, admin, refs)
+	pods, err := demo.ReachPods(ctx, dir, admin, refs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func deleteConnect(t *testing.T, cnc *v1.ClusterNetworkConnect) {
 // both), and fails with what differs. onlyFrom, as pairs of namespaces
 // (target, source), says a NetworkPolicy admits into target's pods only
 // source's pods (and target's own).
-func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[string]string, podGroups, svcGroups [][]string, onlyFrom ...string) {
+func cnExpect(t *testing.T, phase string, pods []demo.ReachPod, vips map[string]string, podGroups, svcGroups [][]string, onlyFrom ...string) {
 	t.Helper()
 	ctx := context.Background()
 	nsOf := func(ref string) string { ns, _, _ := strings.Cut(ref, "/"); return ns }
@@ -256,7 +256,7 @@ func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[stri
 	for i, p := range pods {
 		refs[i] = p.Ref
 	}
-	want := sandbox.NewReachability(refs, cnProbes)
+	want := demo.NewReachability(refs, cnProbes)
 	for i := range pods {
 		for j := range pods {
 			if i != j {
@@ -272,13 +272,13 @@ func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[stri
 		answer string
 	}
 	var cells []svcCell
-	targets := make([][]sandbox.ReachTarget, len(pods))
+	targets := make([][]demo.ReachTarget, len(pods))
 	for i, p := range pods {
 		for _, ns := range []string{"cn-a", "cn-b"} {
 			if nsOf(p.Ref) == ns {
 				continue
 			}
-			targets[i] = append(targets[i], sandbox.ReachTarget{Address: vips[ns], Protocol: "tcp", Port: 80})
+			targets[i] = append(targets[i], demo.ReachTarget{Address: vips[ns], Protocol: "tcp", Port: 80})
 			cells = append(cells, svcCell{from: i, ns: ns})
 		}
 	}
@@ -286,7 +286,7 @@ func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[stri
 	deadline := time.Now().Add(cnDeadline)
 	start := time.Now()
 	for {
-		got, err := sandbox.Reach(ctx, binary, [][]sandbox.ReachPod{pods}, cnProbes, cnProbeTimeout)
+		got, err := demo.Reach(ctx, binary, [][]demo.ReachPod{pods}, cnProbes, cnProbeTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -297,7 +297,7 @@ func cnExpect(t *testing.T, phase string, pods []sandbox.ReachPod, vips map[stri
 		var svcWrong []string
 		k := 0
 		for i, p := range pods {
-			answers, err := sandbox.ProbeManyIn(ctx, binary, p.Netns, targets[i], cnProbeTimeout)
+			answers, err := demo.ProbeManyIn(ctx, binary, p.Netns, targets[i], cnProbeTimeout)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,9 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // agnhostImage is the Kubernetes e2e test image, built from the pinned
@@ -78,7 +79,7 @@ func readyPods(t testing.TB, ns, app string, n int) []corev1.Pod {
 // checks.
 func TestDeploymentAndService(t *testing.T) {
 	ctx := context.Background()
-	if err := sandbox.WaitDeployments(ctx, admin, []string{"web"}, 2*time.Minute); err != nil {
+	if err := demo.WaitDeployments(ctx, admin, []string{"web"}, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	pods := readyPods(t, "web", "echo", 3)
@@ -90,13 +91,13 @@ func TestDeploymentAndService(t *testing.T) {
 	if fmt.Sprint(nodes) != "[node1 node2 node3]" {
 		t.Errorf("pods scheduled on %v, want one on each node", nodes)
 	}
-	serve(t, sandbox.DemoAppClient)
-	checks, err := sandbox.AppChecks(ctx, dir, admin, sandbox.DemoAppClient, []string{"web"})
+	serve(t, demo.DemoAppClient)
+	checks, err := demo.AppChecks(ctx, dir, admin, demo.DemoAppClient, []string{"web"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := sandbox.PrintAppChecks(&out, checks); err != nil {
+	if err := demo.PrintAppChecks(&out, checks); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	if len(checks) != 5 { // endpoints, DNS, three servers
@@ -107,7 +108,7 @@ func TestDeploymentAndService(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got, errOut bytes.Buffer
-	code, err := sandbox.Exec(ctx, dir, sandbox.DemoAppClient, []string{"getent", "hosts", "kubernetes.default"}, nil, &got, &errOut)
+	code, err := sandbox.Exec(ctx, dir, demo.DemoAppClient, []string{"getent", "hosts", "kubernetes.default"}, nil, &got, &errOut)
 	if err != nil || code != 0 || !strings.HasPrefix(got.String(), kapi.Spec.ClusterIP+" ") {
 		t.Fatalf("getent hosts kubernetes.default: %q (exit %d, %v, %s), want %s", got.String(), code, err, errOut.String(), kapi.Spec.ClusterIP)
 	}

@@ -26,10 +26,11 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
-	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/manifest"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // e2eGracePeriod is the sandbox's zone controllers' grace period before a
@@ -136,10 +137,10 @@ func examplePods(t *testing.T) []string {
 func serve(t *testing.T, pods ...string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := sandbox.WaitPodsReady(ctx, dir, admin, pods, 3*time.Minute); err != nil {
+	if err := demo.WaitPodsReady(ctx, dir, admin, pods, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	stop, err := sandbox.Servers(ctx, dir, binary, admin, pods)
+	stop, err := demo.Servers(ctx, dir, binary, admin, pods)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,14 +148,14 @@ func serve(t *testing.T, pods ...string) {
 }
 
 // expect measures checks and fails the test for each one not as expected.
-func expect(t *testing.T, checks ...sandbox.Check) []sandbox.Result {
+func expect(t *testing.T, checks ...demo.Check) []demo.Result {
 	t.Helper()
-	results, err := sandbox.Matrix(context.Background(), dir, binary, admin, checks)
+	results, err := demo.Matrix(context.Background(), dir, binary, admin, checks)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := sandbox.PrintMatrix(&out, results); err != nil {
+	if err := demo.PrintMatrix(&out, results); err != nil {
 		t.Errorf("%v\n%s", err, out.String())
 	}
 	return results
@@ -165,11 +166,11 @@ func expect(t *testing.T, checks ...sandbox.Check) []sandbox.Result {
 // tenant, UDN and default-network pods do not; then its connected networks.
 func TestDemoMatrix(t *testing.T) {
 	serve(t, examplePods(t)...)
-	expect(t, sandbox.DemoChecks...)
+	expect(t, demo.DemoChecks...)
 	// The demo's connected networks: l3-blue and l2-blue reach each other
 	// while the connect lives, and not once it is deleted.
 	var out bytes.Buffer
-	if err := sandbox.ConnectDemo(context.Background(), dir, binary, admin, &out); err != nil {
+	if err := demo.ConnectDemo(context.Background(), dir, binary, admin, &out); err != nil {
 		t.Errorf("%v\n%s", err, out.String())
 	}
 }
@@ -211,8 +212,8 @@ func TestPodRecreatedOnAnotherNode(t *testing.T) {
 	}
 	serve(t, "l2-blue/c", "l3-blue/c")
 	results := expect(t,
-		sandbox.Check{Name: "Layer2 UDN, to the moved pod", From: "l2-blue/a", To: []string{"l2-blue/c"}, On: sandbox.OnPrimary, Family: 4, Reachable: true},
-		sandbox.Check{Name: "Layer3 UDN, to the moved pod", From: "l3-blue/a", To: []string{"l3-blue/c"}, On: sandbox.OnPrimary, Family: 4, Reachable: true},
+		demo.Check{Name: "Layer2 UDN, to the moved pod", From: "l2-blue/a", To: []string{"l2-blue/c"}, On: demo.OnPrimary, Family: 4, Reachable: true},
+		demo.Check{Name: "Layer3 UDN, to the moved pod", From: "l3-blue/a", To: []string{"l3-blue/c"}, On: demo.OnPrimary, Family: 4, Reachable: true},
 	)
 	for _, r := range results {
 		if r.TargetNode != "node3" {
@@ -243,7 +244,7 @@ func TestNetworkDeletion(t *testing.T) {
 			}
 			return nil
 		})
-		expect(t, sandbox.Check{Name: "Layer3 UDN in use, same node", From: "l3-red/a", To: []string{"l3-red/b"}, On: sandbox.OnPrimary, Family: 4, Reachable: true})
+		expect(t, demo.Check{Name: "Layer3 UDN in use, same node", From: "l3-red/a", To: []string{"l3-red/b"}, On: demo.OnPrimary, Family: 4, Reachable: true})
 		var netns []string
 		for _, ref := range []string{"l3-red/a", "l3-red/b", "l3-red/c"} {
 			n, err := sandbox.PodNetns(ctx, dir, admin, ref)
@@ -284,7 +285,7 @@ func TestNetworkDeletion(t *testing.T) {
 			}
 		}
 		serve(t, "handmade/p0", "handmade/p1")
-		wire := sandbox.Check{Name: "hand-made secondary Layer2, across nodes", From: "handmade/p0", To: []string{"handmade/p1"}, On: "handmade/wire", Family: 4, Reachable: true}
+		wire := demo.Check{Name: "hand-made secondary Layer2, across nodes", From: "handmade/p0", To: []string{"handmade/p1"}, On: "handmade/wire", Family: 4, Reachable: true}
 		expect(t, wire)
 		if err := admin.Delete(ctx, nad); err != nil {
 			t.Fatal(err)
@@ -330,8 +331,8 @@ func TestFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		serve(t, "l2-blue/"+name)
-		expect(t, sandbox.Check{Name: "Layer2 UDN after killing " + victim, From: "l2-blue/a", To: []string{"l2-blue/" + name},
-			On: sandbox.OnPrimary, Family: 4, Reachable: true})
+		expect(t, demo.Check{Name: "Layer2 UDN after killing " + victim, From: "l2-blue/a", To: []string{"l2-blue/" + name},
+			On: demo.OnPrimary, Family: 4, Reachable: true})
 	}
 }
 
@@ -434,7 +435,7 @@ func nbClean(network string) error {
 // written to the zone's Northbound so far (sandbox.SyncChassis).
 func syncDataplane(t *testing.T) {
 	t.Helper()
-	if err := sandbox.SyncChassis(dir); err != nil {
+	if err := demo.SyncChassis(dir); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -442,16 +443,16 @@ func syncDataplane(t *testing.T) {
 // reachServers starts the reach servers in pods until the test ends, and
 // waits until each answers at its own address on every probe: a blocked
 // cell of a reach matrix proves something only if its target answers.
-func reachServers(t *testing.T, pods []sandbox.ReachPod, probes []sandbox.ReachProbe, timeout, deadline time.Duration) {
+func reachServers(t *testing.T, pods []demo.ReachPod, probes []demo.ReachProbe, timeout, deadline time.Duration) {
 	t.Helper()
-	stop, err := sandbox.ReachServers(binary, pods)
+	stop, err := demo.ReachServers(binary, pods)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
 	var missing []string
 	if err := proc.WaitFor(deadline, 100*time.Millisecond, func() (bool, error) {
-		missing, err = sandbox.ReachSelf(context.Background(), binary, pods, probes, timeout)
+		missing, err = demo.ReachSelf(context.Background(), binary, pods, probes, timeout)
 		return err == nil && len(missing) == 0, err
 	}); err != nil {
 		t.Fatalf("servers not answering from inside their own pods: %v\n%s", err, strings.Join(missing, "\n"))

@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // explainOut runs `ovn-udn explain` against the shared sandbox.
@@ -39,7 +38,7 @@ func TestExplain(t *testing.T) {
 		t.Fatalf("shop's echo pods: %v (%d)", err, len(echo.Items))
 	}
 	used := []string{"l3-blue/a", "l3-blue/c", "plain/a", "shop/a", "shop/b", "l2-red/a", "l2-blue/c", "shop/" + echo.Items[0].Name}
-	if err := sandbox.WaitPodsReady(ctx, dir, admin, used, 3*time.Minute); err != nil {
+	if err := demo.WaitPodsReady(ctx, dir, admin, used, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	// TestPodRecreatedOnAnotherNode may have moved l3-blue/c.

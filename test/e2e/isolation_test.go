@@ -18,11 +18,12 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // tenant returns a client acting as user in namespace ns, with a tenant's
@@ -102,7 +103,7 @@ func TestTenantIsolation(t *testing.T) {
 		}
 	}
 	serve(t, "team-b/b1", "team-b/b2")
-	own := sandbox.Check{Name: "team-b's secondary network, across nodes", From: "team-b/b1", To: []string{"team-b/b2"}, On: "team-b/sec", Family: 4, Reachable: true}
+	own := demo.Check{Name: "team-b's secondary network, across nodes", From: "team-b/b1", To: []string{"team-b/b2"}, On: "team-b/sec", Family: 4, Reachable: true}
 	expect(t, own)
 	alice := tenant(t, "alice", "team-a")
 
@@ -240,7 +241,7 @@ func TestTenantIsolation(t *testing.T) {
 		}
 		serve(t, "team-b/b3")
 		syncDataplane(t)
-		expect(t, own, sandbox.Check{Name: "team-b's new pod beside the squatting NAD", From: "team-b/b1", To: []string{"team-b/b3"}, On: "team-b/sec", Family: 4, Reachable: true})
+		expect(t, own, demo.Check{Name: "team-b's new pod beside the squatting NAD", From: "team-b/b1", To: []string{"team-b/b3"}, On: "team-b/sec", Family: 4, Reachable: true})
 		if err := admin.Delete(ctx, evil); err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +252,7 @@ func TestTenantIsolation(t *testing.T) {
 			return nil
 		})
 		syncDataplane(t)
-		expect(t, own, sandbox.Check{Name: "team-b after the squatting NAD is gone", From: "team-b/b3", To: []string{"team-b/b1", "team-b/b2"}, On: "team-b/sec", Family: 4, Reachable: true})
+		expect(t, own, demo.Check{Name: "team-b after the squatting NAD is gone", From: "team-b/b3", To: []string{"team-b/b1", "team-b/b2"}, On: "team-b/sec", Family: 4, Reachable: true})
 	})
 }
 

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
-	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // scrape reads a Prometheus text exposition into series -> value, the
@@ -128,7 +128,7 @@ func TestMetricsScrape(t *testing.T) {
 	network := ns + ".net"
 	nsNetwork(t, ns, "Layer3", "10.150.0.0/16/24")
 	t.Cleanup(func() { _ = admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}) })
-	if err := sandbox.WaitPodsReady(ctx, dir, admin, []string{ns + "/a"}, 3*time.Minute); err != nil {
+	if err := demo.WaitPodsReady(ctx, dir, admin, []string{ns + "/a"}, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	type want struct {

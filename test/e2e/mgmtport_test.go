@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // TestNodeReachesPods: through its management port (ovn-k8s-mp0, the node
@@ -27,7 +28,7 @@ func TestNodeReachesPods(t *testing.T) {
 	for ref := range pods {
 		refs = append(refs, ref)
 	}
-	if err := sandbox.WaitPodsReady(ctx, dir, admin, refs, 3*time.Minute); err != nil {
+	if err := demo.WaitPodsReady(ctx, dir, admin, refs, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	ping := func(node, ip string) error {

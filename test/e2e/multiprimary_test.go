@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // TestSeveralPrimaryNetworks is `make demo`'s section on examples/
@@ -30,19 +30,19 @@ import (
 func TestSeveralPrimaryNetworks(t *testing.T) {
 	ctx := context.Background()
 	refs := []string{"l3-blue/a"}
-	for ref := range sandbox.MultiPrimaryPlacements {
+	for ref := range demo.MultiPrimaryPlacements {
 		refs = append(refs, ref)
 	}
 	serve(t, refs...)
 	var out bytes.Buffer
-	if err := sandbox.MultiPrimaryDemo(ctx, dir, binary, admin, &out); err != nil {
+	if err := demo.MultiPrimaryDemo(ctx, dir, binary, admin, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Log("\n" + out.String())
 
 	// b (rows, node2) to d (trees, node3): through rows' gateway router and
 	// the link on node2, out by trees' transit switch, into node3's zone.
-	trees, rows := netconf.UDNNetworkName(sandbox.MultiPrimaryNamespace, "trees"), netconf.UDNNetworkName(sandbox.MultiPrimaryNamespace, "rows")
+	trees, rows := netconf.UDNNetworkName(demo.MultiPrimaryNamespace, "trees"), netconf.UDNNetworkName(demo.MultiPrimaryNamespace, "rows")
 	got := explainOut(t, "--from", "orchard/b", "--to", "orchard/d:8080")
 	for _, want := range []string{
 		"zone of node2, entering " + rows + "_ovn_layer2_switch",
@@ -60,7 +60,7 @@ func TestSeveralPrimaryNetworks(t *testing.T) {
 		t.Errorf("the packet crossed rows' overlay to node3:\n%s", got)
 	}
 
-	overlap := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: sandbox.MultiPrimaryNamespace, Name: "overlap"},
+	overlap := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: demo.MultiPrimaryNamespace, Name: "overlap"},
 		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.137.0.128/25"}}}
 	if err := admin.Create(ctx, overlap); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/testing/netpoleval"
-	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // The NetworkPolicy probe matrix, after the upstream Kubernetes network
@@ -41,7 +41,7 @@ import (
 const NetpolScenariosEnv = "OVN_UDN_NETPOL_SCENARIOS"
 
 // npProbes are the matrix's cells: TCP 80, TCP 81, UDP 80.
-var npProbes = []sandbox.ReachProbe{{Protocol: "tcp", Port: 80}, {Protocol: "tcp", Port: 81}, {Protocol: "udp", Port: 80}}
+var npProbes = []demo.ReachProbe{{Protocol: "tcp", Port: 80}, {Protocol: "tcp", Port: 81}, {Protocol: "udp", Port: 80}}
 
 const (
 	npProbeTimeout = time.Second      // a blocked probe costs this much a round
@@ -268,7 +268,7 @@ var npScenarios = []npScenario{
 type npPlan struct {
 	npScenario
 	objs []*networkingv1.NetworkPolicy
-	want []*sandbox.Reachability
+	want []*demo.Reachability
 	why  map[string]string // the evaluator's reason per blocked cell
 }
 
@@ -289,14 +289,14 @@ func TestNetworkPolicyMatrix(t *testing.T) {
 	setups := npSetups()
 	refs := npCreate(t, setups)
 	t.Logf("%d pods of %d setups created (%s)", len(refs), len(setups), time.Since(start).Round(100*time.Millisecond))
-	if err := sandbox.WaitPodsReady(ctx, dir, admin, refs, 3*time.Minute); err != nil {
+	if err := demo.WaitPodsReady(ctx, dir, admin, refs, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	pods, err := sandbox.ReachPods(ctx, dir, admin, refs)
+	pods, err := demo.ReachPods(ctx, dir, admin, refs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	groups := make([][]sandbox.ReachPod, len(setups))
+	groups := make([][]demo.ReachPod, len(setups))
 	for g, s := range setups {
 		s.ips = map[string]string{}
 		for _, p := range pods {
@@ -311,7 +311,7 @@ func TestNetworkPolicyMatrix(t *testing.T) {
 
 	plans := npPlans(t, setups, groups)
 	baseline := plans[0].want // no policy
-	var last []*sandbox.Reachability
+	var last []*demo.Reachability
 	for _, p := range plans {
 		if !only.MatchString(p.name) {
 			continue
@@ -423,7 +423,7 @@ func npCreate(t *testing.T, setups []*npSetup) []string {
 
 // npPlans builds every scenario's policies and expected matrices from the
 // setups' namespaces (labels as stored) and pods (labels, ports, addresses).
-func npPlans(t *testing.T, setups []*npSetup, groups [][]sandbox.ReachPod) []npPlan {
+func npPlans(t *testing.T, setups []*npSetup, groups [][]demo.ReachPod) []npPlan {
 	t.Helper()
 	ctx := context.Background()
 	var namespaces []netpoleval.Namespace
@@ -485,7 +485,7 @@ func npExpect(setups []*npSetup, namespaces []netpoleval.Namespace, groups [][]n
 			for i, p := range pods {
 				refs[i] = p.Ref()
 			}
-			want := sandbox.NewReachability(refs, npProbes)
+			want := demo.NewReachability(refs, npProbes)
 			for i, from := range pods {
 				for j, to := range pods {
 					for k, pr := range npProbes {
@@ -507,12 +507,12 @@ func npExpect(setups []*npSetup, namespaces []netpoleval.Namespace, groups [][]n
 	return plans, nil
 }
 
-func npCell(from, to string, p sandbox.ReachProbe) string {
+func npCell(from, to string, p demo.ReachProbe) string {
 	return from + " -> " + to + " " + p.String()
 }
 
 // npSame reports whether two lists of matrices are equal.
-func npSame(a, b []*sandbox.Reachability) bool {
+func npSame(a, b []*demo.Reachability) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -527,7 +527,7 @@ func npSame(a, b []*sandbox.Reachability) bool {
 // npRun applies a scenario's policies, measures rounds until the matrices
 // are the expected ones or npDeadline passes (then fails with both matrices
 // of each setup that differs), and deletes the policies.
-func npRun(t *testing.T, setups []*npSetup, groups [][]sandbox.ReachPod, p npPlan) {
+func npRun(t *testing.T, setups []*npSetup, groups [][]demo.ReachPod, p npPlan) {
 	ctx := context.Background()
 	start := time.Now()
 	for _, o := range p.objs {
@@ -579,12 +579,12 @@ func npRun(t *testing.T, setups []*npSetup, groups [][]sandbox.ReachPod, p npPla
 // npMeasureUntil measures rounds until the matrices equal want or
 // npDeadline passes; it returns whether they did, the last ones measured and
 // how many cells differed in each round.
-func npMeasureUntil(t *testing.T, groups [][]sandbox.ReachPod, want []*sandbox.Reachability) (bool, []*sandbox.Reachability, []int) {
+func npMeasureUntil(t *testing.T, groups [][]demo.ReachPod, want []*demo.Reachability) (bool, []*demo.Reachability, []int) {
 	t.Helper()
 	deadline := time.Now().Add(npDeadline)
 	var rounds []int
 	for {
-		got, err := sandbox.Reach(context.Background(), binary, groups, npProbes, npProbeTimeout)
+		got, err := demo.Reach(context.Background(), binary, groups, npProbes, npProbeTimeout)
 		if err != nil {
 			t.Fatal(err)
 		}

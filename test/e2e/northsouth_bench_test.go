@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // benchBytes is what one egress transfer sends.
@@ -29,7 +30,7 @@ const benchBytes = 128 << 20
 func BenchmarkEgressThroughput(b *testing.B) {
 	ensureNetwork(b, "bench-l3", "Layer3", "10.160.0.0/16/24")
 	ensureNetwork(b, "bench-l2", "Layer2", "10.161.0.0/16")
-	if err := sandbox.WaitPodsReady(context.Background(), dir, admin, []string{"plain/a", "bench-l3/a", "bench-l2/a"}, 2*time.Minute); err != nil {
+	if err := demo.WaitPodsReady(context.Background(), dir, admin, []string{"plain/a", "bench-l3/a", "bench-l2/a"}, 2*time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	sink := fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalSinkPort)
@@ -51,7 +52,7 @@ func BenchmarkEgressThroughput(b *testing.B) {
 				if err != nil {
 					b.Fatalf("bulk from %s: %v: %s", c.name, err, out)
 				}
-				var r sandbox.BulkResult
+				var r demo.BulkResult
 				if err := json.Unmarshal([]byte(out), &r); err != nil {
 					b.Fatalf("bulk from %s printed %q", c.name, out)
 				}

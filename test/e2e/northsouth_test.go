@@ -22,12 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/deps"
-	"github.com/ovn-udn/ovn-udn/internal/rows/gateway"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/node/gatewayflows"
+	"github.com/ovn-udn/ovn-udn/internal/rows/gateway"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // nsNetwork creates a namespace with a primary UDN.
@@ -89,9 +90,9 @@ func probeOut(ctx context.Context, pod string, localPort int) (string, error) {
 
 // outsideProbe probes targets at once from the outside world (TCP: the
 // first line; UDP: the answer to "hostname").
-func outsideProbe(t *testing.T, targets []sandbox.ReachTarget) []sandbox.ReachAnswer {
+func outsideProbe(t *testing.T, targets []demo.ReachTarget) []demo.ReachAnswer {
 	t.Helper()
-	answers, err := sandbox.ProbeManyIn(context.Background(), binary, sandbox.NewLayoutMust(dir).ExternalNetns(), targets, 2*time.Second)
+	answers, err := demo.ProbeManyIn(context.Background(), binary, sandbox.NewLayoutMust(dir).ExternalNetns(), targets, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +247,7 @@ func TestNorthSouth(t *testing.T) {
 	nsNetwork(t, "ns-l2b", "Layer2", "10.151.0.0/16")
 	node1IP := strings.Split(sandbox.NodeIP(1), "/")[0]
 	pods := []string{"plain/a", "ns-l3a/a", "ns-l3b/a", "ns-l2/a", "ns-l2b/a"}
-	if err := sandbox.WaitPodsReady(ctx, dir, admin, pods, 2*time.Minute); err != nil {
+	if err := demo.WaitPodsReady(ctx, dir, admin, pods, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 
@@ -370,7 +371,7 @@ func TestNorthSouth(t *testing.T) {
 			t.Cleanup(func() { _ = admin.Delete(context.Background(), svc) })
 			// A node of its own per case: the path MTU is cached per destination.
 			nodeIP := strings.Split(sandbox.NodeIP(i+2), "/")[0]
-			if mtu, err := sandbox.PathMTU(ctx, dir, fmt.Sprintf("%s:%d", nodeIP, c.nodePort), 30*time.Second); err != nil || mtu != 1400 {
+			if mtu, err := demo.PathMTU(ctx, dir, fmt.Sprintf("%s:%d", nodeIP, c.nodePort), 30*time.Second); err != nil || mtu != 1400 {
 				t.Errorf("%s: path MTU from outside to node port %s:%d is %d (%v), want 1400 (the network's, from the gateway router's ICMP)", c.ns, nodeIP, c.nodePort, mtu, err)
 			}
 		}
@@ -402,7 +403,7 @@ func TestNorthSouth(t *testing.T) {
 		}
 		udpNodePort := int(edge.Spec.Ports[1].NodePort)
 		node2IP := strings.Split(sandbox.NodeIP(2), "/")[0]
-		targets := []sandbox.ReachTarget{
+		targets := []demo.ReachTarget{
 			{Address: externalIP, Protocol: "udp", Port: 81},
 			{Address: ingressIP, Protocol: "udp", Port: 81},
 			{Address: node2IP, Protocol: "udp", Port: udpNodePort},

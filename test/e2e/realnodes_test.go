@@ -19,11 +19,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
-	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // realSandbox is the suite's sandbox when its nodes are real (the
@@ -88,7 +89,7 @@ func TestRealNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := s.c.Create(ctx, sandbox.ProbedDeployment(ns, "web", 2)); err != nil {
+		if err := s.c.Create(ctx, demo.ProbedDeployment(ns, "web", 2)); err != nil {
 			t.Fatal(err)
 		}
 	}

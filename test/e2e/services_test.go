@@ -22,12 +22,13 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror/mirror"
-	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // echoService is a ClusterIP Service in front of deployment()'s pods.
@@ -273,12 +274,12 @@ func TestServicesPerNetwork(t *testing.T) {
 	for _, tg := range targets {
 		namespaces, clients = append(namespaces, tg.ns), append(clients, tg.client)
 	}
-	checks, err := sandbox.ServiceChecks(ctx, dir, admin, namespaces, clients, 2*sandbox.DemoServiceRequests)
+	checks, err := demo.ServiceChecks(ctx, dir, admin, namespaces, clients, 2*demo.DemoServiceRequests)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var table bytes.Buffer
-	if err := sandbox.PrintAppChecks(&table, checks); err != nil {
+	if err := demo.PrintAppChecks(&table, checks); err != nil {
 		t.Errorf("%v\n%s", err, table.String())
 	}
 	if want := len(targets)*len(clients) + 3; len(checks) != want { // + DNS from the three UDN clients

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // TestWhereUsed is `make demo`'s section on rendering a network only where
@@ -16,9 +16,9 @@ import (
 // another node with real packets; once deleted, the zone lets the network
 // go after the grace period (the e2e sandbox's, 2 s), not before.
 func TestWhereUsed(t *testing.T) {
-	serve(t, sandbox.WhereUsedPeer)
+	serve(t, demo.WhereUsedPeer)
 	var out bytes.Buffer
-	err := sandbox.WhereUsedDemo(context.Background(), dir, binary, admin, e2eGracePeriod, &out)
+	err := demo.WhereUsedDemo(context.Background(), dir, binary, admin, e2eGracePeriod, &out)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

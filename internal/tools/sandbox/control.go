@@ -19,7 +19,7 @@ import (
 // running sandbox in the same directory is an error; one that crashed is
 // cleaned up first.
 func Up(opts Options, out io.Writer) error {
-	if err := opts.defaults(); err != nil {
+	if err := opts.Defaults(); err != nil {
 		return err
 	}
 	l, err := NewLayout(opts.Dir)

@@ -163,7 +163,7 @@ func (s *supervisor) startDNS(ctx context.Context) error {
 // DNSServers returns the addresses of the ready CoreDNS replicas (kube-dns's
 // endpoints), IPv4 first.
 func DNSServers(ctx context.Context, c client.Client) ([]string, error) {
-	out, err := readyEndpoints(ctx, c, metav1.NamespaceSystem, dnsApp)
+	out, err := ReadyEndpoints(ctx, c, metav1.NamespaceSystem, dnsApp)
 	if err != nil {
 		return nil, err
 	}
@@ -178,9 +178,9 @@ func DNSServers(ctx context.Context, c client.Client) ([]string, error) {
 	return out, nil
 }
 
-// readyEndpoints returns the distinct addresses of a Service's ready
+// ReadyEndpoints returns the distinct addresses of a Service's ready
 // endpoints, as its EndpointSlices list them, sorted.
-func readyEndpoints(ctx context.Context, c client.Client, namespace, service string) ([]string, error) {
+func ReadyEndpoints(ctx context.Context, c client.Client, namespace, service string) ([]string, error) {
 	var slices discoveryv1.EndpointSliceList
 	if err := c.List(ctx, &slices, client.InNamespace(namespace), client.MatchingLabels{discoveryv1.LabelServiceName: service}); err != nil {
 		return nil, err

@@ -9,6 +9,9 @@
 // process, restarts the ones that die, and records the sandbox's state in a
 // JSON file in the state directory; the other subcommands (up, down, status,
 // apply, exec, kubeconfig) read that file.
+//
+// This package is the cluster's lifecycle; what the demo measures in it is
+// internal/tools/sandbox/demo.
 package sandbox
 
 import (
@@ -17,6 +20,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 )
@@ -129,4 +134,10 @@ func NewLayoutMust(dir string) Layout {
 		panic(err)
 	}
 	return l
+}
+
+// NodeAddr is a sandbox node's address, from its name.
+func NodeAddr(node string) string {
+	i, _ := strconv.Atoi(strings.TrimPrefix(node, "node"))
+	return strings.Split(NodeIP(i), "/")[0]
 }

@@ -15,8 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/ovnrun"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 )
@@ -52,7 +52,9 @@ type Options struct {
 	InactiveGracePeriod time.Duration
 }
 
-func (o *Options) defaults() error {
+// Defaults fills the options left unset and checks them (Up and Demo call
+// it; a caller that reads the layout before Up may too).
+func (o *Options) Defaults() error {
 	if o.Nodes < 1 || o.Nodes > 9 {
 		return fmt.Errorf("--nodes must be between 1 and 9, got %d", o.Nodes)
 	}
@@ -119,7 +121,7 @@ type component struct {
 // Supervise runs a sandbox until ctx ends, then stops it and removes its
 // namespaces. It is the body of the detached `ovn-udn sandbox supervise`.
 func Supervise(ctx context.Context, opts Options) error {
-	if err := opts.defaults(); err != nil {
+	if err := opts.Defaults(); err != nil {
 		return err
 	}
 	l, err := NewLayout(opts.Dir)

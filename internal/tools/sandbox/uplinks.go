@@ -132,6 +132,9 @@ func (s *supervisor) nodeUplinkBridge(i int, u bridgeUplink) error {
 	)
 }
 
+// UplinkNodeAddr is node i's address on uplink k's segment (k ≥ 2).
+func UplinkNodeAddr(k, i int) string { return (bridgeUplink{k}).nodeAddr(i) }
+
 // UplinkClientIP is an outside address whose packets to the nodes go through
 // router k (policy routing in ExternalNetns): a client bound to it enters
 // the cluster through that uplink.
@@ -302,7 +305,7 @@ func (s *supervisor) startBFDD(k int) error {
 	var conf strings.Builder
 	conf.WriteString("bfd\n")
 	for i := 1; i <= s.opts.Nodes; i++ {
-		peer := nodeAddr(NodeName(i))
+		peer := NodeAddr(NodeName(i))
 		if s.opts.ownSegment(k) {
 			peer = bridgeUplink{k}.nodeAddr(i)
 		}

@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // uplinkDemoConnections is how many connections each egress client of the
@@ -20,7 +21,7 @@ const uplinkDemoConnections = 32
 // reach every router (counted by the routers' nftables counters). Pods that
 // do not exist are left out.
 func UplinkChecks(ctx context.Context, dir, binary string, uplinks, nodes int) ([]AppCheck, error) {
-	st, err := ReadState(NewLayoutMust(dir))
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -29,7 +30,7 @@ func UplinkChecks(ctx context.Context, dir, binary string, uplinks, nodes int) (
 		a := AppCheck{Name: "BFD sessions with every node (FRR bfdd)", From: "router " + st.Routers[k-1], Target: "nodes",
 			Want: fmt.Sprintf("%d/%d up", nodes, nodes)}
 		a.Err = proc.WaitFor(30*time.Second, 200*time.Millisecond, func() (bool, error) {
-			peers, err := RouterBFD(ctx, dir, k)
+			peers, err := sandbox.RouterBFD(ctx, dir, k)
 			if err != nil {
 				return false, err
 			}
@@ -47,14 +48,14 @@ func UplinkChecks(ctx context.Context, dir, binary string, uplinks, nodes int) (
 		}
 		out = append(out, a)
 	}
-	server := fmt.Sprintf("%s:%d", ExternalServerIP, ExternalPort)
+	server := fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort)
 	for _, ref := range DemoEgressClients {
 		if _, err := run(ctx, dir, ref, "true"); err != nil {
 			continue // no such pod in these manifests
 		}
 		a := AppCheck{Name: "egress spread over the uplinks", From: ref,
 			Target: fmt.Sprintf("%d connections to %s", uplinkDemoConnections, server), Want: "every router"}
-		before, err := UplinkCounters(ctx, dir, uplinks)
+		before, err := sandbox.UplinkCounters(ctx, dir, uplinks)
 		if err != nil {
 			return nil, err
 		}
@@ -64,7 +65,7 @@ func UplinkChecks(ctx context.Context, dir, binary string, uplinks, nodes int) (
 			out = append(out, a)
 			continue
 		}
-		after, err := UplinkCounters(ctx, dir, uplinks)
+		after, err := sandbox.UplinkCounters(ctx, dir, uplinks)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/netns"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // ProbePort is where Serve listens in every demo pod.
@@ -139,7 +140,7 @@ func Bulk(addr string, n int64, timeout time.Duration) (BulkResult, error) {
 
 // answer is reply, or for ClientReply the client's address.
 func answer(reply string, from net.Addr) string {
-	if reply != ClientReply {
+	if reply != sandbox.ClientReply {
 		return reply
 	}
 	if h, _, err := net.SplitHostPort(from.String()); err == nil {
@@ -238,11 +239,11 @@ const getTimeout = 2 * time.Second
 // the body of a 200 answer, within getTimeout. The request's socket is
 // made in the pod's namespace: no process is started.
 func Get(ctx context.Context, dir, from, url string) (string, error) {
-	c, err := Client(dir)
+	c, err := sandbox.Client(dir)
 	if err != nil {
 		return "", &LookupError{err}
 	}
-	ns, err := PodNetns(ctx, dir, c, from)
+	ns, err := sandbox.PodNetns(ctx, dir, c, from)
 	if err != nil {
 		return "", &LookupError{err}
 	}

@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // DemoConnect is the ClusterNetworkConnect the demo creates and deletes:
@@ -104,7 +105,7 @@ func ConnectDemo(ctx context.Context, dir, binary string, c client.Client, out i
 // syncConnectGone waits until no zone holds the connect's router, then
 // until the chassis have caught up.
 func syncConnectGone(dir, cnc string) error {
-	st, err := ReadState(NewLayoutMust(dir))
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func syncConnectGone(dir, cnc string) error {
 // SyncChassis waits until every zone's chassis have applied everything
 // written to the zone's Northbound so far (ovn-nbctl --wait=hv sync).
 func SyncChassis(dir string) error {
-	st, err := ReadState(NewLayoutMust(dir))
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 	if err != nil {
 		return err
 	}

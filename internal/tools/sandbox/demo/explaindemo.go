@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/tools/explain"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // ExplainCheck is one pair the demo asks `ovn-udn explain` about, with the
@@ -40,7 +41,7 @@ var DemoExplainChecks = []ExplainCheck{
 // ExplainChecks answers checks with explain against the sandbox in dir,
 // skipping those whose pods are not among pods.
 func ExplainChecks(ctx context.Context, dir string, c client.Client, pods []string, checks []ExplainCheck) ([]AppCheck, error) {
-	st, err := ReadState(NewLayoutMust(dir))
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,12 @@
-package sandbox
+// Package demo is what `make demo` shows and the e2e suite checks on a
+// sandbox (internal/tools/sandbox runs the cluster itself): the
+// connectivity matrix measured with real packets (matrix.go, reach.go,
+// probe.go), the demo applications and their checks (apps.go,
+// services.go, northsouth.go, connect.go, policies.go, multiprimary.go,
+// whereused.go, uplinkdemo.go, explaindemo.go, realnodesdemo.go), and
+// their printed and HTML tables. It reads the sandbox only through
+// sandbox's exported API.
+package demo
 
 import (
 	"context"
@@ -10,11 +18,12 @@ import (
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/manifest"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // DemoOptions configures Demo.
 type DemoOptions struct {
-	Options
+	sandbox.Options
 	// Manifests are applied once the sandbox is up (examples/).
 	Manifests []string
 	// Checks is the matrix to measure (DemoChecks when nil).
@@ -31,7 +40,7 @@ type DemoOptions struct {
 // tears the sandbox down unless asked to keep it. It fails when any check is
 // not as expected.
 func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
-	if err := opts.defaults(); err != nil {
+	if err := opts.Defaults(); err != nil {
 		return err
 	}
 	if opts.Checks == nil {
@@ -41,25 +50,25 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 		opts.InactiveGracePeriod = DemoGracePeriod // its section shows a network leaving a node
 	}
 	start := time.Now()
-	if err := Up(opts.Options, out); err != nil {
+	if err := sandbox.Up(opts.Options, out); err != nil {
 		return err
 	}
 	defer func() {
 		if opts.Keep {
 			fmt.Fprintf(out, "\nthe sandbox keeps running: export KUBECONFIG=%s; `ovn-udn sandbox down --dir %s` stops it\n",
-				NewLayoutMust(opts.Dir).Kubeconfig(), opts.Dir)
+				sandbox.NewLayoutMust(opts.Dir).Kubeconfig(), opts.Dir)
 			return
 		}
 		fmt.Fprintln(out)
-		if derr := Down(opts.Dir, out); derr != nil {
+		if derr := sandbox.Down(opts.Dir, out); derr != nil {
 			err = errors.Join(err, derr)
 		}
 	}()
 	upTook := time.Since(start)
-	if err := Apply(ctx, opts.Dir, out, opts.Manifests...); err != nil {
+	if err := sandbox.Apply(ctx, opts.Dir, out, opts.Manifests...); err != nil {
 		return err
 	}
-	c, err := Client(opts.Dir)
+	c, err := sandbox.Client(opts.Dir)
 	if err != nil {
 		return err
 	}
@@ -153,7 +162,7 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 		return errors.Join(merr, err)
 	}
 	if len(nsChecks) > 0 {
-		fmt.Fprintf(out, "\nNorth-south (each network's gateway router on br-ex; the outside world at %s, echo servers on %s:%d):\n\n", ExternalRouterIP, ExternalServerIP, ExternalPort)
+		fmt.Fprintf(out, "\nNorth-south (each network's gateway router on br-ex; the outside world at %s, echo servers on %s:%d):\n\n", sandbox.ExternalRouterIP, sandbox.ExternalServerIP, sandbox.ExternalPort)
 		merr = errors.Join(merr, PrintAppChecks(out, nsChecks))
 	}
 	if opts.Uplinks > 1 {

@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // DemoEgressClients are the pods the demo sends to the outside world from:
@@ -38,11 +39,11 @@ const demoSourcePort = 41000
 // Rows whose pods do not exist are left out. Each check retries for 10 s
 // (the first packet of a path may wait for address resolution).
 func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, nodes int) ([]AppCheck, error) {
-	l, err := NewLayout(dir)
+	l, err := sandbox.NewLayout(dir)
 	if err != nil {
 		return nil, err
 	}
-	server := fmt.Sprintf("%s:%d", ExternalServerIP, ExternalPort)
+	server := fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort)
 	var out []AppCheck
 	var jobs []func(*AppCheck)
 	retry := func(a *AppCheck, ask func() (string, error)) {
@@ -68,7 +69,7 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 		if !ok {
 			continue
 		}
-		out = append(out, AppCheck{Name: "egress, the outside sees the node", From: ref, Target: server, Want: nodeAddr(node)})
+		out = append(out, AppCheck{Name: "egress, the outside sees the node", From: ref, Target: server, Want: sandbox.NodeAddr(node)})
 		jobs = append(jobs, func(a *AppCheck) {
 			retry(a, func() (string, error) {
 				s, err := run(ctx, dir, ref, binary, "sandbox", "probe", server)
@@ -84,7 +85,7 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 			first := len(out)
 			for _, ref := range DemoSameAddressPair {
 				out = append(out, AppCheck{Name: "same address and source port, two tenants at once", From: ref,
-					Target: server + " from port " + strconv.Itoa(demoSourcePort), Want: nodeAddr(nodeA)})
+					Target: server + " from port " + strconv.Itoa(demoSourcePort), Want: sandbox.NodeAddr(nodeA)})
 			}
 			jobs = append(jobs, func(*AppCheck) {
 				pair := []func(*AppCheck){}
@@ -110,13 +111,13 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 		}
 		np := s.Spec.Ports[0].NodePort
 		for i := 1; i <= nodes; i++ {
-			target := fmt.Sprintf("%s:%d", nodeAddr(NodeName(i)), np)
+			target := fmt.Sprintf("%s:%d", sandbox.NodeAddr(sandbox.NodeName(i)), np)
 			out = append(out, AppCheck{Name: "NodePort from outside (" + s.Namespace + "/" + s.Name + ")", From: "outside",
 				Target: target, Want: "a " + s.Namespace + " pod"})
 			ns := s.Namespace
 			jobs = append(jobs, func(a *AppCheck) {
 				retry(a, func() (string, error) {
-					b, err := Command(ctx, l.ExternalNetns(), []string{binary, "sandbox", "probe", target}).Output()
+					b, err := sandbox.Command(ctx, l.ExternalNetns(), []string{binary, "sandbox", "probe", target}).Output()
 					got := strings.TrimSpace(string(b))
 					if err == nil && strings.HasPrefix(got, ns+"/") {
 						got = "a " + ns + " pod"
@@ -136,7 +137,7 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 		}
 		mtu := config.Default().MTU
 		out = append(out, AppCheck{Name: "path MTU from outside, a UDP node port (" + s.Namespace + ")", From: "outside",
-			Target: nodeAddr(NodeName(1)) + ", 1500-byte datagrams, DF", Want: strconv.Itoa(mtu)})
+			Target: sandbox.NodeAddr(sandbox.NodeName(1)) + ", 1500-byte datagrams, DF", Want: strconv.Itoa(mtu)})
 		jobs = append(jobs, func(a *AppCheck) { a.Got, a.Err = pathMTUCheck(ctx, dir, c, s) })
 		break
 	}
@@ -154,15 +155,9 @@ func pathMTUCheck(ctx context.Context, dir string, c client.Client, svc corev1.S
 		return "", err
 	}
 	defer func() { _ = c.Delete(context.Background(), twin) }()
-	target := fmt.Sprintf("%s:%d", nodeAddr(NodeName(1)), twin.Spec.Ports[0].NodePort)
+	target := fmt.Sprintf("%s:%d", sandbox.NodeAddr(sandbox.NodeName(1)), twin.Spec.Ports[0].NodePort)
 	mtu, err := PathMTU(ctx, dir, target, 20*time.Second)
 	return strconv.Itoa(mtu), err
-}
-
-// nodeAddr is a sandbox node's address, from its name.
-func nodeAddr(node string) string {
-	i, _ := strconv.Atoi(strings.TrimPrefix(node, "node"))
-	return strings.Split(NodeIP(i), "/")[0]
 }
 
 // asNodeAddr returns the node's address (nodeAddr) when got is the node's
@@ -170,9 +165,9 @@ func nodeAddr(node string) string {
 // own leaves from the node's address on that segment), else got.
 func asNodeAddr(node, got string) string {
 	i, _ := strconv.Atoi(strings.TrimPrefix(node, "node"))
-	for k := 2; k <= MaxUplinks; k++ {
-		if got == (bridgeUplink{k}).nodeAddr(i) {
-			return nodeAddr(node)
+	for k := 2; k <= sandbox.MaxUplinks; k++ {
+		if got == sandbox.UplinkNodeAddr(k, i) {
+			return sandbox.NodeAddr(node)
 		}
 	}
 	return got

@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netns"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // PathMTU sends 1500-byte UDP datagrams with DF set from the sandbox's
@@ -19,7 +20,7 @@ import (
 // MTU it ends with. The outside's route cache is flushed first, so an
 // earlier answer does not count.
 func PathMTU(ctx context.Context, dir, target string, timeout time.Duration) (int, error) {
-	l, err := NewLayout(dir)
+	l, err := sandbox.NewLayout(dir)
 	if err != nil {
 		return 0, err
 	}

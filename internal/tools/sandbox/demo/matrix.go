@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"context"
@@ -15,8 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // Networks a check's target address is taken from.
@@ -112,7 +113,7 @@ func lookupPod(ctx context.Context, dir string, c client.Client, ref string) (*p
 	if err != nil {
 		return nil, fmt.Errorf("pod %s: %w", ref, err)
 	}
-	netns, err := PodNetns(ctx, dir, c, ref)
+	netns, err := sandbox.PodNetns(ctx, dir, c, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -253,14 +254,14 @@ func namespaceAddresses(ctx context.Context, c client.Client, ns string) (map[ne
 // ping sends three echo requests (the first may be spent resolving the
 // address) and reports whether any was answered.
 func ping(ctx context.Context, netns, addr string, family int) bool {
-	return Command(ctx, netns, []string{"ping", fmt.Sprintf("-%d", family), "-c", "3", "-i", "0.2", "-W", "1", addr}).Run() == nil
+	return sandbox.Command(ctx, netns, []string{"ping", fmt.Sprintf("-%d", family), "-c", "3", "-i", "0.2", "-W", "1", addr}).Run() == nil
 }
 
 // probe connects over TCP from a pod and reports the answer, and whether it
 // came from the expected pod.
 func probe(ctx context.Context, binary, netns, addr, target string) (string, bool) {
 	hostPort := net.JoinHostPort(addr, fmt.Sprint(ProbePort))
-	out, err := Command(ctx, netns, []string{binary, "sandbox", "probe", "--timeout", "3s", hostPort}).Output()
+	out, err := sandbox.Command(ctx, netns, []string{binary, "sandbox", "probe", "--timeout", "3s", hostPort}).Output()
 	if err != nil {
 		return "", false
 	}
@@ -273,7 +274,7 @@ func probe(ctx context.Context, binary, netns, addr, target string) (string, boo
 func Servers(ctx context.Context, dir, binary string, c client.Client, refs []string) (stop func(), err error) {
 	netns := make([]string, len(refs))
 	for i, ref := range refs {
-		if netns[i], err = PodNetns(ctx, dir, c, ref); err != nil {
+		if netns[i], err = sandbox.PodNetns(ctx, dir, c, ref); err != nil {
 			return nil, err
 		}
 	}
@@ -331,7 +332,7 @@ func WaitPodsReady(ctx context.Context, dir string, c client.Client, refs []stri
 	for {
 		var waiting []string
 		for _, ref := range refs {
-			if _, err := PodNetns(ctx, dir, c, ref); err != nil {
+			if _, err := sandbox.PodNetns(ctx, dir, c, ref); err != nil {
 				waiting = append(waiting, ref)
 				continue
 			}

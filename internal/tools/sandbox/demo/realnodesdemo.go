@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // RealNodeNamespaces are the namespaces, one per kind of network, where
@@ -35,7 +36,7 @@ func ProbedDeployment(namespace, name string, replicas int32) *appsv1.Deployment
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 				TopologySpreadConstraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
 					WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: labels}}},
-				Containers: []corev1.Container{{Name: "web", Image: AgnhostImage, Args: []string{"netexec", "--http-port=8080", "--udp-port=0"},
+				Containers: []corev1.Container{{Name: "web", Image: sandbox.AgnhostImage, Args: []string{"netexec", "--http-port=8080", "--udp-port=0"},
 					StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 						Command: []string{"/agnhost", "connect", "--timeout=1s", "127.0.0.1:8080"}}}, PeriodSeconds: 1, FailureThreshold: 30},
 					ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 1},

@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // listenAddr returns a free loopback address.
@@ -28,7 +29,7 @@ func serving(t *testing.T, addr string, listens ...string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	go func() { _ = ServeAll(ctx, listens, ClientReply) }()
+	go func() { _ = ServeAll(ctx, listens, sandbox.ClientReply) }()
 	if err := proc.WaitFor(5*time.Second, 10*time.Millisecond, func() (bool, error) {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {

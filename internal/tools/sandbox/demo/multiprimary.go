@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // MultiPrimaryNamespace is the namespace of examples/multi-primary.yaml: a
@@ -142,7 +143,7 @@ func multiPrimaryService(ctx context.Context, dir, binary string, c client.Clien
 	for _, from := range []string{"orchard/a", "orchard/b"} {
 		a := AppCheck{Name: "Service with pods on both networks", From: from + " (" + MultiPrimaryPlacements[from] + ")",
 			Target: fmt.Sprintf("%s/%s %s:80", svc.Namespace, svc.Name, svc.Spec.ClusterIP), Want: "rows and trees pods"}
-		netns, err := PodNetns(ctx, dir, c, from)
+		netns, err := sandbox.PodNetns(ctx, dir, c, from)
 		if err != nil {
 			return nil, err
 		}

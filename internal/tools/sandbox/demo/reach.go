@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -293,7 +294,7 @@ func startInPods(netns []string, argv func(i int) []string) (stop func(), err er
 		}
 	}
 	for i, n := range netns {
-		cmd := Command(context.Background(), n, argv(i))
+		cmd := sandbox.Command(context.Background(), n, argv(i))
 		if err := cmd.Start(); err != nil {
 			stop()
 			return nil, fmt.Errorf("starting %v in %s: %w", argv(i), n, err)
@@ -555,7 +556,7 @@ func ProbeManyIn(ctx context.Context, binary, netns string, targets []ReachTarge
 	if err != nil {
 		return nil, err
 	}
-	cmd := Command(ctx, netns, []string{binary, "sandbox", "probe-many", "--timeout", timeout.String()})
+	cmd := sandbox.Command(ctx, netns, []string{binary, "sandbox", "probe-many", "--timeout", timeout.String()})
 	var stdout, stderr bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &stdout, &stderr
 	if err := cmd.Run(); err != nil {

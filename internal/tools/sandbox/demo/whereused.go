@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"context"
@@ -17,11 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
-	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // The demo's "where networks are rendered" section: zone controllers render
@@ -51,7 +52,7 @@ const (
 // network go after the grace period and cluster-manager releasing the
 // slice after its delay. It fails when a check is not as expected.
 func WhereUsedDemo(ctx context.Context, dir, binary string, c client.Client, grace time.Duration, out io.Writer) error {
-	st, err := ReadState(NewLayoutMust(dir))
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 	if err != nil {
 		return err
 	}
@@ -269,7 +270,7 @@ func renderedOn(dir, network string) (string, error) {
 // matching the ovn-nbctl find condition whose external_ids held accepts,
 // comma-separated ("none" when no zone has).
 func zonesWith(dir string, tables []string, condition string, held func(externalIDs string) bool) (string, error) {
-	st, err := ReadState(NewLayoutMust(dir))
+	st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 	if err != nil {
 		return "", err
 	}

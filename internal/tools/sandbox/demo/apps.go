@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // AppCheck is one check of the demo's Kubernetes-apps section: a name the
@@ -80,7 +81,7 @@ func AppChecks(ctx context.Context, dir string, c client.Client, from string, na
 				return nil, err
 			}
 			out = append(out, e)
-			name := fmt.Sprintf("%s.%s.svc.%s", s.Name, ns, DNSDomain)
+			name := fmt.Sprintf("%s.%s.svc.%s", s.Name, ns, sandbox.DNSDomain)
 			a := AppCheck{Name: "Service name, cluster DNS", From: from, Target: name, Want: s.Spec.ClusterIP}
 			got, err := run(ctx, dir, from, "getent", "hosts", name)
 			if f := strings.Fields(got); err == nil && len(f) > 0 {
@@ -131,7 +132,7 @@ func endpointsCheck(ctx context.Context, c client.Client, s *corev1.Service, pod
 	// The EndpointSlice controller follows pods' readiness shortly after.
 	// A mismatch after the deadline shows as a failed check.
 	_ = proc.WaitFor(10*time.Second, 100*time.Millisecond, func() (bool, error) {
-		got, err := readyEndpoints(ctx, c, s.Namespace, s.Name)
+		got, err := sandbox.ReadyEndpoints(ctx, c, s.Namespace, s.Name)
 		if err != nil {
 			return false, err
 		}
@@ -144,7 +145,7 @@ func endpointsCheck(ctx context.Context, c client.Client, s *corev1.Service, pod
 // run runs a command in pod ref and returns its output.
 func run(ctx context.Context, dir, ref string, argv ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
-	code, err := Exec(ctx, dir, ref, argv, nil, &stdout, &stderr)
+	code, err := sandbox.Exec(ctx, dir, ref, argv, nil, &stdout, &stderr)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("%s exited %d: %s", argv[0], code, strings.TrimSpace(stderr.String()))
 	}

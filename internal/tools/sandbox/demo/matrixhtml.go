@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package sandbox
+package demo
 
 import (
 	"context"
@@ -15,9 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
 // DemoServiceClients are the pods the demo reaches Services from: one per
@@ -124,7 +125,7 @@ func ServiceChecks(ctx context.Context, dir string, c client.Client, namespaces,
 		if n, err := networkOf(fromNS); err != nil || n == "default" {
 			continue
 		}
-		name := "kubernetes.default.svc." + DNSDomain
+		name := "kubernetes.default.svc." + sandbox.DNSDomain
 		add(AppCheck{Name: "Cluster DNS from a UDN pod (via eth0)", From: from, Target: name, Want: kapi.Spec.ClusterIP},
 			func(a *AppCheck) {
 				// A pod just started may lose its first queries (its first
@@ -163,11 +164,11 @@ func readyBackends(ctx context.Context, c client.Client, s *corev1.Service) (map
 // created may not answer yet: retried briefly.
 func spread(ctx context.Context, dir, from, url string, backends map[string]bool, requests int) (string, error) {
 	// The client pod's namespace once (a lookup is not an answer).
-	c, err := Client(dir)
+	c, err := sandbox.Client(dir)
 	if err != nil {
 		return "", err
 	}
-	ns, err := PodNetns(ctx, dir, c, from)
+	ns, err := sandbox.PodNetns(ctx, dir, c, from)
 	if err != nil {
 		return "", err
 	}
