@@ -36,8 +36,8 @@ import (
 	manifests "github.com/ovn-udn/ovn-udn/config"
 	"github.com/ovn-udn/ovn-udn/internal/cli"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
-	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 

@@ -27,16 +27,16 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
-	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/connectcontroller"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror"
-	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
-	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/registry"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/podalloc"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/udncontroller"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
 )
 
 // Options configures the cluster-manager.

@@ -18,8 +18,8 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 )
 

@@ -18,11 +18,11 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 )
 
 func TestClassify(t *testing.T) {

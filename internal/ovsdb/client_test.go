@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 )
 
 // TestCacheHiddenWhileReconnecting: from losing its server until the new

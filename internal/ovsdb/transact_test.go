@@ -12,9 +12,9 @@ import (
 	"github.com/ovn-org/libovsdb/client"
 	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 )
 
 // TestOwnTransact: transactions sent on the own connection commit, return

@@ -13,11 +13,11 @@ import (
 	"github.com/ovn-org/libovsdb/model"
 	libovsdb "github.com/ovn-org/libovsdb/ovsdb"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 )
 
 var lbTables = []model.Model{&nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.ACL{}, &nbdb.PortGroup{}, &nbdb.LogicalSwitch{}}

@@ -14,11 +14,11 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/connect"
-	"github.com/ovn-udn/ovn-udn/internal/rows/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/rows/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )

@@ -17,14 +17,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
-	"github.com/ovn-udn/ovn-udn/internal/contract/config"
-	"github.com/ovn-udn/ovn-udn/internal/rows/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror/mirror"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
+	"github.com/ovn-udn/ovn-udn/internal/rows/connectrouter"
+	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 )
 
 // TestConnectLayer3Layer2: cluster-manager and two zones with real northd.

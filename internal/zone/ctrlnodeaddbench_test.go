@@ -11,12 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
+	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 

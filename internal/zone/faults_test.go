@@ -14,11 +14,11 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
-	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
+	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 

@@ -21,14 +21,14 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
-	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
-	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
+	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
+	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 )
 
 func newPod(ns, name, node string, annotations map[string]string) *corev1.Pod {

@@ -17,9 +17,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/rows/services"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
+	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 )
 
 // setGateway rewrites node's l3-gateway-config with next hops and policy

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror/mirror"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
-	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 )
 
 // SetupWithManager registers the controller. A Service is reconciled when it

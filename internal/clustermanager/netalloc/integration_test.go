@@ -21,12 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
-	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
-	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 )
 
 var env *kubetest.Env

@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
-	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/registry"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 )
 
 // NADController gives networks defined directly by NetworkAttachmentDefinitions

@@ -24,11 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/contract/config"
-	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/whereused"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 )
 
 // NodeController gives every Node an ID and its slice of every Layer3 network

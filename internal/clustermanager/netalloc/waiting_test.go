@@ -14,8 +14,8 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 )
 
 // macvlanNAD is another plugin's NAD, as Multus users keep beside ovn-udn.

@@ -21,11 +21,11 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 )
 
 // BenchmarkSlicesWhereUsed measures cluster-manager (all of it, on a real

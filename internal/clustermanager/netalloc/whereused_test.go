@@ -13,10 +13,10 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 )
 
 // TestSlicesWhereUsed: with slices only where used (cluster-manager's

@@ -26,11 +26,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/registry"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/udn"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
-	"github.com/ovn-udn/ovn-udn/internal/clustermanager/udn"
 )
 
 // Controller holds what both reconcilers share.

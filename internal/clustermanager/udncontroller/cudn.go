@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/udn"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 )
 
 // CUDNReconciler renders a ClusterUserDefinedNetwork into a NAD in every

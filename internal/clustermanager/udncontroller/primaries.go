@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/udn"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 )
 
 // A namespace may have several primary networks (OKEP-5252) when they fit

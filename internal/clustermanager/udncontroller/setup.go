@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
-	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 )
 
 // SetupWithManager registers both reconcilers and the watches that requeue

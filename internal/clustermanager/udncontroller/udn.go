@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/udn"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 )
 
 // UDNReconciler renders a UserDefinedNetwork into the NAD of the same name.

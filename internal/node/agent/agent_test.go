@@ -15,16 +15,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
-	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/node"
 	"github.com/ovn-udn/ovn-udn/internal/node/agent"
-	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/ovnrun"
-	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 )
 
 var env *kubetest.Env

@@ -19,11 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
-	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/node/pods"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 )
 
 // pluginBinary builds ovn-udn once and installs it as the CNI plugin in a

@@ -7,11 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
-	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/ovnrun"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
+	"github.com/ovn-udn/ovn-udn/internal/ovnrun"
 )
 
 func TestInterfaces(t *testing.T) {

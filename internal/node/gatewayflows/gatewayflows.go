@@ -31,10 +31,10 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
-	"github.com/ovn-udn/ovn-udn/internal/rows/gateway"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
-	"github.com/ovn-udn/ovn-udn/internal/node"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/node"
+	"github.com/ovn-udn/ovn-udn/internal/rows/gateway"
 	"github.com/ovn-udn/ovn-udn/internal/rows/services"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 )

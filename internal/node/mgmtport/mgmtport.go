@@ -20,10 +20,10 @@ import (
 	"strings"
 
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 )
 

@@ -6,11 +6,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
-	"github.com/ovn-udn/ovn-udn/internal/node/mgmtport"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
+	"github.com/ovn-udn/ovn-udn/internal/node/mgmtport"
 )
 
 func TestDesired(t *testing.T) {

@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
-	"github.com/ovn-udn/ovn-udn/internal/metrics"
-	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/metrics"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
+	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
 )
 
 // cniHandler answers the CNI plugin's calls (cniserver.Handler) with the

@@ -25,13 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
-	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/node"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/node/cniserver"
-	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 )
 
 // PodReconciler follows the node's pods for the CNI server: a change of a

@@ -19,10 +19,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
-	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
-	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
+	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )

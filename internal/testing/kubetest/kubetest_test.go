@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 )
 
 func widget(name string, min, max int64) *unstructured.Unstructured {

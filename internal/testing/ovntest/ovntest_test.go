@@ -6,9 +6,9 @@ import (
 
 	"github.com/ovn-org/libovsdb/ovsdb"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 )
 
 // TestZoneSwitchDelivery proves the zone harness end to end: rows written with

@@ -13,8 +13,8 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
-	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 )
 

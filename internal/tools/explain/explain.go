@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 

@@ -5,9 +5,9 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 )
 

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 )
 
 // TestPolicyOn: northd makes one logical flow of the same policy on

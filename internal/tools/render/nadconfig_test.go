@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/udn"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/tools/render"
-	"github.com/ovn-udn/ovn-udn/internal/clustermanager/udn"
 )
 
 // nadConfigInput holds, as a user writes them, the networks whose NAD configs

@@ -10,8 +10,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/ovn-udn/ovn-udn/internal/tools/render/dot"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
+	"github.com/ovn-udn/ovn-udn/internal/tools/render/dot"
 )
 
 // Formats are the output formats Write knows.

@@ -13,10 +13,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
-	"github.com/ovn-udn/ovn-udn/internal/manifest"
-	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/manifest"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/tools/render"
 )
 

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 )
 
 // Client returns an administrator's client of the sandbox in dir.

@@ -23,9 +23,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netns"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/images"
 )

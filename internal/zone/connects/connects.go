@@ -26,8 +26,8 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/connect"
-	"github.com/ovn-udn/ovn-udn/internal/rows/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/rows/connectrouter"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 

@@ -11,9 +11,9 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
-	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 )
 
