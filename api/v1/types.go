@@ -78,19 +78,27 @@ type NetworkSubnet string
 // UserDefinedNetworkSpec is the network a tenant asks for. It is also the
 // template of a ClusterUserDefinedNetwork.
 //
-// +kubebuilder:validation:XValidation:rule="self.topology != 'Layer3' || (has(self.subnets) && size(self.subnets) > 0)",message="subnets is required for Layer3 topology"
-// +kubebuilder:validation:XValidation:rule="self.topology != 'Localnet' || self.role == 'Secondary'",message="Localnet topology is not supported for a Primary network"
-// +kubebuilder:validation:XValidation:rule="!has(self.ipam) || !has(self.ipam.lifecycle) || self.topology == 'Layer2' || self.topology == 'Localnet'",message="ipam.lifecycle Persistent is supported only for Layer2 and Localnet topologies"
-// +kubebuilder:validation:XValidation:rule="!has(self.ipam) || !has(self.ipam.lifecycle) || !has(self.ipam.mode) || self.ipam.mode == 'Enabled'",message="ipam.lifecycle Persistent requires ipam.mode Enabled"
-// +kubebuilder:validation:XValidation:rule="!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || ((self.topology == 'Layer2' || self.topology == 'Localnet') && self.role == 'Secondary')",message="ipam.mode Disabled is supported only for Secondary Layer2 and Localnet networks"
-// +kubebuilder:validation:XValidation:rule="!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || !has(self.subnets)",message="subnets must be omitted when ipam.mode is Disabled"
-// +kubebuilder:validation:XValidation:rule="(has(self.ipam) && has(self.ipam.mode) && self.ipam.mode == 'Disabled') || (has(self.subnets) && size(self.subnets) > 0)",message="subnets is required when ipam.mode is Enabled (the default)"
-// +kubebuilder:validation:XValidation:rule="!has(self.subnets) || self.topology == 'Layer3' || self.subnets.all(s, size(s.split('/')) != 3 || !isCIDR(s.substring(0, s.lastIndexOf('/'))))",message="a host prefix (CIDR/hostPrefix) is supported only for Layer3 subnets"
-// +kubebuilder:validation:XValidation:rule="!has(self.excludeSubnets) || (has(self.subnets) && (self.subnets.exists(s, size(s.split('/')) < 2 || !isCIDR(s.split('/')[0] + '/' + s.split('/')[1])) || self.excludeSubnets.all(e, !isCIDR(e) || self.subnets.exists(s, cidr(s.split('/')[0] + '/' + s.split('/')[1]).containsCIDR(cidr(e).masked())))))",message="every excludeSubnets entry must lie inside one of the subnets"
-// +kubebuilder:validation:XValidation:rule="self.topology != 'Layer3' || !has(self.subnets) || self.subnets.all(s, !isCIDR(s) || cidr(s).prefixLength() <= (cidr(s).ip().family() == 4 ? 28 : 125))",message="a Layer3 subnet without a host prefix must be at most /28 for IPv4 or /125 for IPv6, so that node slices of /29 or /126 hold a gateway, a management port and pods"
-// +kubebuilder:validation:XValidation:rule="!has(self.joinSubnets) || self.role == 'Primary'",message="joinSubnets is supported only for Primary networks"
-// +kubebuilder:validation:XValidation:rule="!has(self.mtu) || self.mtu >= 1280 || !has(self.subnets) || self.subnets.all(s, !s.contains(':'))",message="mtu must be at least 1280 when the network has an IPv6 subnet"
-// +kubebuilder:validation:XValidation:rule="!has(self.localnet) || self.topology == 'Localnet'",message="localnet is supported only for Localnet topology"
+// It has two shapes: the seed's flat fields (role, subnets, mtu, ...), or
+// ovn-kubernetes' block for the topology (layer3, layer2), never both. The
+// flat shape's rules apply to it alone; a block has its own (shapes.go).
+//
+// +kubebuilder:validation:XValidation:rule="!(has(self.layer3) || has(self.layer2)) || !(has(self.role) || has(self.subnets) || has(self.mtu) || has(self.excludeSubnets) || has(self.joinSubnets) || has(self.ipam) || has(self.localnet))",message="the flat fields (role, subnets, mtu, excludeSubnets, joinSubnets, ipam, localnet) and ovn-kubernetes' layer3/layer2 block are two shapes of one network: use one, not both"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || has(self.role)",message="role is required (or, in ovn-kubernetes' shape, a layer3 or layer2 block with its role)",fieldPath=".role",reason="FieldValueRequired"
+// +kubebuilder:validation:XValidation:rule="!has(self.layer3) || self.topology == 'Layer3'",message="spec.layer3 is required when topology is Layer3 and forbidden otherwise"
+// +kubebuilder:validation:XValidation:rule="!has(self.layer2) || self.topology == 'Layer2'",message="spec.layer2 is required when topology is Layer2 and forbidden otherwise"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (self.topology != 'Layer3' || (has(self.subnets) && size(self.subnets) > 0))",message="subnets is required for Layer3 topology"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (self.topology != 'Localnet' || (has(self.role) && self.role == 'Secondary'))",message="Localnet topology is not supported for a Primary network"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.ipam) || !has(self.ipam.lifecycle) || self.topology == 'Layer2' || self.topology == 'Localnet')",message="ipam.lifecycle Persistent is supported only for Layer2 and Localnet topologies"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.ipam) || !has(self.ipam.lifecycle) || !has(self.ipam.mode) || self.ipam.mode == 'Enabled')",message="ipam.lifecycle Persistent requires ipam.mode Enabled"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || ((self.topology == 'Layer2' || self.topology == 'Localnet') && (has(self.role) && self.role == 'Secondary')))",message="ipam.mode Disabled is supported only for Secondary Layer2 and Localnet networks"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.ipam) || !has(self.ipam.mode) || self.ipam.mode != 'Disabled' || !has(self.subnets))",message="subnets must be omitted when ipam.mode is Disabled"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || ((has(self.ipam) && has(self.ipam.mode) && self.ipam.mode == 'Disabled') || (has(self.subnets) && size(self.subnets) > 0))",message="subnets is required when ipam.mode is Enabled (the default)"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.subnets) || self.topology == 'Layer3' || self.subnets.all(s, size(s.split('/')) != 3 || !isCIDR(s.substring(0, s.lastIndexOf('/')))))",message="a host prefix (CIDR/hostPrefix) is supported only for Layer3 subnets"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.excludeSubnets) || (has(self.subnets) && (self.subnets.exists(s, size(s.split('/')) < 2 || !isCIDR(s.split('/')[0] + '/' + s.split('/')[1])) || self.excludeSubnets.all(e, !isCIDR(e) || self.subnets.exists(s, cidr(s.split('/')[0] + '/' + s.split('/')[1]).containsCIDR(cidr(e).masked()))))))",message="every excludeSubnets entry must lie inside one of the subnets"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (self.topology != 'Layer3' || !has(self.subnets) || self.subnets.all(s, !isCIDR(s) || cidr(s).prefixLength() <= (cidr(s).ip().family() == 4 ? 28 : 125)))",message="a Layer3 subnet without a host prefix must be at most /28 for IPv4 or /125 for IPv6, so that node slices of /29 or /126 hold a gateway, a management port and pods"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.joinSubnets) || (has(self.role) && self.role == 'Primary'))",message="joinSubnets is supported only for Primary networks"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.mtu) || self.mtu >= 1280 || !has(self.subnets) || self.subnets.all(s, !s.contains(':')))",message="mtu must be at least 1280 when the network has an IPv6 subnet"
+// +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.localnet) || self.topology == 'Localnet')",message="localnet is supported only for Localnet topology"
 type UserDefinedNetworkSpec struct {
 	// Topology is the shape of the network: Layer2, Layer3 or Localnet.
 	// +required
@@ -98,8 +106,9 @@ type UserDefinedNetworkSpec struct {
 
 	// Role is how pods use the network: Primary (the pod's default route; one
 	// per namespace) or Secondary (an extra interface pods ask for).
-	// +required
-	Role NetworkRole `json:"role"`
+	// Required in the flat shape.
+	// +optional
+	Role NetworkRole `json:"role,omitempty"`
 
 	// MTU of the network; when omitted the cluster-manager's default (1400).
 	// +kubebuilder:validation:Minimum=576
@@ -141,9 +150,20 @@ type UserDefinedNetworkSpec struct {
 	// Localnet configures how a Localnet network meets the physical network.
 	// +optional
 	Localnet *LocalnetSpec `json:"localnet,omitempty"`
+
+	// Layer3 is the network in ovn-kubernetes' shape when Topology is
+	// Layer3 (instead of the flat fields).
+	// +optional
+	Layer3 *Layer3Config `json:"layer3,omitempty"`
+
+	// Layer2 is the network in ovn-kubernetes' shape when Topology is
+	// Layer2 (instead of the flat fields).
+	// +optional
+	Layer2 *Layer2Config `json:"layer2,omitempty"`
 }
 
 // IPAMSpec configures address management on a network.
+// +kubebuilder:validation:XValidation:rule="!has(self.lifecycle) || self.lifecycle != 'Persistent' || !has(self.mode) || self.mode == 'Enabled'",message="lifecycle Persistent is only supported when ipam.mode is Enabled"
 type IPAMSpec struct {
 	// Mode is Enabled (ovn-udn assigns addresses from Subnets; the default) or
 	// Disabled (pods get MACs only, and port security checks MACs only).
@@ -219,8 +239,11 @@ type UserDefinedNetworkList struct {
 }
 
 // ClusterUserDefinedNetworkSpec is a network an administrator provides to the
-// namespaces a selector picks.
+// namespaces a selector picks: as a template in the seed's shape, or as
+// ovn-kubernetes' network block, exactly one of them.
 // +kubebuilder:validation:XValidation:rule="has(self.vrf) == has(oldSelf.vrf) && (!has(self.vrf) || self.vrf == oldSelf.vrf)",message="vrf is immutable"
+// +kubebuilder:validation:XValidation:rule="has(self.template) != has(self.network)",message="exactly one of template (the flat shape) and network (ovn-kubernetes' shape) must be set"
+// +kubebuilder:validation:XValidation:rule="has(self.template) == has(oldSelf.template) && has(self.network) == has(oldSelf.network)",message="the network's shape is immutable"
 type ClusterUserDefinedNetworkSpec struct {
 	// NamespaceSelector picks the namespaces the network is provided to. It may
 	// change; namespaces that stop matching lose the network once no pod uses it.
@@ -229,8 +252,14 @@ type ClusterUserDefinedNetworkSpec struct {
 
 	// Template is the network, as a UserDefinedNetwork spec. Immutable.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="template is immutable"
-	// +required
-	Template UserDefinedNetworkSpec `json:"template"`
+	// +optional
+	Template *UserDefinedNetworkSpec `json:"template,omitempty"`
+
+	// Network is the network in ovn-kubernetes' shape (topology and its
+	// block), instead of Template. Immutable.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="Network spec is immutable"
+	// +optional
+	Network *NetworkSpec `json:"network,omitempty"`
 
 	// VRF names the network's VRF device on the nodes; unique across
 	// ClusterUserDefinedNetworks. When omitted: the ClusterUserDefinedNetwork's

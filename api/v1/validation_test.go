@@ -22,9 +22,12 @@ var env *kubetest.Env
 
 func TestMain(m *testing.M) { kubetest.Main(m, kubetest.Options{}, &env) }
 
-func newClient(t *testing.T) client.Client {
+func newClient(t *testing.T) client.Client { t.Helper(); return clientFor(t, env) }
+
+// clientFor is a client of e's API server.
+func clientFor(t *testing.T, e *kubetest.Env) client.Client {
 	t.Helper()
-	c, err := client.New(env.Config, client.Options{})
+	c, err := client.New(e.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +88,7 @@ func TestValidation(t *testing.T) {
 		}
 	}
 	run(v1test.ValidationCases, false)
+	run(v1test.OVNKubernetesCases, false)
 	run(v1test.SoleErrorCases, true)
 }
 

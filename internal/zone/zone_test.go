@@ -282,7 +282,7 @@ func TestLayer2AndLocalnetThroughController(t *testing.T) {
 	}
 	cu := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: cmtest.UniqueName("phys")},
 		Spec: v1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"phys": "yes"}},
-			Template: v1.UserDefinedNetworkSpec{Topology: v1.Localnet, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.50.0/24"},
+			Template: &v1.UserDefinedNetworkSpec{Topology: v1.Localnet, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.50.0/24"},
 				Localnet: &v1.LocalnetSpec{PhysicalNetworkName: "physnet-tenant", VLANID: 100}}}}
 	if err := c.Admin.Create(ctx, cu); err != nil {
 		t.Fatal(err)

@@ -299,7 +299,7 @@ func (v *view) selected(cnc *v1.ClusterNetworkConnect) ([]connect.Network, error
 				name := netconf.CUDNNetworkName(cu.Name)
 				n, ok := v.networks[name]
 				if !ok {
-					n, ok = specOnly(name, cu.Spec.Template)
+					n, ok = specOnly(name, cu.Spec.FlatTemplate())
 				}
 				if ok {
 					n.Object = "ClusterUserDefinedNetwork " + cu.Name
@@ -318,7 +318,7 @@ func (v *view) selected(cnc *v1.ClusterNetworkConnect) ([]connect.Network, error
 				}
 			}
 			for _, u := range v.udns {
-				if !chosen[u.Namespace] || u.Spec.Role != v1.Primary {
+				if !chosen[u.Namespace] || u.Spec.Flat().Role != v1.Primary {
 					continue
 				}
 				name := netconf.UDNNetworkName(u.Namespace, u.Name)

@@ -106,7 +106,7 @@ func TestConnectLifecycle(t *testing.T) {
 	greenName := cmtest.UniqueName("green")
 	cudn := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: greenName, Labels: map[string]string{"connect": greenName}},
 		Spec: v1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"connect-test": "green"}},
-			Template: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"104.104.0.0/16"}}}}
+			Template: &v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"104.104.0.0/16"}}}}
 	for _, o := range []client.Object{udn, cudn} {
 		if err := admin.Create(ctx, o); err != nil {
 			t.Fatal(err)

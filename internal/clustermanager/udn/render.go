@@ -46,7 +46,7 @@ type Request struct {
 func ForUDN(u *v1.UserDefinedNetwork) Request {
 	return Request{
 		Owner:       Owner{Kind: "UserDefinedNetwork", Name: u.Name, UID: u.UID},
-		Spec:        u.Spec,
+		Spec:        u.Spec.Flat(),
 		NetworkName: netconf.UDNNetworkName(u.Namespace, u.Name),
 		Namespace:   u.Namespace,
 		Name:        u.Name,
@@ -57,7 +57,7 @@ func ForUDN(u *v1.UserDefinedNetwork) Request {
 func ForCUDN(c *v1.ClusterUserDefinedNetwork, namespace, vrf string) Request {
 	return Request{
 		Owner:       Owner{Kind: "ClusterUserDefinedNetwork", Name: c.Name, UID: c.UID},
-		Spec:        c.Spec.Template,
+		Spec:        c.Spec.FlatTemplate(),
 		NetworkName: netconf.CUDNNetworkName(c.Name),
 		Namespace:   namespace,
 		Name:        netconf.CUDNNetworkName(c.Name),

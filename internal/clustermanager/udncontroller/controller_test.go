@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 
 	"github.com/google/go-cmp/cmp"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -291,7 +292,7 @@ func TestPrimaryRules(t *testing.T) {
 	}
 	cudn := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: ns + "-mix"}, Spec: v1.ClusterUserDefinedNetworkSpec{
 		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
-		Template:          l2Primary("10.102.0.0/24")}}
+		Template:          ptr.To(l2Primary("10.102.0.0/24"))}}
 	if err := c.Create(ctx, cudn); err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +414,7 @@ func TestCUDNAcrossNamespaces(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: sel["tenant"]},
 		Spec: v1.ClusterUserDefinedNetworkSpec{
 			NamespaceSelector: metav1.LabelSelector{MatchLabels: sel},
-			Template:          v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.60.0.0/16"}},
+			Template:          &v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.60.0.0/16"}},
 		},
 	}
 	if err := c.Create(ctx, cu); err != nil {
@@ -588,7 +589,7 @@ func TestVRFConflict(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: v1.ClusterUserDefinedNetworkSpec{
 				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{label: "x"}},
-				Template:          v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.20.0/24"}},
+				Template:          &v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.20.0/24"}},
 				VRF:               "blue-vrf",
 			},
 		}
@@ -734,7 +735,7 @@ func TestTenantRBAC(t *testing.T) {
 		"NAD": &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: mine, Name: "nad"},
 			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"type":"ovn-k8s-cni-overlay"}`}},
 		"CUDN": &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "alice-cudn"},
-			Spec: v1.ClusterUserDefinedNetworkSpec{Template: sec}},
+			Spec: v1.ClusterUserDefinedNetworkSpec{Template: &sec}},
 	}
 	for what, obj := range forbidden {
 		if err := alice.Create(ctx, obj); !apierrors.IsForbidden(err) {
@@ -783,7 +784,7 @@ func TestTerminatingNamespaceReleasesCUDN(t *testing.T) {
 	keep, leave := namespace(t, c, "stays", sel), namespace(t, c, "leaves", sel)
 	cu := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: cmtest.UniqueName("leaving")},
 		Spec: v1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: sel},
-			Template: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.40.0/24"}}}}
+			Template: &v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.40.0/24"}}}}
 	if err := c.Create(ctx, cu); err != nil {
 		t.Fatal(err)
 	}

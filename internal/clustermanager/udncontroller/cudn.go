@@ -123,7 +123,7 @@ func (r *CUDNReconciler) sync(ctx context.Context, c *v1.ClusterUserDefinedNetwo
 	if err != nil {
 		return whole(v1.ReasonInvalidSpec, "invalid namespace selector: %v", err)
 	}
-	if err := udn.CheckSubnets(c.Spec.Template, r.Config); err != nil {
+	if err := udn.CheckSubnets(c.Spec.FlatTemplate(), r.Config); err != nil {
 		f := asFailure("", err)
 		return whole(f.Reason, "%s", f.Message)
 	}
@@ -185,7 +185,7 @@ func (r *CUDNReconciler) sync(ctx context.Context, c *v1.ClusterUserDefinedNetwo
 		if _, ok := selected[ns]; ok {
 			continue
 		}
-		pods, err := r.podsUsing(ctx, ns, name, c.Name, c.Spec.Template.Role == v1.Primary)
+		pods, err := r.podsUsing(ctx, ns, name, c.Name, c.Spec.FlatTemplate().Role == v1.Primary)
 		if err != nil {
 			return res, err
 		}
@@ -217,7 +217,7 @@ func (r *CUDNReconciler) leaveTerminating(ctx context.Context, c *v1.ClusterUser
 	if mine == nil {
 		return nil, nil
 	}
-	pods, err := r.podsUsing(ctx, ns.Name, mine.Name, c.Name, c.Spec.Template.Role == v1.Primary)
+	pods, err := r.podsUsing(ctx, ns.Name, mine.Name, c.Name, c.Spec.FlatTemplate().Role == v1.Primary)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +317,7 @@ func (r *CUDNReconciler) finalize(ctx context.Context, c *v1.ClusterUserDefinedN
 	name := netconf.CUDNNetworkName(c.Name)
 	var inUse []string
 	for _, ns := range sortedKeys(owned) {
-		pods, err := r.podsUsing(ctx, ns, name, c.Name, c.Spec.Template.Role == v1.Primary)
+		pods, err := r.podsUsing(ctx, ns, name, c.Name, c.Spec.FlatTemplate().Role == v1.Primary)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

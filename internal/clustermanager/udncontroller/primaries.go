@@ -160,9 +160,9 @@ func (r *Controller) primaryVerdict(ctx context.Context, ns *corev1.Namespace, o
 		return verdict{}, err
 	}
 	for _, u := range udns.Items {
-		if u.Spec.Role == v1.Primary && (u.DeletionTimestamp == nil || nadOf[u.UID] != nil) {
+		if u.Spec.Flat().Role == v1.Primary && (u.DeletionTimestamp == nil || nadOf[u.UID] != nil) {
 			claims = append(claims, claimant{kind: netconf.KindUDN, name: u.Namespace + "/" + u.Name, uid: u.UID, created: u.CreationTimestamp,
-				nad: nadOf[u.UID], subnets: udn.SubnetPrefixes(u.Spec)})
+				nad: nadOf[u.UID], subnets: udn.SubnetPrefixes(u.Spec.Flat())})
 		}
 	}
 	var cudns v1.ClusterUserDefinedNetworkList
@@ -171,12 +171,12 @@ func (r *Controller) primaryVerdict(ctx context.Context, ns *corev1.Namespace, o
 	}
 	for i := range cudns.Items {
 		c := &cudns.Items[i]
-		if c.Spec.Template.Role != v1.Primary {
+		if c.Spec.FlatTemplate().Role != v1.Primary {
 			continue
 		}
 		if (selects(c, ns.Labels) && c.DeletionTimestamp == nil) || nadOf[c.UID] != nil {
 			claims = append(claims, claimant{kind: netconf.KindCUDN, name: c.Name, uid: c.UID, created: c.CreationTimestamp,
-				nad: nadOf[c.UID], subnets: udn.SubnetPrefixes(c.Spec.Template), selector: &c.Spec.NamespaceSelector})
+				nad: nadOf[c.UID], subnets: udn.SubnetPrefixes(c.Spec.FlatTemplate()), selector: &c.Spec.NamespaceSelector})
 		}
 	}
 	return judgePrimaries(ns.Name, claims)[owner.UID], nil

@@ -117,7 +117,7 @@ func (c *Controller) udnsForNAD(ctx context.Context, o client.Object) []reconcil
 		}
 	}
 	return requests[v1.UserDefinedNetwork, *v1.UserDefinedNetworkList](ctx, c.Client, udnItems, func(u *v1.UserDefinedNetwork) bool {
-		return u.Name == o.GetName() || (primary && u.Spec.Role == v1.Primary)
+		return u.Name == o.GetName() || (primary && u.Spec.Flat().Role == v1.Primary)
 	}, client.InNamespace(o.GetNamespace()))
 }
 
@@ -127,7 +127,7 @@ func (c *Controller) udnsForNAD(ctx context.Context, o client.Object) []reconcil
 func (c *Controller) udnsForPod(ctx context.Context, o client.Object) []reconcile.Request {
 	return requests[v1.UserDefinedNetwork, *v1.UserDefinedNetworkList](ctx, c.Client, udnItems, func(u *v1.UserDefinedNetwork) bool {
 		return u.DeletionTimestamp != nil ||
-			(u.Spec.Role == v1.Primary && !meta.IsStatusConditionTrue(u.Status.Conditions, v1.ConditionNetworkCreated))
+			(u.Spec.Flat().Role == v1.Primary && !meta.IsStatusConditionTrue(u.Status.Conditions, v1.ConditionNetworkCreated))
 	}, client.InNamespace(o.GetNamespace()))
 }
 

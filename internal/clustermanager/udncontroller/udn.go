@@ -83,7 +83,7 @@ func (r *UDNReconciler) sync(ctx context.Context, u *v1.UserDefinedNetwork) (*fa
 	if f := foreign(existing, req.Owner); f != nil {
 		return f, nil
 	}
-	if err := udn.CheckSubnets(u.Spec, r.Config); err != nil {
+	if err := udn.CheckSubnets(u.Spec.Flat(), r.Config); err != nil {
 		return asFailure(u.Namespace, err), nil
 	}
 	if f, err := r.checkNamespace(ctx, ns, req, existing); f != nil || err != nil {
@@ -127,7 +127,7 @@ func (r *UDNReconciler) finalize(ctx context.Context, u *v1.UserDefinedNetwork) 
 		return ctrl.Result{}, err
 	}
 	if nad != nil && ownedBy(nad, udn.ForUDN(u).Owner) {
-		pods, err := r.podsUsing(ctx, u.Namespace, u.Name, u.Name, u.Spec.Role == v1.Primary)
+		pods, err := r.podsUsing(ctx, u.Namespace, u.Name, u.Name, u.Spec.Flat().Role == v1.Primary)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -73,7 +73,7 @@ func nadConfigNetworks() ([]*v1.UserDefinedNetwork, *v1.ClusterUserDefinedNetwor
 	}
 	cudn := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "db-network"}, Spec: v1.ClusterUserDefinedNetworkSpec{
 		VRF: "db-vrf", NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tier": "db"}},
-		Template: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Primary, MTU: 1500,
+		Template: &v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Primary, MTU: 1500,
 			Subnets: []v1.NetworkSubnet{"10.0.0.0/24"}, ExcludeSubnets: []v1.ExcludeCIDR{"10.0.0.100/26"},
 			IPAM: &v1.IPAMSpec{Lifecycle: v1.IPAMLifecyclePersistent}}}}
 	return udns, cudn

@@ -176,6 +176,7 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 	if slices.Contains(appNamespaces, "web") && slices.Contains(pods, "l3-blue/a") && slices.Contains(pods, "l2-blue/a") {
 		merr = errors.Join(merr, RealNodesDemo(ctx, c, out))
 	}
+	merr = errors.Join(merr, ShapesDemo(ctx, c, out))
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",
 		upTook.Round(100*time.Millisecond), len(pods), readyTook.Round(100*time.Millisecond),
 		time.Since(t).Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
