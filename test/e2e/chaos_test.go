@@ -376,7 +376,7 @@ func (r *chaosRun) createCUDN() {
 	cu := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: chaosCUDN},
 		Spec: v1.ClusterUserDefinedNetworkSpec{
 			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{chaosLabel: "yes"}},
-			Template:          v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"10.220.0.0/24"}}}}
+			Template:          &v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"10.220.0.0/24"}}}}
 	r.must(admin.Create(r.ctx, cu), "create CUDN")
 }
 

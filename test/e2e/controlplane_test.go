@@ -202,7 +202,7 @@ func TestNamespaceSelectedByCUDNDeleted(t *testing.T) {
 	}
 	cu := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: "leaving"},
 		Spec: v1.ClusterUserDefinedNetworkSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: sel},
-			Template: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.77.0/24"}}}}
+			Template: &v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"192.168.77.0/24"}}}}
 	if err := admin.Create(ctx, cu); err != nil {
 		t.Fatal(err)
 	}

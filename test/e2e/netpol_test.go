@@ -381,7 +381,7 @@ func npCreate(t *testing.T, setups []*npSetup) []string {
 	}
 	cudn := &v1.ClusterUserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Name: npCUDN},
 		Spec: v1.ClusterUserDefinedNetworkSpec{NamespaceSelector: *npSel(npCUDNLabel, npCUDN),
-			Template: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.160.0.0/16/24"}}}}
+			Template: &v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.160.0.0/16/24"}}}}
 	networks := []client.Object{cudn}
 	for _, s := range setups {
 		for _, n := range s.nss {
