@@ -1,7 +1,8 @@
 // Package v1 holds the k8s.ovn.org/v1 API of ovn-udn: UserDefinedNetwork
 // (namespaced, for tenants) and ClusterUserDefinedNetwork (cluster-scoped, for
-// administrators), and ClusterNetworkConnect (cluster-scoped, connects
-// networks). Validation that the API server can do lives here as CEL
+// administrators), ClusterNetworkConnect (cluster-scoped, connects
+// networks) and EgressIP (cluster-scoped, in ovn-kubernetes' shape: fixed
+// addresses pods leave the cluster from). Validation that the API server can do lives here as CEL
 // rules; docs/api.md explains every field, rule and status reason.
 //
 // +kubebuilder:object:generate=true
@@ -29,6 +30,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&UserDefinedNetwork{}, &UserDefinedNetworkList{},
 		&ClusterUserDefinedNetwork{}, &ClusterUserDefinedNetworkList{},
 		&ClusterNetworkConnect{}, &ClusterNetworkConnectList{},
+		&EgressIP{}, &EgressIPList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

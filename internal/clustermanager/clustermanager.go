@@ -3,7 +3,8 @@
 // (internal/clustermanager/udncontroller), cluster-wide allocation (internal/clustermanager/netalloc), the
 // addresses of pods on networks spanning nodes (internal/clustermanager/podalloc), and the
 // EndpointSlices of Services on user-defined networks (internal/clustermanager/epslicemirror),
-// and ClusterNetworkConnects (internal/clustermanager/connectcontroller).
+// ClusterNetworkConnects (internal/clustermanager/connectcontroller), and
+// the nodes of EgressIPs' addresses (internal/clustermanager/egressip).
 package clustermanager
 
 import (
@@ -28,6 +29,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/connectcontroller"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/registry"
@@ -123,6 +125,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := c.Slices.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EndpointSlice mirroring: %w", err)
 	}
+	if err := c.EgressIPs.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up EgressIP assignment: %w", err)
+	}
 	if err := kubeobj.AddHealthChecks(mgr); err != nil {
 		return nil, err
 	}
@@ -146,6 +151,8 @@ type Controllers struct {
 	Slices *epslicemirror.Controller
 	// Connects validates and allocates ClusterNetworkConnects.
 	Connects *connectcontroller.Controller
+	// EgressIPs gives egress IPs to nodes.
+	EgressIPs *egressip.Controller
 	// Recovery rebuilds the allocators' state from the API once.
 	Recovery *registry.Recovery
 }
@@ -160,10 +167,11 @@ func NewControllers(c client.Client, reader client.Reader, recorder record.Event
 		NADs:     &netalloc.NADController{Client: c, Networks: networks, Recovery: recovery, Recorder: recorder},
 		Nodes: &netalloc.NodeController{Client: c, Reader: reader, Config: cfg, Nodes: netalloc.NewNodes(cfg.MaxNodeID()),
 			Recorder: recorder, Reporter: &netalloc.SubnetReporter{Client: c, Recorder: recorder}},
-		Pods:     &podalloc.Controller{Client: c, Reader: reader, Cluster: cfg, Recorder: recorder},
-		Slices:   &epslicemirror.Controller{Client: c},
-		Connects: &connectcontroller.Controller{Client: c, Cluster: cfg, Networks: networks, Recovery: recovery, Recorder: recorder},
-		Recovery: recovery,
+		Pods:      &podalloc.Controller{Client: c, Reader: reader, Cluster: cfg, Recorder: recorder},
+		Slices:    &epslicemirror.Controller{Client: c},
+		Connects:  &connectcontroller.Controller{Client: c, Cluster: cfg, Networks: networks, Recovery: recovery, Recorder: recorder},
+		EgressIPs: &egressip.Controller{Client: c, Recorder: recorder},
+		Recovery:  recovery,
 	}
 }
 
