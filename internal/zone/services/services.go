@@ -28,8 +28,8 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/contract/connect"
+	"github.com/ovn-udn/ovn-udn/internal/contract/mirror"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	svcrows "github.com/ovn-udn/ovn-udn/internal/rows/services"
