@@ -19,6 +19,8 @@ const (
 	ReasonNoNodeForIP = "NoNodeForIP"
 	// ReasonIPClaimedByOlder: some egress IP belongs to an older EgressIP.
 	ReasonIPClaimedByOlder = "IPClaimedByOlderEgressIP"
+	// ReasonIPIsNodeAddress: some egress IP is a node's own address.
+	ReasonIPIsNodeAddress = "IPIsNodeAddress"
 )
 
 // EgressIPSpec is which pods leave the cluster from which addresses.

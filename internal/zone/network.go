@@ -73,7 +73,9 @@ func (f networkFeature) Keys(ctx context.Context) ([]feature.Key, error) {
 func (f networkFeature) RemoteNodeKeys(ctx context.Context, node string, changed func(string) bool) []feature.Key {
 	networks, err := f.r.Networks(ctx)
 	if err != nil {
-		return nil
+		// Not knowing the networks, plan again those the zone holds.
+		keys, _ := f.r.host.WithOwners(nil, feature.KindNetwork)
+		return keys
 	}
 	return f.r.networksRendering(networks, node, changed)
 }

@@ -32,7 +32,8 @@ type Node struct {
 	Ready, Assignable bool
 	// FailureDomain is its topology.kubernetes.io/zone ("": none).
 	FailureDomain string
-	// Subnets are its external subnets, masked.
+	// Subnets are its external subnets, with its own address on each (the
+	// prefix's address: 172.18.0.12/16).
 	Subnets []netip.Prefix
 }
 
@@ -41,7 +42,25 @@ func (n Node) holds(addr netip.Addr) bool {
 	if !n.Ready || !n.Assignable {
 		return false
 	}
-	return slices.ContainsFunc(n.Subnets, func(p netip.Prefix) bool { return p.Contains(addr) })
+	return slices.ContainsFunc(n.Subnets, func(p netip.Prefix) bool { return p.Contains(addr) && usable(p, addr) })
+}
+
+// usable reports whether addr can be a host's in p: not p's network
+// address nor, for IPv4, its broadcast address.
+func usable(p netip.Prefix, addr netip.Addr) bool {
+	m := p.Masked()
+	if addr == m.Addr() && p.Bits() < addr.BitLen()-1 {
+		return false
+	}
+	if addr.Is4() && p.Bits() < 31 {
+		b := addr.As4()
+		host := 32 - p.Bits()
+		v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+		if v|(1<<host-1) == v {
+			return false
+		}
+	}
+	return true
 }
 
 // Object is an EgressIP as assignment reads it.
@@ -50,6 +69,9 @@ type Object struct {
 	Created time.Time
 	// IPs are its addresses, in the spec's order.
 	IPs []netip.Addr
+	// Spelled are the addresses as the spec writes them (status repeats
+	// them so); an address missing here is written canonically.
+	Spelled map[netip.Addr]string
 	// Current are the nodes its status says hold its addresses.
 	Current map[netip.Addr]string
 }
@@ -81,11 +103,23 @@ func Assign(objects []Object, nodes []Node) map[string]Result {
 	for _, n := range nodes {
 		byName[n.Name] = n
 	}
+	// A node's own address is nobody's egress IP.
+	nodeAddr := map[netip.Addr]string{}
+	for _, n := range nodes {
+		for _, p := range n.Subnets {
+			nodeAddr[p.Addr()] = n.Name
+		}
+	}
 	// Each address is the oldest claimant's.
 	owner := map[netip.Addr]string{}
 	problems := map[string][]Problem{}
 	for _, o := range objs {
 		for _, ip := range o.IPs {
+			if n, ok := nodeAddr[ip]; ok {
+				problems[o.Name] = append(problems[o.Name], Problem{IP: ip, Reason: v1.ReasonIPIsNodeAddress,
+					Message: fmt.Sprintf("%s is node %s's own address", ip, n)})
+				continue
+			}
 			if first, ok := owner[ip]; ok && first != o.Name {
 				problems[o.Name] = append(problems[o.Name], Problem{IP: ip, Reason: v1.ReasonIPClaimedByOlder,
 					Message: fmt.Sprintf("%s is already EgressIP %s's, which is older", ip, first)})
@@ -163,7 +197,11 @@ func Assign(objects []Object, nodes []Node) map[string]Result {
 		var r Result
 		for _, ip := range o.IPs {
 			if n, ok := placed[o.Name][ip]; ok {
-				r.Items = append(r.Items, v1.EgressIPStatusItem{Node: n, EgressIP: ip.String()})
+				spelled, ok := o.Spelled[ip]
+				if !ok {
+					spelled = ip.String()
+				}
+				r.Items = append(r.Items, v1.EgressIPStatusItem{Node: n, EgressIP: spelled})
 			}
 		}
 		r.Problems = problems[o.Name]

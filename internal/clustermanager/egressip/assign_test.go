@@ -103,6 +103,27 @@ func TestAssign(t *testing.T) {
 			nodes: []Node{node("a", ""), {Name: "b", Ready: true, Assignable: true, Subnets: []netip.Prefix{netip.MustParsePrefix("fd00:18::/64")}}},
 			want:  map[string]Result{"e": {Items: []v1.EgressIPStatusItem{item("b", "fd00:18::33")}}},
 		},
+		{
+			name:  "a node's own address is nobody's egress IP",
+			objs:  []Object{obj("e", 0, nil, "172.18.0.12")},
+			nodes: []Node{node("a", ""), {Name: "b", Ready: true, Assignable: true, Subnets: []netip.Prefix{netip.MustParsePrefix("172.18.0.12/16")}}},
+			want: map[string]Result{"e": {Problems: []Problem{{IP: ip("172.18.0.12"), Reason: v1.ReasonIPIsNodeAddress,
+				Message: "172.18.0.12 is node b's own address"}}}},
+		},
+		{
+			name:  "the subnet's network and broadcast addresses are no host's",
+			objs:  []Object{obj("e", 0, nil, "172.18.255.255", "172.18.0.0")},
+			nodes: []Node{{Name: "b", Ready: true, Assignable: true, Subnets: []netip.Prefix{netip.MustParsePrefix("172.18.0.12/16")}}},
+			want: map[string]Result{"e": {Problems: []Problem{
+				{IP: ip("172.18.255.255"), Reason: v1.ReasonNoNodeForIP, Message: "no Ready node labelled k8s.ovn.org/egress-assignable has 172.18.255.255 in its subnets"},
+				{IP: ip("172.18.0.0"), Reason: v1.ReasonNoNodeForIP, Message: "no Ready node labelled k8s.ovn.org/egress-assignable has 172.18.0.0 in its subnets"}}}},
+		},
+		{
+			name:  "status repeats the spec's spelling",
+			objs:  []Object{{Name: "e", IPs: []netip.Addr{ip("fd00:18::33")}, Spelled: map[netip.Addr]string{ip("fd00:18::33"): "fd00:18:0::33"}}},
+			nodes: []Node{{Name: "b", Ready: true, Assignable: true, Subnets: []netip.Prefix{netip.MustParsePrefix("fd00:18::2/64")}}},
+			want:  map[string]Result{"e": {Items: []v1.EgressIPStatusItem{item("b", "fd00:18:0::33")}}},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Assign(tc.objs, tc.nodes)

@@ -46,7 +46,15 @@ type Controller struct {
 
 // SetupWithManager registers the controller: EgressIPs, and the changes of
 // Nodes that decide where addresses may go (labels, readiness, addresses).
+// Without the EgressIP CRD (a cluster whose CRDs were not applied again
+// after an upgrade) it registers nothing and says so in the log, rather
+// than stop cluster-manager on a watch that never syncs.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	gvk := v1.GroupVersion.WithKind("EgressIP")
+	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+		mgr.GetLogger().Info("the EgressIP CRD is not installed: EgressIPs are not assigned", "crd", "egressips.k8s.ovn.org")
+		return nil
+	}
 	one := handler.TypedFuncs[client.Object, key]{
 		CreateFunc: func(_ context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[key]) {
 			q.Add(key{})
@@ -110,8 +118,8 @@ func NodeOf(n *corev1.Node) Node {
 	out := Node{Name: n.Name, Ready: ready(n), Assignable: hasLabel(n), FailureDomain: n.Labels[corev1.LabelTopologyZone]}
 	info, _ := nodeinfo.Parse(n.Name, n.Annotations) // what parses is enough
 	add := func(p netip.Prefix) {
-		if m := p.Masked(); !slices.Contains(out.Subnets, m) {
-			out.Subnets = append(out.Subnets, m)
+		if !slices.Contains(out.Subnets, p) {
+			out.Subnets = append(out.Subnets, p)
 		}
 	}
 	for _, p := range info.PrimaryIPs {
@@ -130,10 +138,11 @@ func NodeOf(n *corev1.Node) Node {
 // ObjectOf reads what assignment needs of an EgressIP (addresses that do
 // not parse, which the API refuses, are skipped).
 func ObjectOf(e *v1.EgressIP) Object {
-	o := Object{Name: e.Name, Created: e.CreationTimestamp.Time, Current: map[netip.Addr]string{}}
+	o := Object{Name: e.Name, Created: e.CreationTimestamp.Time, Current: map[netip.Addr]string{}, Spelled: map[netip.Addr]string{}}
 	for _, s := range e.Spec.EgressIPs {
 		if a, err := netip.ParseAddr(s); err == nil {
 			o.IPs = append(o.IPs, a)
+			o.Spelled[a] = s
 		}
 	}
 	for _, it := range e.Status.Items {

@@ -3,6 +3,9 @@ package egressip_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,4 +167,38 @@ func TestAssignment(t *testing.T) {
 		return condition(e, metav1.ConditionFalse, v1.ReasonIPClaimedByOlder)
 	})
 	cmtest.WaitEvent(t, c, young, "EgressIP", v1.ReasonIPClaimedByOlder)
+}
+
+// TestWithoutCRD: on a cluster without the EgressIP CRD, cluster-manager
+// runs without the controller: its other controllers still work (a UDN
+// gets its NAD), and it stops without error.
+func TestWithoutCRD(t *testing.T) {
+	dir := t.TempDir()
+	crds, err := filepath.Glob(filepath.Join(kubetest.ProjectCRDDir(), "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range crds {
+		if strings.Contains(f, "egressips") || strings.HasSuffix(f, "kustomization.yaml") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bare := kubetest.New(t, kubetest.Options{CRDDirs: []string{dir}})
+	c := cmtest.Admin(t, bare)
+	stop := cmtest.Start(t, bare, config.Default())
+	ns := cmtest.Namespace(t, c, "no-eip", map[string]string{v1.PrimaryNetworkLabel: ""})
+	u := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
+		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.70.0.0/24"}}}
+	if err := c.Create(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.WaitNetworkCreated(t, c, u)
+	stop()
 }
