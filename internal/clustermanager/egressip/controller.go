@@ -2,6 +2,7 @@ package egressip
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -175,14 +176,9 @@ func (c *Controller) Reconcile(ctx context.Context, _ key) (ctrl.Result, error) 
 	results := Assign(objs, nodes)
 	var errs []error
 	for i := range eips.Items {
-		if err := c.write(ctx, &eips.Items[i], results[eips.Items[i].Name]); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, c.write(ctx, &eips.Items[i], results[eips.Items[i].Name]))
 	}
-	if len(errs) > 0 {
-		return ctrl.Result{}, errs[0]
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, errors.Join(errs...)
 }
 
 // write sets e's status to r when it differs, with an Event for each

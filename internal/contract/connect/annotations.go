@@ -182,18 +182,3 @@ func (a Allocation) Annotations() map[string]string {
 		v1.ConnectSubnetsAnnotation:         a.Subnets.Format(),
 	}
 }
-
-// View is what those who read a connect for t (services for
-// ClusterIPServiceNetwork, NetworkPolicy peers for PodNetwork) see of it:
-// its networks' slices when it is active and enables t, else "". A change
-// of a connect that leaves the view alone concerns none of them.
-func View(cnc *v1.ClusterNetworkConnect, t v1.ConnectivityType) string {
-	if cnc == nil || !Enables(cnc, t) {
-		return ""
-	}
-	a, ok := Active(cnc)
-	if !ok {
-		return ""
-	}
-	return a.Subnets.Format()
-}

@@ -353,3 +353,39 @@ func TestPeers(t *testing.T) {
 		t.Errorf("a connect being deleted gives peers %v", got)
 	}
 }
+
+// TestView: a connect shows its slices to those who read it for a
+// connectivity type it enables, once accepted and allocated; nothing
+// otherwise, so a change of anything else concerns none of them.
+func TestView(t *testing.T) {
+	l3 := Key{Topology: netconf.TopologyLayer3, ID: 1}
+	cnc := func(accepted bool, types ...v1.ConnectivityType) *v1.ClusterNetworkConnect {
+		c := &v1.ClusterNetworkConnect{}
+		c.Spec.ConnectivityEnabled = types
+		c.Annotations = Allocation{TunnelKey: 7, Subnets: Subnets{l3: Slice{V4: netip.MustParsePrefix("192.168.0.0/24")}}}.Annotations()
+		status := metav1.ConditionFalse
+		if accepted {
+			status = metav1.ConditionTrue
+		}
+		c.Status.Conditions = []metav1.Condition{{Type: v1.ConditionAccepted, Status: status}}
+		return c
+	}
+	slices := Subnets{l3: Slice{V4: netip.MustParsePrefix("192.168.0.0/24")}}.Format()
+	for _, tc := range []struct {
+		name string
+		cnc  *v1.ClusterNetworkConnect
+		t    v1.ConnectivityType
+		want string
+	}{
+		{"none", nil, v1.PodNetwork, ""},
+		{"enabled and accepted", cnc(true, v1.PodNetwork), v1.PodNetwork, slices},
+		{"another type", cnc(true, v1.PodNetwork), v1.ClusterIPServiceNetwork, ""},
+		{"not accepted", cnc(false, v1.PodNetwork, v1.ClusterIPServiceNetwork), v1.ClusterIPServiceNetwork, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := View(tc.cnc, tc.t); got != tc.want {
+				t.Errorf("View = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -207,13 +206,7 @@ func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	if f.host.DisableNetworkConnect {
 		return
 	}
-	b.Watches(&v1.ClusterNetworkConnect{}, feature.BeforeAfter(func(_ context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
-		for _, o := range []client.Object{before, after} {
-			if o != nil {
-				q.Add(feature.ConnectKey(o.GetName()))
-			}
-		}
-	}))
+	b.Watches(&v1.ClusterNetworkConnect{}, feature.OwnKey(func(o client.Object) feature.Key { return feature.ConnectKey(o.GetName()) }))
 	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, _ client.Object) []feature.Key {
 		return f.connectKeys(ctx)
 	}))

@@ -25,6 +25,14 @@ func BeforeAfter(enqueue func(ctx context.Context, q workqueue.TypedRateLimiting
 	}
 }
 
+// OwnKey is an event handler requeueing the one key an object names (its
+// name never changes between an update's before and after).
+func OwnKey(key func(o client.Object) Key) handler.TypedEventHandler[client.Object, Key] {
+	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, Key](func(_ context.Context, o client.Object) []Key {
+		return []Key{key(o)}
+	})
+}
+
 // KeysBeforeAfter is an event handler for objects of type T requeueing
 // the keys of the object before and after each event (the zero T before a
 // create, after a delete).

@@ -17,6 +17,15 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 )
 
+// The field indexes of the host's cache that features list with
+// (zone.Indexes registers them; a feature's own are its Indexer's).
+const (
+	// NetworkNameIndex lists NADs by their config's network name.
+	NetworkNameIndex = "spec.config.name"
+	// PodNodeIndex lists pods by their node.
+	PodNodeIndex = "spec.nodeName"
+)
+
 // Host is what the zone gives a feature kept in a package of its own: the
 // zone's identity, its caches, its queue and its writer. The zone fills it
 // before any feature runs; a feature keeps the pointer, not a copy.

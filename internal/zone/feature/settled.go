@@ -8,14 +8,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// NetworkNameIndex is the field index of the host's cache listing NADs by
-// their config's network name (zone.Indexes).
-const NetworkNameIndex = "spec.config.name"
-
-// PodNodeIndex is the field index of the host's cache listing pods by
-// their node.
-const PodNodeIndex = "spec.nodeName"
-
 // Settled logs what a sync of an owner contributing to the networks' rows
 // (a connect, a primary link) wrote, and asks for it again in a moment while
 // something it needs is on its way: a network's routers (the network's

@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -282,13 +281,7 @@ func (*Feature) Shares() []feature.Share {
 // Services (which network they render on); a connect those of its networks
 // when what services see of it changes.
 func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
-	b.Watches(&corev1.Service{}, feature.BeforeAfter(func(_ context.Context, q workqueue.TypedRateLimitingInterface[feature.Key], before, after client.Object) {
-		for _, o := range []client.Object{before, after} {
-			if o != nil {
-				q.Add(feature.ServiceKey(o.GetNamespace(), o.GetName()))
-			}
-		}
-	}))
+	b.Watches(&corev1.Service{}, feature.OwnKey(func(o client.Object) feature.Key { return feature.ServiceKey(o.GetNamespace(), o.GetName()) }))
 	b.Watches(&discoveryv1.EndpointSlice{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(_ context.Context, o client.Object) []feature.Key {
 		if k, ok := sliceService(o.(*discoveryv1.EndpointSlice)); ok {
 			return []feature.Key{k}
