@@ -30,9 +30,9 @@ build:
 image: deps
 	$(GO) run ./hack/image -o bin/ovn-udn-image.tar $(if $(IMAGE),-ref $(IMAGE))
 
-## demo: a 3-node sandbox with the examples, and the connectivity matrix measured in it (KEEP=1 keeps it running)
-demo: deps build
-	./bin/ovn-udn sandbox demo -f examples $(if $(KEEP),--keep) $(if $(HTML),--html $(HTML))
+## demo: a 3-node sandbox with the examples, and the connectivity matrix measured in it (KEEP=1 keeps it running; DEPLOY=1 installs ovn-udn from make image and config/deploy, run by the kubelets)
+demo: deps build $(if $(DEPLOY),image)
+	./bin/ovn-udn sandbox demo -f examples $(if $(DEPLOY),--deploy) $(if $(KEEP),--keep) $(if $(HTML),--html $(HTML))
 
 ## deps: install kube-apiserver, etcd and the OVN root (cached, idempotent)
 deps:

@@ -38,6 +38,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
+	"github.com/ovn-udn/ovn-udn/internal/tools/ovnimage"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 )
 
@@ -635,5 +636,105 @@ func TestDeployAcceptedByAPIServer(t *testing.T) {
 			t.Errorf("%s with a misspelt field was accepted: the dry run does not validate strictly", objName(u))
 		}
 		break
+	}
+}
+
+// TestDeployRunsOnlyImagePrograms: every program the deploy's containers
+// and probes run, directly or in their shell scripts, is one the image
+// holds (internal/tools/ovnimage.Programs, or ovn-udn): the image has no
+// other, so a script that called grep would fail on every node.
+func TestDeployRunsOnlyImagePrograms(t *testing.T) {
+	have := map[string]bool{"ovn-udn": true, "/bin/sh": true}
+	for _, p := range ovnimage.Programs {
+		have[p] = true
+	}
+	// The shell's own words, which run no program.
+	shell := map[string]bool{}
+	for _, w := range strings.Fields("if then else elif fi until while do done for in case esac set echo exit export . [ ] test true false cd shift read return local shellcheck") {
+		shell[w] = true
+	}
+	segment := regexp.MustCompile("[|;&\n()`]|\\$\\(")
+	// What runs nothing: comments, quoted strings (awk's program, messages),
+	// redirections.
+	inert := regexp.MustCompile(`(?m)(^|\s)#.*$|'[^']*'|"(\\.|[^"\\])*"|\d*[<>]&?\d*`)
+	check := func(where string, argv []string) {
+		if len(argv) == 0 {
+			return
+		}
+		if len(argv) >= 3 && argv[0] == "/bin/sh" && argv[1] == "-c" {
+			for _, seg := range segment.Split(inert.ReplaceAllString(argv[2], " "), -1) {
+				words := strings.Fields(strings.TrimPrefix(strings.TrimSpace(seg), "!"))
+				for len(words) > 0 && (words[0] == "exec" || words[0] == "then" || words[0] == "do" || words[0] == "else") {
+					words = words[1:]
+				}
+				if len(words) == 0 {
+					continue
+				}
+				w := words[0]
+				if shell[w] || strings.HasPrefix(w, "#") || strings.ContainsAny(w[:1], `$"'[]`) || strings.Contains(w, "=") {
+					continue
+				}
+				if !have[w] {
+					t.Errorf("%s: its script runs %s, which the image does not hold", where, w)
+				}
+			}
+			return
+		}
+		if !have[argv[0]] {
+			t.Errorf("%s: runs %s, which the image does not hold", where, argv[0])
+		}
+	}
+	for _, w := range workloads(t, renderDeploy(t)) {
+		for _, c := range w.pod.Spec.Containers {
+			where := w.name + " container " + c.Name
+			check(where, c.Command)
+			for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+				if p != nil && p.Exec != nil {
+					check(where+" probe", p.Exec.Command)
+				}
+			}
+		}
+	}
+}
+
+// TestDeploySandboxOverlay: the overlay `sandbox up --deploy` applies
+// renders against config/deploy, passes checkCommandLines with its image and
+// extra flags, and moves every host directory a pod mounts into the
+// sandbox's state directory (each node's own, by sub-path), except the
+// host's network namespaces.
+func TestDeploySandboxOverlay(t *testing.T) {
+	l, err := sandbox.NewLayout(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := sandbox.WriteDeployOverlay(l, sandbox.DeploySettings{Image: "ghcr.io/ovn-udn/ovn-udn:v2", Replicas: 1,
+		ZoneArgs: []string{"--inactive-grace-period=5s"}, ClusterManagerArgs: []string{"--inactive-grace-period=5s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, dir)
+	checkCommandLines(t, objs, "ghcr.io/ovn-udn/ovn-udn:v2")
+	for _, w := range workloads(t, objs) {
+		hostPaths := map[string]string{}
+		for _, v := range w.pod.Spec.Volumes {
+			if v.HostPath != nil {
+				hostPaths[v.Name] = v.HostPath.Path
+				if v.HostPath.Path != "/run/netns" && !strings.HasPrefix(v.HostPath.Path, l.Dir+"/") {
+					t.Errorf("%s: volume %s is the host's %s, outside the sandbox", w.name, v.Name, v.HostPath.Path)
+				}
+			}
+		}
+		for _, c := range w.pod.Spec.Containers {
+			for _, m := range c.VolumeMounts {
+				p, ok := hostPaths[m.Name]
+				if ok && p != "/run/netns" && p != l.Dir+"/deploy/kubeconfig" && m.SubPathExpr == "" {
+					t.Errorf("%s container %s: mount %s is every node's %s: no per-node sub-path", w.name, c.Name, m.MountPath, p)
+				}
+			}
+			if runs := slices.Contains(c.Command, "ovn-udn") || (len(c.Command) > 2 && strings.Contains(c.Command[2], "exec ovn-udn")); runs &&
+				!slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "KUBECONFIG" }) {
+				t.Errorf("%s container %s runs ovn-udn without the pods' kubeconfig", w.name, c.Name)
+			}
+		}
 	}
 }

@@ -1,6 +1,7 @@
-// Package config holds ovn-udn's deployable manifests — the CRDs (crd/) and
-// each component's least-privilege RBAC (rbac/) — and embeds them, so the
-// sandbox installs exactly what a cluster would.
+// Package config holds ovn-udn's deployable manifests — the CRDs (crd/),
+// each component's least-privilege RBAC (rbac/), the admission policies
+// (admission/) and the kustomization that installs ovn-udn (deploy/) — and
+// embeds them, so the sandbox installs exactly what a cluster would.
 package config
 
 import (
@@ -11,6 +12,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 
@@ -32,6 +35,38 @@ var RBAC embed.FS
 //
 //go:embed admission/*.yaml
 var Admission embed.FS
+
+// Deploy holds deploy/*.yaml, the kustomization that installs ovn-udn
+// (docs/install.md); it includes crd/, rbac/ and admission/ as bases.
+//
+//go:embed deploy/*.yaml
+var Deploy embed.FS
+
+// WriteTree writes every embedded manifest into dir as this directory holds
+// them (dir/crd, dir/rbac, dir/admission, dir/deploy), so that
+// `kubectl apply -k dir/deploy` installs what a checkout would.
+func WriteTree(dir string) error {
+	for _, f := range []embed.FS{CRDs, RBAC, Admission, Deploy} {
+		err := fs.WalkDir(f, ".", func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := f.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			to := filepath.Join(dir, filepath.FromSlash(path))
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(to, b, 0o644)
+		})
+		if err != nil {
+			return fmt.Errorf("writing the manifests into %s: %w", dir, err)
+		}
+	}
+	return nil
+}
 
 // ParseAdmission returns the ValidatingAdmissionPolicies and their bindings of
 // admission/*.yaml, policies first.

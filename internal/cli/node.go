@@ -107,6 +107,7 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 	fs.StringVar(&opts.CNI.Socket, "cni-socket", cniserver.DefaultSocket, "serve ovn-udn's CNI plugin to the node's container runtime on this unix socket")
 	fs.StringVar(&opts.CNI.ConfDir, "cni-conf-dir", "", "the node's CNI configuration directory (e.g. /etc/cni/net.d), where the agent writes "+pods.ConfFile+" once it serves (empty: none)")
 	fs.StringVar(&opts.CNI.BinDir, "cni-bin-dir", "", "the node's CNI plugin directory (e.g. /opt/cni/bin), where the agent installs itself as "+netconf.CNIType+" (empty: none)")
+	fs.StringVar(&opts.CNI.PluginSocket, "cni-plugin-socket", "", "--cni-socket as the container runtime on the host sees it, written into the CNI configuration (default: --cni-socket; set it when the agent's container mounts the socket's directory at another path)")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }

@@ -333,10 +333,13 @@ func ExitCode(err error) (int, bool) {
 	return 1, true
 }
 
-// addUplinkFlags adds the outside routers' flags of up and supervise.
+// addUplinkFlags adds the flags up, supervise and demo share: the outside
+// routers', the controllers' timing and deploy mode.
 func addUplinkFlags(fs *pflag.FlagSet, opts *sandbox.Options) {
 	fs.IntVar(&opts.Uplinks, "uplinks", opts.Uplinks, fmt.Sprintf("outside routers the nodes route through, 192.168.100.1 to .K (1-%d); with 2 or more every gateway router has ECMP default routes and the routers run BFD with every node", sandbox.MaxUplinks))
 	fs.IntVar(&opts.UplinkBridges, "uplink-bridges", opts.UplinkBridges, "how many of the routers (the last ones) are each on a segment of their own, 192.168.(100+k).0/24, reached through a further bridge br-ex<k> on every node (0 to --uplinks - 1)")
 	fs.DurationVar(&opts.BFDInterval, "bfd-interval", 0, "BFD transmit and receive interval of the routers and gateway routers (0: FRR's 300ms on the routers, OVN's 1s on the gateway routers)")
+	fs.BoolVar(&opts.Deploy, "deploy", false, "install ovn-udn from its image (make image) and config/deploy with kubectl apply -k, run by the nodes' kubelets as pods, instead of running its components as the sandbox's processes (docs/sandbox.md)")
+	fs.StringVar(&opts.Image, "image", sandbox.DefaultImageArchive, "with --deploy: the OCI archive of ovn-udn's image to import into every node")
 	fs.DurationVar(&opts.InactiveGracePeriod, "inactive-grace-period", 0, "the zone controllers' --inactive-grace-period: how long a network stays on a node after its last pod there is gone (0: the controllers' default)")
 }

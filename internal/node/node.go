@@ -93,6 +93,19 @@ type CNIOptions struct {
 	// BinDir is the node's CNI plugin directory (/opt/cni/bin): the agent
 	// installs its own binary there as netconf.CNIType ("" leaves it).
 	BinDir string
+	// PluginSocket is Socket as the runtime on the host sees it, which the
+	// configuration written into ConfDir names; it differs from Socket only
+	// when the agent runs in a container that mounts the socket's directory
+	// at another path ("": Socket).
+	PluginSocket string
+}
+
+// PluginSocketPath is PluginSocket, or SocketPath when empty.
+func (o CNIOptions) PluginSocketPath() string {
+	if o.PluginSocket != "" {
+		return o.PluginSocket
+	}
+	return o.SocketPath()
 }
 
 // SocketPath is Socket, or cniserver.DefaultSocket when empty.

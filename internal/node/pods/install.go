@@ -49,7 +49,7 @@ func install(o node.CNIOptions) error {
 		}
 	}
 	if o.ConfDir != "" {
-		if err := writeIfChanged(filepath.Join(o.ConfDir, ConfFile), ConfList(o.SocketPath()), 0o644); err != nil {
+		if err := writeIfChanged(filepath.Join(o.ConfDir, ConfFile), ConfList(o.PluginSocketPath()), 0o644); err != nil {
 			return fmt.Errorf("writing the CNI configuration: %w", err)
 		}
 	}

@@ -47,3 +47,24 @@ func TestCNIInstall(t *testing.T) {
 		t.Errorf("a second install rewrote the files")
 	}
 }
+
+// TestCNIInstallPluginSocket: an agent in a container that mounts the
+// socket's directory elsewhere writes the host's path into the
+// configuration, and still serves on its own.
+func TestCNIInstallPluginSocket(t *testing.T) {
+	o := node.CNIOptions{Socket: "/var/run/ovn-udn/cni.sock", PluginSocket: "/srv/node1/run/cni.sock", ConfDir: t.TempDir()}
+	if err := install(o); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(o.ConfDir, ConfFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct{ Plugins []struct{ Socket string } }
+	if err := json.Unmarshal(b, &list); err != nil || len(list.Plugins) != 1 || list.Plugins[0].Socket != o.PluginSocket {
+		t.Errorf("configuration list %s names no %s (%v)", b, o.PluginSocket, err)
+	}
+	if o.SocketPath() != o.Socket {
+		t.Errorf("the agent serves on %s, want %s", o.SocketPath(), o.Socket)
+	}
+}

@@ -82,6 +82,13 @@ func Files(root, binary string) ([]images.File, error) {
 		}
 	}
 	out = append(out, r.files...)
+	// /tmp, which no runtime makes: ovsdb-server creates temporary files.
+	// /run, and /var/run linked to it as on Debian: ip finds named network
+	// namespaces in /run/netns, and the node agent's manifest mounts the
+	// host's at /var/run/netns.
+	out = append(out, images.File{Path: "tmp", Dir: true, Mode: 0o1777},
+		images.File{Path: "run", Dir: true, Mode: 0o755},
+		images.File{Path: "var/run", Link: "/run"})
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }

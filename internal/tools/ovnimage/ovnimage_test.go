@@ -38,6 +38,16 @@ func TestImageRunsItsPrograms(t *testing.T) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		if f.Dir {
+			mode := os.FileMode(f.Mode & 0o777)
+			if f.Mode&0o1000 != 0 {
+				mode |= os.ModeSticky
+			}
+			if err := os.Mkdir(p, mode); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if f.Link != "" {
 			if err := os.Symlink(f.Link, p); err != nil {
 				t.Fatal(err)
@@ -48,12 +58,11 @@ func TestImageRunsItsPrograms(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// What a container runtime gives every container: /tmp, and
-	// /dev/urandom (OVS seeds its UUIDs from it).
-	for _, d := range []string{"tmp", "dev"} {
-		if err := os.MkdirAll(filepath.Join(dir, d), 0o1777); err != nil {
-			t.Fatal(err)
-		}
+	// What a container runtime gives every container: /dev/urandom (OVS
+	// seeds its UUIDs from it). Not /tmp: runc makes none, so the image
+	// brings its own (ovsdb-server needs one to start).
+	if err := os.MkdirAll(filepath.Join(dir, "dev"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	if err := unix.Mknod(filepath.Join(dir, "dev/urandom"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 9))); err != nil {
 		t.Fatal(err)
@@ -61,6 +70,8 @@ func TestImageRunsItsPrograms(t *testing.T) {
 	for _, argv := range [][]string{
 		{"/bin/sh", "-c", `echo "a 192.168.100.11/24" | awk '{split($2, a, "/"); print a[1]}' && sleep 0`},
 		{"ip", "-V"},
+		// ip's named namespaces, where the manifest mounts the host's.
+		{"/bin/sh", "-c", `cd /var/run && [ "$(pwd -P)" = /run ]`},
 		{"ethtool", "--version"},
 		{"ovs-vsctl", "--version"},
 		{"ovs-ofctl", "--version"},

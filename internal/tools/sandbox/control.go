@@ -47,6 +47,9 @@ func Up(opts Options, out io.Writer) error {
 	cmd := exec.Command(opts.Binary, "sandbox", "supervise", "--dir", l.Dir, "--nodes", fmt.Sprint(opts.Nodes),
 		"--uplinks", fmt.Sprint(opts.Uplinks), "--uplink-bridges", fmt.Sprint(opts.UplinkBridges), "--bfd-interval", opts.BFDInterval.String(),
 		"--inactive-grace-period", opts.InactiveGracePeriod.String())
+	if opts.Deploy {
+		cmd.Args = append(cmd.Args, "--deploy", "--image", opts.Image)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: the supervisor outlives this command and the terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -136,7 +139,7 @@ func removeState(l Layout, out io.Writer) error {
 	if _, err := os.Stat(l.Dir); err != nil {
 		return nil
 	}
-	for _, p := range []string{l.StateFile(), l.StateFile() + ".tmp", l.Kubeconfig(), l.SupervisorLog(), l.KubeDir(), l.LogDir(), l.imagesArchive(),
+	for _, p := range []string{l.StateFile(), l.StateFile() + ".tmp", l.Kubeconfig(), l.SupervisorLog(), l.KubeDir(), l.LogDir(), l.imagesArchive(), l.deployDir(),
 		filepath.Dir(l.ZoneDir("x")), filepath.Dir(l.NodeDir("x"))} {
 		if err := os.RemoveAll(p); err != nil {
 			return err
@@ -196,6 +199,10 @@ func Status(dir string, out io.Writer) error {
 	}
 	for _, warn := range NorthdWarnings(st.Processes) {
 		fmt.Fprintln(out, warn)
+	}
+	if st.Deployed {
+		fmt.Fprintf(out, "\novn-udn runs as pods installed from %s: `ovn-udn sandbox kubectl -- -n %s get pods -o wide`\n",
+			l.DeployOverlay(), DeployNamespace)
 	}
 	return nil
 }

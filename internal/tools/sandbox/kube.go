@@ -64,13 +64,19 @@ type kube struct {
 // startKube starts etcd and kube-apiserver with their data and certificates in
 // the state directory, installs the CRDs, and writes the administrator's and
 // each component's kubeconfig.
-func startKube(l Layout) (*kube, error) {
+//
+// With deployed set, ovn-udn's own objects (CRDs, admission policies, RBAC)
+// are left to config/deploy (deploy.go), as on a cluster.
+func startKube(l Layout, deployed bool) (*kube, error) {
 	if err := errors.Join(deps.CheckKube(), deps.CheckControlPlane()); err != nil {
 		return nil, err
 	}
 	crds, err := manifests.ParseCRDs()
 	if err != nil {
 		return nil, err
+	}
+	if deployed {
+		crds = nil
 	}
 	dir := l.KubeDir()
 	for _, d := range []string{filepath.Join(dir, "etcd"), filepath.Join(dir, "certs")} {
@@ -133,6 +139,9 @@ func startKube(l Layout) (*kube, error) {
 		if err := writeKubeconfig(u, componentKubeconfig(l, name)); err != nil {
 			return k, err
 		}
+	}
+	if deployed {
+		return k, nil
 	}
 	if err := k.applyAdmission(); err != nil {
 		return k, err

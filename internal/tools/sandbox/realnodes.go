@@ -224,7 +224,11 @@ func (s *supervisor) buildImages() (string, error) {
 
 // startRealNode starts a node's containerd and kubelet, and returns the
 // node agent's CNI flags.
-func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string, kubeletUser *envtest.AuthenticatedUser) ([]string, error) {
+func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string) ([]string, error) {
+	kubeletUser, err := s.kube.env.AddUser(envtest.User{Name: "system:node:" + name, Groups: []string{"system:nodes", "system:masters"}}, nil)
+	if err != nil {
+		return nil, err
+	}
 	dir := s.l.realDir(name)
 	for _, d := range []string{"containerd", "cni/bin", "cni/net.d", "kubelet", "kubelet-pki", "pod-logs"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -261,8 +265,14 @@ func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string, 
 	}); err != nil {
 		return nil, fmt.Errorf("containerd of %s did not start: %w", name, err)
 	}
-	if out, err := exec.Command("ctr", "-a", sock, "-n", "k8s.io", "images", "import", s.images).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("importing images into %s: %v: %s", name, err, out)
+	archives := []string{s.images}
+	if s.opts.Deploy {
+		archives = append(archives, s.opts.Image)
+	}
+	for _, a := range archives {
+		if out, err := exec.Command("ctr", "-a", sock, "-n", "k8s.io", "images", "import", a).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("importing %s into %s: %v: %s", a, name, err, out)
+		}
 	}
 	s.addComponent(&component{name: "kubelet/" + name, path: "nsenter", args: []string{enter, deps.KubeBinary("kubelet"),
 		"--config=" + filepath.Join(dir, "kubelet.yaml"), "--kubeconfig=" + filepath.Join(dir, "kubeconfig"),

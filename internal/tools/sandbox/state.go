@@ -28,9 +28,12 @@ type State struct {
 	Error     string    `json:"error,omitempty"`
 	StartedAt time.Time `json:"startedAt"`
 	// ReadyAfter is how long the sandbox took to become ready.
-	ReadyAfter string      `json:"readyAfter,omitempty"`
-	Kubeconfig string      `json:"kubeconfig"`
-	Nodes      []NodeState `json:"nodes"`
+	ReadyAfter string `json:"readyAfter,omitempty"`
+	Kubeconfig string `json:"kubeconfig"`
+	// Deployed says ovn-udn runs as pods from its image and config/deploy
+	// (Options.Deploy), not as the supervisor's processes.
+	Deployed bool        `json:"deployed,omitempty"`
+	Nodes    []NodeState `json:"nodes"`
 	// Routers are the outside routers' addresses on their segments with
 	// the nodes, router k at index k-1.
 	Routers   []string  `json:"routers,omitempty"`
@@ -42,7 +45,8 @@ type NodeState struct {
 	Name  string `json:"name"`
 	IP    string `json:"ip"`
 	Netns string `json:"netns"`
-	// NB and SB are the node's zone databases (loopback TCP).
+	// NB and SB are the node's zone databases (loopback TCP; in deploy
+	// mode the zone pod's unix sockets).
 	NB string `json:"nb"`
 	SB string `json:"sb"`
 	// OVSDB is the node's Open vSwitch database.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
@@ -50,6 +49,12 @@ type Options struct {
 	// InactiveGracePeriod is the zone controllers' and cluster-manager's
 	// --inactive-grace-period (0: their default).
 	InactiveGracePeriod time.Duration
+	// Deploy installs ovn-udn from its image and config/deploy, run by the
+	// kubelets, instead of running its components as processes (deploy.go).
+	Deploy bool
+	// Image is the OCI archive deploy mode installs (DefaultImageArchive
+	// when empty).
+	Image string
 }
 
 // Defaults fills the options left unset and checks them (Up and Demo call
@@ -80,6 +85,19 @@ func (o *Options) Defaults() error {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 5 * time.Minute
 	}
+	if o.Deploy {
+		if o.Image == "" {
+			o.Image = DefaultImageArchive
+		}
+		abs, err := filepath.Abs(o.Image)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return fmt.Errorf("--deploy needs ovn-udn's image (make image): %w", err)
+		}
+		o.Image = abs
+	}
 	return nil
 }
 
@@ -98,6 +116,8 @@ type supervisor struct {
 	state    State
 	// images is the archive real nodes import (Options.RealNodes).
 	images string
+	// imageRef names ovn-udn's image in deploy mode (Options.Image).
+	imageRef string
 }
 
 // component is a process the supervisor restarts when it exits: an ovn-udn
@@ -162,7 +182,7 @@ func Supervise(ctx context.Context, opts Options) error {
 func (s *supervisor) start(ctx context.Context) error {
 	var err error
 	s.log.Printf("starting kube-apiserver and etcd")
-	if s.kube, err = startKube(s.l); err != nil {
+	if s.kube, err = startKube(s.l, s.opts.Deploy); err != nil {
 		return err
 	}
 	s.startControlPlane()
@@ -187,6 +207,12 @@ func (s *supervisor) start(ctx context.Context) error {
 	if s.images, err = s.buildImages(); err != nil {
 		return fmt.Errorf("building the nodes' images: %w", err)
 	}
+	if s.opts.Deploy {
+		if s.imageRef, err = ImageRef(s.opts.Image); err != nil {
+			return err
+		}
+		s.state.Deployed = true
+	}
 	if err := s.startControlLink(ctx, s.kube.env.Config.Host); err != nil {
 		return err
 	}
@@ -198,11 +224,17 @@ func (s *supervisor) start(ctx context.Context) error {
 			return err
 		}
 	}
-	cm := []string{"cluster-manager", "--kubeconfig=" + componentKubeconfig(s.l, roleOf("cluster-manager")), "--leader-elect=false"}
-	if s.opts.InactiveGracePeriod > 0 { // as the zone controllers'
-		cm = append(cm, "--inactive-grace-period="+s.opts.InactiveGracePeriod.String())
+	if s.opts.Deploy {
+		if err := s.deploy(ctx, s.imageRef); err != nil {
+			return err
+		}
+	} else {
+		cm := []string{"cluster-manager", "--kubeconfig=" + componentKubeconfig(s.l, roleOf("cluster-manager")), "--leader-elect=false"}
+		if s.opts.InactiveGracePeriod > 0 { // as the zone controllers'
+			cm = append(cm, "--inactive-grace-period="+s.opts.InactiveGracePeriod.String())
+		}
+		s.addComponent(&component{name: "cluster-manager", metrics: s.metricsAddr(), args: cm})
 	}
-	s.addComponent(&component{name: "cluster-manager", metrics: s.metricsAddr(), args: cm})
 	if err := s.waitReady(ctx); err != nil {
 		return err
 	}
@@ -268,11 +300,17 @@ func (s *supervisor) startNode(ctx context.Context, i int) error {
 			return err
 		}
 	}
-	z, err := ovnrun.StartZone(ovnrun.ZoneOptions{Name: name, Dir: s.l.ZoneDir(name)})
-	if err != nil {
-		return err
+	var z *ovnrun.Zone
+	if s.opts.Deploy { // the zone pod's, once deployed
+		nb, sb := s.l.zoneSockets(name)
+		z = &ovnrun.Zone{Name: name, Dir: s.l.ZoneDir(name), NB: nb, SB: sb}
+	} else {
+		var err error
+		if z, err = ovnrun.StartZone(ovnrun.ZoneOptions{Name: name, Dir: s.l.ZoneDir(name)}); err != nil {
+			return err
+		}
+		s.zones[name] = z
 	}
-	s.zones[name] = z
 	ns, ul := s.l.NodeNetns(name), s.l.UnderlayNetns()
 	if err := ipCmds(
 		[]string{"netns", "add", ns},
@@ -322,6 +360,21 @@ func (s *supervisor) startNode(ctx context.Context, i int) error {
 		mappings = append(mappings, u.physnet()+":"+u.bridge())
 		extra = append(extra, "--extra-uplink="+u.agentFlag(i))
 	}
+	if s.opts.Deploy {
+		var agent []string
+		agent = append(agent, extra...)
+		if s.opts.Uplinks > 1 {
+			agent = append(agent, "--default-route-bfd=true")
+		}
+		if err := s.prepareDeployNode(i, n, mappings, agent); err != nil {
+			return err
+		}
+		if _, err := s.startRealNode(ctx, i, name, ns); err != nil {
+			return err
+		}
+		s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB, UplinkIPs: s.uplinkIPs(i)})
+		return nil
+	}
 	encap := strings.Split(NodeIP(i), "/")[0]
 	if err := n.StartController(ovnrun.ControllerOptions{SystemID: name, SB: z.Socket("sb"), EncapIP: encap,
 		BridgeMappings: strings.Join(mappings, ",")}); err != nil {
@@ -333,11 +386,7 @@ func (s *supervisor) startNode(ctx context.Context, i int) error {
 		"--gateway-ip=" + NodeIP(i), "--gateway-next-hop=" + strings.Join(s.opts.nextHops(), ","), "--gateway-mac=" + GatewayMAC(i),
 		"--external-bridge=br-ex", "--external-interface=eth0",
 		"--tools-dir=" + deps.OVNBinDir()}
-	user, err := s.kube.env.AddUser(envtest.User{Name: "system:node:" + name, Groups: []string{"system:nodes", "system:masters"}}, nil)
-	if err != nil {
-		return err
-	}
-	cniFlags, err := s.startRealNode(ctx, i, name, ns, user)
+	cniFlags, err := s.startRealNode(ctx, i, name, ns)
 	if err != nil {
 		return err
 	}
@@ -356,12 +405,17 @@ func (s *supervisor) startNode(ctx context.Context, i int) error {
 		zone = append(zone, "--inactive-grace-period="+s.opts.InactiveGracePeriod.String())
 	}
 	s.addComponent(&component{name: "zone-controller/" + name, metrics: s.metricsAddr(), args: zone})
-	var uplinkIPs []string
-	for _, u := range s.opts.bridgeUplinks() {
-		uplinkIPs = append(uplinkIPs, u.nodeAddr(i))
-	}
-	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB, UplinkIPs: uplinkIPs})
+	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB, UplinkIPs: s.uplinkIPs(i)})
 	return nil
+}
+
+// uplinkIPs are node i's addresses on the further uplinks' segments.
+func (s *supervisor) uplinkIPs(i int) []string {
+	var ips []string
+	for _, u := range s.opts.bridgeUplinks() {
+		ips = append(ips, u.nodeAddr(i))
+	}
+	return ips
 }
 
 // metricsAddr returns a loopback address for a component's /metrics
@@ -413,6 +467,11 @@ func (s *supervisor) waitReady(ctx context.Context) error {
 				return false, fmt.Errorf("%s is not running; its log %s ends:\n%s", c.name, c.log, proc.Tail(c.log, 15))
 			}
 		}
+		if s.opts.Deploy {
+			if err := s.kube.deployedReady(ctx); err != nil {
+				return false, err
+			}
+		}
 		for _, n := range s.state.Nodes {
 			node, err := s.kube.node(n.Name)
 			if err != nil {
@@ -424,7 +483,8 @@ func (s *supervisor) waitReady(ctx context.Context) error {
 			if !nodeReady(node) {
 				return false, fmt.Errorf("node %s does not report Ready yet", n.Name)
 			}
-			out, err := s.zones[n.Name].SBCtl("--bare", "--columns=name", "find", "Chassis", "name="+n.Name)
+			z := &ovnrun.Zone{Name: n.Name, Dir: s.l.ZoneDir(n.Name), NB: n.NB, SB: n.SB}
+			out, err := z.SBCtl("--timeout=5", "--bare", "--columns=name", "find", "Chassis", "name="+n.Name)
 			if err != nil || strings.TrimSpace(out) == "" {
 				return false, fmt.Errorf("ovn-controller of %s has not registered its chassis yet (%v)", n.Name, err)
 			}

@@ -29,6 +29,8 @@ type File struct {
 	Path, Source string
 	Mode         int64
 	Link         string
+	// Dir makes Path an empty directory with Mode (Source unused).
+	Dir bool
 }
 
 // Image is one image to build.
@@ -55,6 +57,12 @@ func Build(img Image) (v1.Image, error) {
 	for _, f := range files {
 		if f.Link != "" {
 			if err := tw.WriteHeader(&tar.Header{Name: f.Path, Linkname: f.Link, Mode: 0o777, Typeflag: tar.TypeSymlink, Format: tar.FormatPAX}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if f.Dir {
+			if err := tw.WriteHeader(&tar.Header{Name: f.Path + "/", Mode: f.Mode, Typeflag: tar.TypeDir, Format: tar.FormatPAX}); err != nil {
 				return nil, err
 			}
 			continue
