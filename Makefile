@@ -26,9 +26,9 @@ all: build
 build:
 	$(GO) build -o bin/ovn-udn ./cmd/ovn-udn
 
-## image: ovn-udn's container image without Docker, as an OCI archive (bin/ovn-udn-image.tar; IMAGE=<reference> names it; reproducible: docs/install.md)
+## image: ovn-udn's container image without Docker, as an OCI archive (bin/ovn-udn-image.tar; IMAGE=<reference> names it, VERSION=<v> sets what ovn-udn version reports; reproducible: docs/install.md)
 image: deps
-	$(GO) run ./hack/image -o bin/ovn-udn-image.tar $(if $(IMAGE),-ref $(IMAGE))
+	$(GO) run ./hack/image -o bin/ovn-udn-image.tar $(if $(IMAGE),-ref $(IMAGE)) $(if $(VERSION),-version $(VERSION))
 
 ## demo: a 3-node sandbox with the examples, and the connectivity matrix measured in it (KEEP=1 keeps it running; DEPLOY=1 installs ovn-udn from make image and config/deploy, run by the kubelets)
 demo: deps build $(if $(DEPLOY),image)

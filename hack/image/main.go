@@ -28,14 +28,15 @@ import (
 func main() {
 	out := flag.String("o", "bin/ovn-udn-image.tar", "the OCI archive to write")
 	ref := flag.String("ref", "ghcr.io/ovn-udn/ovn-udn:dev", "the image's reference")
+	version := flag.String("version", "", "the version `ovn-udn version` reports (default: the module's, from the build)")
 	flag.Parse()
-	if err := run(*out, *ref); err != nil {
+	if err := run(*out, *ref, *version); err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, ref string) error {
+func run(out, ref, version string) error {
 	tmp, err := os.MkdirTemp("", "ovn-udn-image-")
 	if err != nil {
 		return err
@@ -44,7 +45,11 @@ func run(out, ref string) error {
 	// Static and reproducible: no cgo, no paths of this machine, no build ID;
 	// no symbol tables (a running component needs none).
 	binary := filepath.Join(tmp, "ovn-udn")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w -buildid=", "-o", binary, "./cmd/ovn-udn")
+	ldflags := "-s -w -buildid="
+	if version != "" {
+		ldflags += " -X github.com/ovn-udn/ovn-udn/internal/version.Version=" + version
+	}
+	build := exec.Command("go", "build", "-trimpath", "-ldflags="+ldflags, "-o", binary, "./cmd/ovn-udn")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

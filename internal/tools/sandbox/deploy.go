@@ -441,3 +441,24 @@ func (k *kube) deployedReady(ctx context.Context) error {
 	}
 	return nil
 }
+
+// ImportImage imports an OCI archive into every node's containerd, as a
+// registry would serve it to the nodes of a cluster (there is none here):
+// an upgrade's new image.
+func ImportImage(dir, archive string) error {
+	l, err := NewLayout(dir)
+	if err != nil {
+		return err
+	}
+	st, err := ReadState(l)
+	if err != nil {
+		return err
+	}
+	for _, n := range st.Nodes {
+		sock := filepath.Join(l.realDir(n.Name), "containerd", "containerd.sock")
+		if out, err := exec.Command("ctr", "-a", sock, "-n", "k8s.io", "images", "import", archive).CombinedOutput(); err != nil {
+			return fmt.Errorf("importing %s into %s: %v: %s", archive, n.Name, err, out)
+		}
+	}
+	return nil
+}
