@@ -684,8 +684,8 @@ func TestDeployRunsOnlyImagePrograms(t *testing.T) {
 			t.Errorf("%s: runs %s, which the image does not hold", where, argv[0])
 		}
 	}
-	for _, w := range workloads(t, renderDeploy(t)) {
-		for _, c := range w.pod.Spec.Containers {
+	for _, w := range workloads(t, append(renderDeploy(t), render(t, "uninstall")...)) {
+		for _, c := range append(w.pod.Spec.InitContainers, w.pod.Spec.Containers...) {
 			where := w.name + " container " + c.Name
 			check(where, c.Command)
 			for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
@@ -736,5 +736,42 @@ func TestDeploySandboxOverlay(t *testing.T) {
 				t.Errorf("%s container %s runs ovn-udn without the pods' kubeconfig", w.name, c.Name)
 			}
 		}
+	}
+}
+
+// TestUninstall: config/uninstall renders with one DaemonSet whose cleanup
+// runs `ovn-udn node cleanup` with flags the binary takes, on the host paths
+// config/deploy's pods use, and needs no Kubernetes API.
+func TestUninstall(t *testing.T) {
+	deployPaths := map[string]bool{}
+	for _, w := range workloads(t, renderDeploy(t)) {
+		for _, v := range w.pod.Spec.Volumes {
+			if v.HostPath != nil {
+				deployPaths[v.HostPath.Path] = true
+			}
+		}
+	}
+	ws := workloads(t, render(t, "uninstall"))
+	if len(ws) != 1 || len(ws[0].pod.Spec.InitContainers) != 1 {
+		t.Fatalf("config/uninstall: want one DaemonSet with one init container, got %+v", ws)
+	}
+	pod := ws[0].pod.Spec
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("the cleanup pods mount a service account token they do not use")
+	}
+	for _, v := range pod.Volumes {
+		if v.HostPath == nil || !deployPaths[v.HostPath.Path] {
+			t.Errorf("volume %s is no host path config/deploy's pods use", v.Name)
+		}
+	}
+	c := pod.InitContainers[0]
+	args := append(slices.Clone(c.Command[1:]), c.Args...)
+	root := cli.NewRootCommand()
+	cmd, rest, err := root.Find(args)
+	if err != nil || cmd.Name() != "cleanup" {
+		t.Fatalf("`ovn-udn %s` is not node cleanup: %v", strings.Join(args, " "), err)
+	}
+	if err := cmd.ParseFlags(rest); err != nil {
+		t.Errorf("`ovn-udn %s`: %v", strings.Join(args, " "), err)
 	}
 }

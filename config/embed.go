@@ -42,11 +42,17 @@ var Admission embed.FS
 //go:embed deploy/*.yaml
 var Deploy embed.FS
 
+// Uninstall holds uninstall/*.yaml, the kustomization that cleans the nodes
+// once ovn-udn is deleted (docs/install.md, "Uninstall").
+//
+//go:embed uninstall/*.yaml
+var Uninstall embed.FS
+
 // WriteTree writes every embedded manifest into dir as this directory holds
 // them (dir/crd, dir/rbac, dir/admission, dir/deploy), so that
 // `kubectl apply -k dir/deploy` installs what a checkout would.
 func WriteTree(dir string) error {
-	for _, f := range []embed.FS{CRDs, RBAC, Admission, Deploy} {
+	for _, f := range []embed.FS{CRDs, RBAC, Admission, Deploy, Uninstall} {
 		err := fs.WalkDir(f, ".", func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err

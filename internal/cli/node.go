@@ -109,6 +109,7 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 	fs.StringVar(&opts.CNI.BinDir, "cni-bin-dir", "", "the node's CNI plugin directory (e.g. /opt/cni/bin), where the agent installs itself as "+netconf.CNIType+" (empty: none)")
 	fs.StringVar(&opts.CNI.PluginSocket, "cni-plugin-socket", "", "--cni-socket as the container runtime on the host sees it, written into the CNI configuration (default: --cni-socket; set it when the agent's container mounts the socket's directory at another path)")
 	opts.Cluster.AddFlags(fs)
+	cmd.AddCommand(newNodeCleanupCommand())
 	return cmd
 }
 

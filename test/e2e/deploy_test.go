@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/testing/kubetest"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
@@ -63,6 +64,76 @@ func TestDeploy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("Upgrade", func(t *testing.T) { testUpgrade(t, ddir, c, tmp) })
+	t.Run("Uninstall", func(t *testing.T) { testUninstall(t, ddir, deployImageName+":e2e-2") })
+}
+
+// testUninstall follows docs/install.md's "Uninstall": the workloads and
+// networks deleted, kubectl delete -k of the deploy, then config/uninstall
+// applied until every node is clean, and deleted. Nothing of ovn-udn is
+// left: no namespace or CRD in the API; on every node no integration
+// bridge, no interface of ovn-udn's (pods' veths, the management port), no
+// CNI configuration or plugin, no zone database or socket.
+func testUninstall(t *testing.T, ddir, image string) {
+	l := sandbox.NewLayoutMust(ddir)
+	system := map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true, sandbox.DeployNamespace: true}
+	var doomed []string
+	for _, ns := range strings.Fields(kubectl(t, ddir, "get", "namespaces", "-o", "jsonpath={.items[*].metadata.name}")) {
+		if !system[ns] {
+			doomed = append(doomed, "namespace/"+ns)
+		}
+	}
+	start := time.Now()
+	kubectl(t, ddir, append([]string{"delete", "--wait=true", "--timeout=3m"}, doomed...)...)
+	kubectl(t, ddir, "delete", "--wait=true", "--timeout=2m", "clusteruserdefinednetworks,clusternetworkconnects,egressips", "--all")
+	kubectl(t, ddir, "-n", "kube-system", "delete", "--wait=true", "--timeout=2m", "deployment/coredns")
+	kubectl(t, ddir, "-n", "kube-system", "wait", "--for=delete", "pod", "-l", "k8s-app=kube-dns", "--timeout=2m")
+	kubectl(t, ddir, "delete", "--wait=true", "--timeout=3m", "-k", l.DeployOverlay())
+	dir, err := sandbox.WriteUninstallOverlay(l, image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, ddir, "apply", "-k", dir)
+	kubectl(t, ddir, "-n", "ovn-udn-uninstall", "rollout", "status", "daemonset/ovn-udn-cleanup", "--timeout=3m")
+	logs := kubectl(t, ddir, "-n", "ovn-udn-uninstall", "logs", "daemonset/ovn-udn-cleanup", "-c", "cleanup")
+	kubectl(t, ddir, "delete", "--wait=true", "--timeout=2m", "-k", dir)
+	t.Logf("uninstalled in %s; a node's cleanup said:\n%s", time.Since(start).Round(100*time.Millisecond), logs)
+
+	if out := kubectl(t, ddir, "get", "namespaces", "-o", "name"); strings.Contains(out, "ovn-udn") {
+		t.Errorf("namespaces left: %s", out)
+	}
+	if out := kubectl(t, ddir, "get", "crd", "-o", "name"); strings.Contains(out, "k8s.ovn.org") || strings.Contains(out, "k8s.cni.cncf.io") {
+		t.Errorf("CRDs left: %s", out)
+	}
+	st, err := sandbox.ReadState(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range st.Nodes {
+		if err := deps.OVNCommand("ovs-vsctl", "--db="+n.OVSDB, "br-exists", "br-int").Run(); err == nil {
+			t.Errorf("%s: br-int is still there", n.Name)
+		}
+		links, err := deps.OVNCommand("ip", "-n", n.Netns, "-o", "link", "show").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(links), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && strings.HasPrefix(f[1], "ovn") {
+				t.Errorf("%s: interface %s is still there", n.Name, strings.TrimSuffix(f[1], ":"))
+			}
+		}
+		for _, f := range []string{
+			filepath.Join(l.NodeDir(n.Name), "real", "cni", "net.d", "10-ovn-udn.conflist"),
+			filepath.Join(l.NodeDir(n.Name), "real", "cni", "bin", "ovn-k8s-cni-overlay"),
+			filepath.Join(l.ZoneDir(n.Name), "db", "ovnnb_db.db"),
+			filepath.Join(l.ZoneDir(n.Name), "db", "ovnsb_db.db"),
+			filepath.Join(l.ZoneDir(n.Name), "ovnnb_db.sock"),
+			filepath.Join(l.ZoneDir(n.Name), "ovnsb_db.sock"),
+		} {
+			if _, err := os.Stat(f); err == nil {
+				t.Errorf("%s: %s is still there", n.Name, f)
+			}
+		}
+	}
 }
 
 // buildImage runs make image's builder: the archive at out, named ref,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -175,47 +176,73 @@ func WriteDeployOverlay(l Layout, s DeploySettings) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	patches := map[string]any{}
-	for _, f := range []string{"zone.yaml", "node.yaml", "cluster-manager.yaml"} {
-		b, err := manifests.Deploy.ReadFile("deploy/" + f)
-		if err != nil {
-			return "", err
-		}
-		p, err := overlayPatch(l, b, s)
-		if err != nil {
-			return "", fmt.Errorf("deploy/%s: %w", f, err)
-		}
-		patches[f] = p
-	}
-	dir := l.DeployOverlay()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := writeOverlay(l, l.DeployOverlay(), "deploy", []string{"zone.yaml", "node.yaml", "cluster-manager.yaml"}, name, tag, s); err != nil {
 		return "", err
 	}
-	kustomization := map[string]any{
-		"apiVersion": "kustomize.config.k8s.io/v1beta1",
-		"kind":       "Kustomization",
-		"resources":  []string{"../ovn-udn/config/deploy"},
-		"images":     []map[string]string{{"name": deployBaseImage, "newName": name, "newTag": tag}},
-	}
-	var list []map[string]string
-	for _, f := range []string{"zone.yaml", "node.yaml", "cluster-manager.yaml"} {
-		b, err := yaml.Marshal(patches[f])
-		if err != nil {
-			return "", err
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			return "", err
-		}
-		list = append(list, map[string]string{"path": f})
-	}
-	kustomization["patches"] = list
-	b, err := yaml.Marshal(kustomization)
+	return l.DeployOverlay(), nil
+}
+
+// UninstallOverlay is the directory of the sandbox's overlay of
+// config/uninstall.
+func (l Layout) UninstallOverlay() string { return filepath.Join(l.deployDir(), "uninstall") }
+
+// WriteUninstallOverlay writes the sandbox's overlay of config/uninstall
+// (beside WriteDeployOverlay's, whose copy of the manifests it uses) for
+// image, and returns its directory.
+func WriteUninstallOverlay(l Layout, image string) (string, error) {
+	name, tag, err := splitRef(image)
 	if err != nil {
 		return "", err
 	}
-	header := "# The sandbox's overlay of config/deploy (internal/tools/sandbox/deploy.go):\n" +
+	return l.UninstallOverlay(), writeOverlay(l, l.UninstallOverlay(), "uninstall", []string{"cleanup.yaml"}, name, tag, DeploySettings{})
+}
+
+// writeOverlay writes an overlay of config/<base> into dir: the image, and
+// overlayPatch of each of files.
+func writeOverlay(l Layout, dir, base string, files []string, name, tag string, s DeploySettings) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var list []map[string]string
+	for _, f := range files {
+		b, err := fs.ReadFile(manifestsOf(base), base+"/"+f)
+		if err != nil {
+			return err
+		}
+		p, err := overlayPatch(l, b, s)
+		if err != nil {
+			return fmt.Errorf("%s/%s: %w", base, f, err)
+		}
+		out, err := yaml.Marshal(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), out, 0o644); err != nil {
+			return err
+		}
+		list = append(list, map[string]string{"path": f})
+	}
+	b, err := yaml.Marshal(map[string]any{
+		"apiVersion": "kustomize.config.k8s.io/v1beta1",
+		"kind":       "Kustomization",
+		"resources":  []string{"../ovn-udn/config/" + base},
+		"images":     []map[string]string{{"name": deployBaseImage, "newName": name, "newTag": tag}},
+		"patches":    list,
+	})
+	if err != nil {
+		return err
+	}
+	header := "# The sandbox's overlay of config/" + base + " (internal/tools/sandbox/deploy.go):\n" +
 		"# its image, per-node host directories, and the pods' way to the API server.\n"
-	return dir, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), append([]byte(header), b...), 0o644)
+	return os.WriteFile(filepath.Join(dir, "kustomization.yaml"), append([]byte(header), b...), 0o644)
+}
+
+// manifestsOf is the embedded directory of config/<base>.
+func manifestsOf(base string) fs.FS {
+	if base == "uninstall" {
+		return manifests.Uninstall
+	}
+	return manifests.Deploy
 }
 
 // overlayPatch is the strategic-merge patch of one workload of config/deploy
@@ -272,45 +299,58 @@ func overlayPatch(l Layout, manifest []byte, s DeploySettings) (map[string]any, 
 		"hostPath": map[string]any{"path": l.podKubeconfigDir(), "type": "Directory"}},
 		map[string]any{"name": "sandbox-token", "projected": map[string]any{"sources": []any{
 			map[string]any{"serviceAccountToken": map[string]any{"path": "token", "expirationSeconds": 3600}}}}})
-	var containers []map[string]any
-	for _, c := range pod.Spec.Containers {
-		var mounts []map[string]any
-		for _, m := range c.VolumeMounts {
-			if sub, ok := moved[m.Name]; ok {
-				mounts = append(mounts, map[string]any{"mountPath": m.MountPath, "name": m.Name, "subPathExpr": sub})
-			}
-		}
-		var env []map[string]any
-		if len(mounts) > 0 && !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "NODE_NAME" }) {
-			env = append(env, map[string]any{"name": "NODE_NAME", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "spec.nodeName"}}})
-		}
-		patch := map[string]any{"name": c.Name}
-		if runsOVNUDN(c) {
-			env = append(env, map[string]any{"name": "KUBECONFIG", "value": path.Join(podKubeconfigDir, "kubeconfig")})
-			mounts = append(mounts, map[string]any{"mountPath": podKubeconfigDir, "name": "sandbox-kubeconfig", "readOnly": true},
-				map[string]any{"mountPath": path.Dir(podTokenFile), "name": "sandbox-token", "readOnly": true})
-			extra := s.ZoneArgs
-			if meta.Kind == "Deployment" {
-				extra = s.ClusterManagerArgs
-			}
-			if c.Name == "zone-controller" || meta.Kind == "Deployment" {
-				if len(extra) > 0 {
-					patch["args"] = append(slices.Clone(c.Args), extra...)
+	api := pod.Spec.AutomountServiceAccountToken == nil || *pod.Spec.AutomountServiceAccountToken
+	patchContainers := func(cs []corev1.Container) []map[string]any {
+		var containers []map[string]any
+		for _, c := range cs {
+			var mounts []map[string]any
+			for _, m := range c.VolumeMounts {
+				if sub, ok := moved[m.Name]; ok {
+					mounts = append(mounts, map[string]any{"mountPath": m.MountPath, "name": m.Name, "subPathExpr": sub})
 				}
 			}
+			var env []map[string]any
+			if len(mounts) > 0 && !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "NODE_NAME" }) {
+				env = append(env, map[string]any{"name": "NODE_NAME", "valueFrom": map[string]any{"fieldRef": map[string]any{"fieldPath": "spec.nodeName"}}})
+			}
+			patch := map[string]any{"name": c.Name}
+			if runsOVNUDN(c) && api {
+				env = append(env, map[string]any{"name": "KUBECONFIG", "value": path.Join(podKubeconfigDir, "kubeconfig")})
+				mounts = append(mounts, map[string]any{"mountPath": podKubeconfigDir, "name": "sandbox-kubeconfig", "readOnly": true},
+					map[string]any{"mountPath": path.Dir(podTokenFile), "name": "sandbox-token", "readOnly": true})
+				extra := s.ZoneArgs
+				if meta.Kind == "Deployment" {
+					extra = s.ClusterManagerArgs
+				}
+				if c.Name == "zone-controller" || meta.Kind == "Deployment" {
+					if len(extra) > 0 {
+						patch["args"] = append(slices.Clone(c.Args), extra...)
+					}
+				}
+			}
+			if len(mounts) == 0 && len(env) == 0 && patch["args"] == nil {
+				continue
+			}
+			if len(mounts) > 0 {
+				patch["volumeMounts"] = mounts
+			}
+			if len(env) > 0 {
+				patch["env"] = env
+			}
+			containers = append(containers, patch)
 		}
-		if len(mounts) == 0 && len(env) == 0 && patch["args"] == nil {
-			continue
-		}
-		if len(mounts) > 0 {
-			patch["volumeMounts"] = mounts
-		}
-		if len(env) > 0 {
-			patch["env"] = env
-		}
-		containers = append(containers, patch)
+		return containers
 	}
-	spec := map[string]any{"template": map[string]any{"spec": map[string]any{"containers": containers, "volumes": volumes}}}
+	if !api {
+		volumes = slices.DeleteFunc(volumes, func(v map[string]any) bool {
+			return v["name"] == "sandbox-kubeconfig" || v["name"] == "sandbox-token"
+		})
+	}
+	podSpec := map[string]any{"containers": patchContainers(pod.Spec.Containers), "volumes": volumes}
+	if len(pod.Spec.InitContainers) > 0 {
+		podSpec["initContainers"] = patchContainers(pod.Spec.InitContainers)
+	}
+	spec := map[string]any{"template": map[string]any{"spec": podSpec}}
 	if meta.Kind == "Deployment" && s.Replicas > 0 {
 		spec["replicas"] = s.Replicas
 	}
