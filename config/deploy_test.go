@@ -775,3 +775,34 @@ func TestUninstall(t *testing.T) {
 		t.Errorf("`ovn-udn %s`: %v", strings.Join(args, " "), err)
 	}
 }
+
+// TestUninstallSandboxOverlay: the sandbox's overlay of config/uninstall
+// keeps the DaemonSet whole (its containers and init container) and moves
+// its host directories into the sandbox.
+func TestUninstallSandboxOverlay(t *testing.T) {
+	l, err := sandbox.NewLayout(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sandbox.WriteDeployOverlay(l, sandbox.DeploySettings{Image: "ghcr.io/ovn-udn/ovn-udn:v2"}); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := sandbox.WriteUninstallOverlay(l, "ghcr.io/ovn-udn/ovn-udn:v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := workloads(t, render(t, dir))
+	if len(ws) != 1 || len(ws[0].pod.Spec.Containers) != 1 || len(ws[0].pod.Spec.InitContainers) != 1 {
+		t.Fatalf("the overlay's DaemonSet lost containers: %+v", ws)
+	}
+	for _, v := range ws[0].pod.Spec.Volumes {
+		if v.HostPath != nil && !strings.HasPrefix(v.HostPath.Path, l.Dir+"/") {
+			t.Errorf("volume %s is the host's %s, outside the sandbox", v.Name, v.HostPath.Path)
+		}
+	}
+	for _, m := range ws[0].pod.Spec.InitContainers[0].VolumeMounts {
+		if m.SubPathExpr == "" {
+			t.Errorf("mount %s has no per-node sub-path", m.MountPath)
+		}
+	}
+}

@@ -346,9 +346,14 @@ func overlayPatch(l Layout, manifest []byte, s DeploySettings) (map[string]any, 
 			return v["name"] == "sandbox-kubeconfig" || v["name"] == "sandbox-token"
 		})
 	}
-	podSpec := map[string]any{"containers": patchContainers(pod.Spec.Containers), "volumes": volumes}
-	if len(pod.Spec.InitContainers) > 0 {
-		podSpec["initContainers"] = patchContainers(pod.Spec.InitContainers)
+	// A list left out, not empty: a strategic merge patch with an empty
+	// list of containers would replace them all with none.
+	podSpec := map[string]any{"volumes": volumes}
+	if cs := patchContainers(pod.Spec.Containers); len(cs) > 0 {
+		podSpec["containers"] = cs
+	}
+	if cs := patchContainers(pod.Spec.InitContainers); len(cs) > 0 {
+		podSpec["initContainers"] = cs
 	}
 	spec := map[string]any{"template": map[string]any{"spec": podSpec}}
 	if meta.Kind == "Deployment" && s.Replicas > 0 {
