@@ -364,6 +364,23 @@ func holdEcho(t *testing.T, ddir string, c client.Client, name, from, addr strin
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server may not listen yet (demo.Servers starts it and returns):
+	// connect until it answers.
+	var h *echoConn
+	if err := proc.WaitFor(30*time.Second, 200*time.Millisecond, func() (bool, error) {
+		var err error
+		h, err = tryHoldEcho(t, netns, name, from, addr)
+		return h != nil, err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// tryHoldEcho opens the connection and starts its lines, or returns nil
+// and why it could not connect.
+func tryHoldEcho(t *testing.T, netns, name, from, addr string) (*echoConn, error) {
+	t.Helper()
 	// A line may wait up to 30 s for its echo (TCP retransmits through a
 	// short outage); only a connection that breaks counts as lost.
 	cmd := sandbox.Command(context.Background(), netns, []string{binary, "sandbox", "hold", "--timeout", "30s", addr})
@@ -389,10 +406,11 @@ func holdEcho(t *testing.T, ddir string, c client.Client, name, from, addr strin
 	case ok := <-first:
 		if !ok {
 			_ = cmd.Wait()
-			t.Fatalf("%s: %s could not connect to %s: %s", name, from, addr, stderr.String())
+			return nil, fmt.Errorf("%s: %s could not connect to %s: %s", name, from, addr, stderr.String())
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%s: %s got no answer from %s", name, from, addr)
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("%s: %s got no answer from %s", name, from, addr)
 	}
 	go func() {
 		defer in.Close()
@@ -424,7 +442,7 @@ func holdEcho(t *testing.T, ddir string, c client.Client, name, from, addr strin
 			h.mu.Unlock()
 		}
 	}()
-	return h
+	return h, nil
 }
 
 // stop ends the lines and returns how many were echoed, the longest wait
