@@ -17,6 +17,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
+	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/testing/clustertest"
 	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
@@ -256,7 +257,14 @@ func TestPrimaryLinkPairs(t *testing.T) {
 				src, dst := addr(t, attach[from], true).Addr().String(), addr(t, attach[to], true).Addr().String()
 				pkt := ovntrace.Packet{InPort: podnet.PortName(keys[from], ns, "p"+names[from]), EthSrc: attach[from].MAC, EthDst: gw,
 					IPSrc: src, IPDst: dst, Proto: "tcp", SrcPort: 40000, DstPort: 8080}
-				v := c.Zones[nodes[from]].Trace(dp, pkt, "--ct=new")
+				// The other pod's rows reach this zone, and northd, a moment
+				// after its annotation: trace until delivered or a deadline.
+				var v ovntrace.Verdict
+				_ = proc.WaitFor(30*time.Second, 200*time.Millisecond, func() (bool, error) {
+					v = c.Zones[nodes[from]].Trace(dp, pkt, "--ct=new")
+					_, ok := v.DeliveredTo(exit(to))
+					return ok, nil
+				})
 				ovntest.ExpectDelivered(t, v, exit(to))
 				if out, _ := v.DeliveredTo(exit(to)); out.Fields["ip4.src"] != "" && out.Fields["ip4.src"] != src {
 					t.Errorf("%s -> %s left with source %s\n%s", names[from], names[to], out.Fields["ip4.src"], v.Trace)
