@@ -95,8 +95,14 @@ type Input struct {
 	// packets go to the default network's gateway router, which runs the
 	// node's sessions for every network (topology/uplinks.go).
 	NextHops []netip.Addr
-	Networks []Network
-	Services []Service
+	// EgressIPs are the egress IPs this node holds on this uplink
+	// (EgressIP status): br-ex answers ARP for them, lets a gateway
+	// router's traffic from them out (SNATed to themselves in the node zone,
+	// so two networks' connections never share a tuple, and marked with
+	// the network), and brings replies back to that router by the mark.
+	EgressIPs []netip.Addr
+	Networks  []Network
+	Services  []Service
 }
 
 // Tables of the external bridge.
@@ -117,6 +123,7 @@ const (
 	prioResponder    = 450
 	prioNeighbor     = 400
 	prioNeighborReq  = 390
+	prioEgressIP     = 110 // above prioEgress: not SNATed to the node
 	prioEgress       = 100
 	prioFromUplink   = 50
 	prioRest         = 10
@@ -170,6 +177,7 @@ func Build(in Input) Table {
 	}
 	sort.Slice(b.patches, func(i, j int) bool { return b.patches[i].ID < b.patches[j].ID })
 	b.uplink()
+	b.egressIPs()
 	for _, n := range b.patches {
 		b.router(n)
 	}
@@ -253,6 +261,27 @@ func (b *builder) uplink() {
 		// zone, so the networks' SNAT never picks a tuple the host uses.
 		b.f.add(tableClassify, prioEgress, fmt.Sprintf("in_port=LOCAL,%s,%s=%s", fam.ip, fam.src, ip),
 			fmt.Sprintf("ct(commit,zone=%d),output:%d", NodeZone, phys))
+	}
+}
+
+// egressIPs: the node's egress IPs. Their ARP requests are answered here
+// with the routers' MAC (only on the node that holds them: a second node on
+// the segment never answers); what arrives for them asks the node zone, as
+// for the node's address; and what a router sends from one leaves SNATed to
+// itself and marked with the router's network, so the reply finds it.
+func (b *builder) egressIPs() {
+	phys := b.in.Physical
+	for _, ip := range b.in.EgressIPs {
+		fam := familyOf(ip)
+		if ip.Is4() {
+			b.f.add(tableClassify, prioResponder, fmt.Sprintf("in_port=%d,arp,arp_op=1,arp_tpa=%s", phys, ip), arpReply(b.in.MAC, ip))
+		}
+		b.f.add(tableClassify, prioFromUplink, fmt.Sprintf("in_port=%d,%s,%s=%s", phys, fam.ip, fam.dst, ip),
+			fmt.Sprintf("ct(zone=%d,nat,table=%d)", NodeZone, tableFromUplink))
+		for _, n := range b.patches {
+			b.f.add(tableClassify, prioEgressIP, fmt.Sprintf("in_port=%d,%s,%s=%s", n.Patch, fam.ip, fam.src, ip),
+				fmt.Sprintf("ct(commit,zone=%d,nat(src=%s),exec(set_field:%d->ct_mark),table=%d)", NodeZone, ip, Mark(n.ID), tableToPhysical))
+		}
 	}
 }
 

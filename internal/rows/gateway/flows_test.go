@@ -196,3 +196,28 @@ func TestBFDFromNextHops(t *testing.T) {
 		t.Errorf("BFD steered with no default router: %q", got)
 	}
 }
+
+// TestEgressIPFlows: an egress IP the node holds is answered for (ARP) on
+// the uplink only, what arrives for it asks the node zone like the node's
+// address, and what any router sends from it leaves SNATed to itself in the
+// node zone, marked with the router's network (not to the node's address).
+func TestEgressIPFlows(t *testing.T) {
+	in := input()
+	in.EgressIPs = []netip.Addr{netip.MustParseAddr("192.168.100.150")}
+	f := Flows(in)
+	want := []string{
+		"table=0,priority=110,in_port=2,ip,nw_src=192.168.100.150,actions=ct(commit,zone=61440,nat(src=192.168.100.150),exec(set_field:1->ct_mark),table=4)",
+		"table=0,priority=110,in_port=5,ip,nw_src=192.168.100.150,actions=ct(commit,zone=61440,nat(src=192.168.100.150),exec(set_field:4->ct_mark),table=4)",
+		"table=0,priority=50,in_port=1,ip,nw_dst=192.168.100.150,actions=ct(zone=61440,nat,table=1)",
+	}
+	if d := cmp.Diff(want, pick(f, "192.168.100.150", "ip,")); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	arp := pick(f, "arp_tpa=192.168.100.150")
+	if len(arp) != 1 || !strings.Contains(arp[0], "priority=450,in_port=1,arp,arp_op=1") || !strings.Contains(arp[0], "set_field:02:00:c0:a8:64:0b->arp_sha") {
+		t.Errorf("ARP responder for the egress IP: %v", arp)
+	}
+	if got := pick(Flows(input()), "192.168.100.150"); len(got) != 0 {
+		t.Errorf("flows for an egress IP the node does not hold: %v", got)
+	}
+}

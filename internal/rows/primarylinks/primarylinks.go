@@ -66,7 +66,6 @@ package primarylinks
 import (
 	"fmt"
 	"net/netip"
-	"sort"
 	"strings"
 
 	"github.com/ovn-org/libovsdb/model"
@@ -431,21 +430,5 @@ func (b *builder) side(x, y topology.Network, own, peer []netip.Prefix) {
 // result sorts the rows, contributions and their members.
 func (b *builder) result() Result {
 	topology.SortRows(b.rows)
-	keys := make([][2]string, 0, len(b.contribs))
-	for k := range b.contribs {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i][0] != keys[j][0] {
-			return keys[i][0] < keys[j][0]
-		}
-		return keys[i][1] < keys[j][1]
-	})
-	var contribs []ovsdbsync.Contribution
-	for _, k := range keys {
-		members := append([]string(nil), b.contribs[k]...)
-		sort.Strings(members)
-		contribs = append(contribs, ovsdbsync.Contribution{Target: &nbdb.LogicalRouter{Name: k[0]}, Column: k[1], Members: members})
-	}
-	return Result{Rows: b.rows, Contributions: contribs, Problems: b.problems}
+	return Result{Rows: b.rows, Contributions: topology.RouterContributions(b.contribs), Problems: b.problems}
 }

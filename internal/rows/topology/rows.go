@@ -12,6 +12,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 )
 
 // External IDs on every row ovn-udn renders (besides ovsdbsync's owner and
@@ -239,4 +240,28 @@ func joinAddrs(mac string, addrs ...string) string {
 // sender's path MTU discovery works, instead of being lost in the overlay.
 func gatewayMTU(n Network) map[string]string {
 	return map[string]string{"gateway_mtu": strconv.Itoa(n.MTU)}
+}
+
+// RouterContributions turns members gathered by (router name, column) into
+// contributions to those Logical_Routers, sorted by router and column, each
+// with its members sorted: what a feature that adds rows to the networks'
+// routers returns.
+func RouterContributions(members map[[2]string][]string) []ovsdbsync.Contribution {
+	keys := make([][2]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i][0] != keys[j][0] {
+			return keys[i][0] < keys[j][0]
+		}
+		return keys[i][1] < keys[j][1]
+	})
+	var out []ovsdbsync.Contribution
+	for _, k := range keys {
+		m := append([]string(nil), members[k]...)
+		sort.Strings(m)
+		out = append(out, ovsdbsync.Contribution{Target: &nbdb.LogicalRouter{Name: k[0]}, Column: k[1], Members: m})
+	}
+	return out
 }

@@ -1,0 +1,393 @@
+// Package egressip computes, as pure functions, the Northbound rows that
+// make the pods an EgressIP selects leave the cluster from its egress IPs,
+// for one network in one zone (every zone is one node and renders only its
+// own node's rows).
+//
+// # Paths
+//
+// A selected pod's traffic is rerouted, by its source address, toward the
+// gateway router of a node holding one of the object's egress IPs, where it
+// is SNATed to that egress IP; several egress IPs mean several next hops,
+// which OVN balances per connection (ECMP on the 5-tuple), so new
+// connections of one pod spread over all of them — also for a pod on an
+// egress node itself, which the seed's Layer2 story was written for.
+//
+//   - Layer3 (and the default network): the reroute policies
+//     (ReroutePriority) are on the network's cluster router. In the pod's
+//     zone a remote egress node's next hop is its cluster router's transit
+//     switch address, the local one the local gateway router's join address.
+//     The egress node's zone routes the remote pod's traffic, which arrives
+//     on its cluster router from the transit switch, to its own gateway
+//     router's join address with a source route (a /32 or /128): OVN routes
+//     before it applies policies, and the router's own source route covers
+//     only its node's slice, so a policy there would come too late.
+//   - Layer2: the policies are on the network's transit router, and every
+//     next hop is an egress node's gateway router's peer address on the
+//     transit router (seed 000: "the transit node peer ip as the next hop"):
+//     the transit router reaches a remote gateway router directly, so the
+//     egress node's zone needs no policy, and nothing depends on an
+//     external gateway address.
+//   - On the egress node's gateway router, one SNAT per selected pod
+//     address to the egress IP the node holds (a /32 or /128 logical IP,
+//     which OVN prefers over the network's subnet SNAT). A user-defined
+//     network's is limited to the router's external ports, as its subnet
+//     SNAT is.
+//
+// Traffic that stays in the cluster never takes that path: where a zone has
+// reroute policies, allow policies (AllowPriority, the seed's 102) let the
+// network's traffic to its own subnets, to its join subnets and to the
+// nodes' addresses be routed as usual.
+//
+// # Inputs
+//
+// Objects come in the order the caller resolves conflicts by (oldest
+// first): a pod address two objects select egresses by the first, and the
+// second gets a problem. An assignment to a node whose ID is unknown, or an
+// egress IP of another family than a pod address, contributes nothing for
+// it; a problem says so where the whole object is left without a path.
+//
+// # Ownership
+//
+// The rows of one network's EgressIPs in a zone are one ovsdbsync owner
+// (Owner), which contributes its policies and source routes to the router
+// (columns "policies" and "static_routes") and its NATs to the gateway
+// router (column "nat"); the network owns both routers.
+package egressip
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/ovn-org/libovsdb/model"
+
+	"github.com/ovn-udn/ovn-udn/internal/allocator"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
+)
+
+// ReroutePriority is the priority of the policies sending a selected pod's
+// traffic toward its egress nodes: ovn-kubernetes' 100, below everything
+// the topology, primary links and connects reroute, and below AllowPriority.
+const ReroutePriority = 100
+
+// AllowPriority is the priority of the policies that keep the network's
+// traffic within the cluster off the egress path (the seed's 102).
+const AllowPriority = 102
+
+// SNATPriority is the priority of an egress SNAT on the gateway router:
+// above the network's subnet SNAT (0), which a user-defined network's
+// outport match would otherwise tie with.
+const SNATPriority = 100
+
+// ObjectKey is the external ID naming the EgressIP a row serves ("" on the
+// network's allow policies, which serve all of them).
+const ObjectKey = "k8s.ovn.org/egressip"
+
+// NetworkKey is the external ID naming the network of every row.
+const NetworkKey = "k8s.ovn.org/egressip-network"
+
+// OwnerPrefix starts the ovsdbsync owner (and reconcile key) of a network's
+// EgressIP rows in a zone.
+const OwnerPrefix = "egressip:"
+
+// Owner is the ovsdbsync owner of network's EgressIP rows.
+func Owner(network string) string { return OwnerPrefix + network }
+
+// Assignment is one egress IP of an object and the node holding it (its
+// status item).
+type Assignment struct {
+	Node string
+	IP   netip.Addr
+}
+
+// Pod is a pod an object selects, with its addresses on the network.
+type Pod struct {
+	Namespace, Name string
+	// Node is the node the pod runs on.
+	Node string
+	IPs  []netip.Addr
+}
+
+// Object is one EgressIP as it concerns the network: its assignments and
+// the network's pods it selects.
+type Object struct {
+	Name        string
+	Assignments []Assignment
+	Pods        []Pod
+}
+
+// Input is everything a zone's rendering of one network's EgressIPs
+// depends on.
+type Input struct {
+	// Network is a primary Layer3 or Layer2 network, or the default one.
+	Network topology.Network
+	// Local is the zone's own node.
+	Local nodeinfo.Info
+	// NodeIDs are the node IDs of the cluster's nodes, by name (egress
+	// nodes and the nodes of selected pods).
+	NodeIDs map[string]int
+	// NodeIPs are the nodes' addresses, which the network's pods reach
+	// without the egress path.
+	NodeIPs []netip.Addr
+	// ExternalPorts are the local gateway router's external ports, which a
+	// user-defined network's SNATs are limited to (its subnet SNAT's
+	// outports).
+	ExternalPorts []string
+	// Objects are the EgressIPs, oldest first.
+	Objects []Object
+}
+
+// Result is one network's EgressIP rendering in one zone.
+type Result struct {
+	// Rows are the policies, source routes and NATs, sorted by ID.
+	Rows []model.Model
+	// Contributions add the policies and source routes to the router and
+	// the NATs to the gateway router, sorted by router and column.
+	Contributions []ovsdbsync.Contribution
+	// Problems say what is left without an egress path, and why.
+	Problems []string
+}
+
+type builder struct {
+	in       Input
+	rows     []model.Model
+	contribs map[[2]string][]string
+	problems []string
+	seen     map[netip.Addr]string // pod address → the object it egresses by
+	router   string                // where the policies go
+}
+
+// Render returns a network's EgressIP rows in the local zone.
+func Render(in Input) Result {
+	n := in.Network
+	b := &builder{in: in, seen: map[netip.Addr]string{}}
+	switch {
+	case n.Topology == netconf.TopologyLayer3 && (n.IsPrimary() || n.IsDefault()):
+		b.router = n.ClusterRouter()
+	case n.Topology == netconf.TopologyLayer2 && n.IsPrimary():
+		b.router = n.TransitRouter()
+	default:
+		b.problems = append(b.problems, fmt.Sprintf("network %s: EgressIPs apply to primary Layer3 and Layer2 networks and the default network, not a %s %s network", n.Name, n.Role, n.Topology))
+		return b.result()
+	}
+	for _, o := range in.Objects {
+		b.object(o)
+	}
+	b.allows()
+	return b.result()
+}
+
+// object renders one EgressIP's policies and NATs for the local zone.
+func (b *builder) object(o Object) {
+	in, n := b.in, b.in.Network
+	local := in.Local.Name
+	holdsHere := map[bool][]netip.Addr{} // the egress IPs the local node holds, by IPv4-ness
+	for _, a := range o.Assignments {
+		if a.Node == local {
+			holdsHere[a.IP.Is4()] = append(holdsHere[a.IP.Is4()], a.IP)
+		}
+	}
+	for _, p := range o.Pods {
+		for _, ip := range p.IPs {
+			if first, dup := b.seen[ip]; dup {
+				if first != o.Name {
+					b.problems = append(b.problems, fmt.Sprintf("EgressIP %s: pod %s/%s's address %s already egresses by EgressIP %s", o.Name, p.Namespace, p.Name, ip, first))
+				}
+				continue
+			}
+			b.seen[ip] = o.Name
+			hops := b.hops(o, ip.Is4())
+			if len(hops) == 0 {
+				b.problems = append(b.problems, fmt.Sprintf("EgressIP %s: pod %s/%s's address %s has no egress node of its family", o.Name, p.Namespace, p.Name, ip))
+				continue
+			}
+			match := fmt.Sprintf("%s.src == %s", family(ip), ip)
+			switch {
+			case p.Node == local:
+				b.policy(o.Name, match, hops)
+			case n.Topology == netconf.TopologyLayer3 && len(holdsHere[ip.Is4()]) > 0:
+				// A remote pod's traffic, sent here through the transit
+				// switch: on to the local gateway router.
+				if hop, ok := b.localGateway(ip.Is4()); ok {
+					b.sourceRoute(o.Name, ip, hop)
+				}
+			}
+			for _, eip := range holdsHere[ip.Is4()] {
+				b.snat(o.Name, ip, eip)
+				break // one egress IP of a family per node (distinct nodes)
+			}
+		}
+	}
+}
+
+// hops are the next hops toward o's egress nodes of one IP family, sorted.
+func (b *builder) hops(o Object, v4 bool) []string {
+	n, in := b.in.Network, b.in
+	set := map[string]bool{}
+	for _, a := range o.Assignments {
+		if a.IP.Is4() != v4 {
+			continue
+		}
+		if a.Node == in.Local.Name && n.Topology == netconf.TopologyLayer3 {
+			if hop, ok := b.localGateway(v4); ok {
+				set[hop] = true
+			}
+			continue
+		}
+		id, ok := in.NodeIDs[a.Node]
+		if !ok {
+			b.problems = append(b.problems, fmt.Sprintf("EgressIP %s: egress node %s has no node ID yet", o.Name, a.Node))
+			continue
+		}
+		t, ok := topology.FamilyOf(n.Transit, a.IP)
+		if !ok {
+			continue
+		}
+		switch n.Topology {
+		case netconf.TopologyLayer3:
+			if ip, err := allocator.TransitSwitchIP(t, id); err == nil {
+				set[ip.Addr().String()] = true
+			}
+		case netconf.TopologyLayer2:
+			if _, gw, err := allocator.TransitPeers(t, id); err == nil {
+				set[gw.Addr().String()] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for h := range set {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// localGateway is the local gateway router's join address of one family.
+func (b *builder) localGateway(v4 bool) (string, bool) {
+	for _, j := range b.in.Network.Join {
+		if j.Addr().Is4() != v4 {
+			continue
+		}
+		if ip, err := allocator.GatewayJoinIP(j, b.in.Local.ID); err == nil {
+			return ip.Addr().String(), true
+		}
+	}
+	return "", false
+}
+
+func (b *builder) policy(object, match string, hops []string) {
+	id := fmt.Sprintf("policy:%s:%d:%s", b.router, ReroutePriority, match)
+	b.rows = append(b.rows, &nbdb.LogicalRouterPolicy{UUID: id, Priority: ReroutePriority, Match: match,
+		Action: nbdb.LogicalRouterPolicyActionReroute, Nexthops: hops, ExternalIDs: b.ext(object)})
+	b.contribute(b.router, "policies", id)
+}
+
+func (b *builder) sourceRoute(object string, pod netip.Addr, hop string) {
+	prefix := netip.PrefixFrom(pod, pod.BitLen()).String()
+	id := fmt.Sprintf("route:%s:src-ip:%s:%s", b.router, prefix, hop)
+	policy := nbdb.LogicalRouterStaticRoutePolicySrcIP
+	b.rows = append(b.rows, &nbdb.LogicalRouterStaticRoute{UUID: id, IPPrefix: prefix, Nexthop: hop, Policy: &policy, ExternalIDs: b.ext(object)})
+	b.contribute(b.router, "static_routes", id)
+}
+
+func (b *builder) snat(object string, pod, eip netip.Addr) {
+	n, local := b.in.Network, b.in.Local.Name
+	gr := n.GatewayRouter(local)
+	logical := netip.PrefixFrom(pod, pod.BitLen()).String()
+	id := "nat:" + gr + ":snat:" + logical
+	// SNATPriority: with a match, OVN orders SNATs by priority, not by
+	// the logical IP's length, and the network's own subnet SNAT has 0.
+	nat := &nbdb.NAT{UUID: id, Type: nbdb.NATTypeSNAT, LogicalIP: logical, ExternalIP: eip.String(), Priority: SNATPriority, ExternalIDs: b.ext(object)}
+	if !n.IsDefault() && len(b.in.ExternalPorts) > 0 {
+		quoted := make([]string, len(b.in.ExternalPorts))
+		for i, p := range b.in.ExternalPorts {
+			quoted[i] = fmt.Sprintf("%q", p)
+		}
+		nat.Match = "outport == {" + strings.Join(quoted, ", ") + "}"
+	}
+	b.rows = append(b.rows, nat)
+	b.contribute(gr, "nat", id)
+}
+
+// allows keeps the network's traffic within the cluster off the egress
+// path, where the zone reroutes any.
+func (b *builder) allows() {
+	if len(b.contribs[[2]string{b.router, "policies"}]) == 0 {
+		return
+	}
+	n := b.in.Network
+	for _, v4 := range []bool{true, false} {
+		var subnets []string
+		for _, s := range n.Subnets {
+			if s.CIDR.Addr().Is4() == v4 {
+				subnets = append(subnets, s.CIDR.String())
+			}
+		}
+		if len(subnets) == 0 {
+			continue
+		}
+		fam := "ip6"
+		if v4 {
+			fam = "ip4"
+		}
+		src := fmt.Sprintf("%s.src == {%s}", fam, strings.Join(subnets, ", "))
+		dsts := [][]string{subnets}
+		var join, nodes []string
+		for _, j := range n.Join {
+			if j.Addr().Is4() == v4 {
+				join = append(join, j.String())
+			}
+		}
+		for _, a := range b.in.NodeIPs {
+			if a.Is4() == v4 {
+				nodes = append(nodes, a.String())
+			}
+		}
+		sort.Strings(nodes)
+		dsts = append(dsts, join, nodes)
+		for _, d := range dsts {
+			if len(d) == 0 {
+				continue
+			}
+			match := fmt.Sprintf("%s && %s.dst == {%s}", src, fam, strings.Join(d, ", "))
+			id := fmt.Sprintf("policy:%s:%d:%s", b.router, AllowPriority, match)
+			b.rows = append(b.rows, &nbdb.LogicalRouterPolicy{UUID: id, Priority: AllowPriority, Match: match,
+				Action: nbdb.LogicalRouterPolicyActionAllow, ExternalIDs: b.ext("")})
+			b.contribute(b.router, "policies", id)
+		}
+	}
+}
+
+func (b *builder) ext(object string) map[string]string {
+	m := map[string]string{NetworkKey: b.in.Network.Name, topology.ControllerKey: topology.ZoneController, topology.NodeKey: b.in.Local.Name}
+	if object != "" {
+		m[ObjectKey] = object
+	}
+	return m
+}
+
+func (b *builder) contribute(router, column string, ids ...string) {
+	if b.contribs == nil {
+		b.contribs = map[[2]string][]string{}
+	}
+	k := [2]string{router, column}
+	b.contribs[k] = append(b.contribs[k], ids...)
+}
+
+// result sorts the rows, contributions and their members.
+func (b *builder) result() Result {
+	topology.SortRows(b.rows)
+	return Result{Rows: b.rows, Contributions: topology.RouterContributions(b.contribs), Problems: b.problems}
+}
+
+func family(a netip.Addr) string {
+	if a.Is4() {
+		return "ip4"
+	}
+	return "ip6"
+}
