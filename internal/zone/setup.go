@@ -34,6 +34,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/zone/chassis"
 	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
+	"github.com/ovn-udn/ovn-udn/internal/zone/egressips"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 	"github.com/ovn-udn/ovn-udn/internal/zone/policies"
@@ -60,6 +61,7 @@ func features(r *Reconciler, h *feature.Host) []feature.Feature {
 		policies.New(h),   // NetworkPolicies, default denies, peers (policies/)
 		connects.New(h),   // ClusterNetworkConnects (connects/)
 		links.New(h),      // links between a namespace's primary networks (links/)
+		egressips.New(h),  // EgressIPs' reroutes and SNATs (egressips/)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ovn-udn/ovn-udn/internal/rows/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 )
@@ -34,6 +35,8 @@ const (
 	// KindLink: the link between two primary networks of a namespace
 	// (Network and Name, the lower first).
 	KindLink
+	// KindEgressIP: the EgressIP rows of a network (Network).
+	KindEgressIP
 )
 
 // Key is a reconcile key of the zone controller: what to reconcile, typed.
@@ -57,6 +60,7 @@ const (
 	peerPrefix      = "npas:"
 	connectPrefix   = "cnc:"
 	linkPrefix      = primarylinks.OwnerPrefix
+	egressIPPrefix  = egressip.OwnerPrefix
 )
 
 // ChassisKey is the key of the zone's remote chassis.
@@ -98,6 +102,9 @@ func LinkKey(a, b string) Key {
 	return Key{Kind: KindLink, Network: a, Name: b}
 }
 
+// EgressIPKey is the key of a network's EgressIP rows.
+func EgressIPKey(network string) Key { return Key{Kind: KindEgressIP, Network: network} }
+
 // String is the key's OVSDB owner.
 func (k Key) String() string {
 	switch k.Kind {
@@ -119,6 +126,8 @@ func (k Key) String() string {
 		return connectPrefix + k.Name
 	case KindLink:
 		return primarylinks.Owner(k.Network, k.Name)
+	case KindEgressIP:
+		return egressip.Owner(k.Network)
 	}
 	return fmt.Sprintf("unknown-kind-%d:%s/%s/%s", k.Kind, k.Network, k.Namespace, k.Name)
 }
@@ -148,6 +157,8 @@ func (k Kind) Prefix() string {
 		return connectPrefix
 	case KindLink:
 		return linkPrefix
+	case KindEgressIP:
+		return egressIPPrefix
 	}
 	return fmt.Sprintf("unknown-kind-%d:", k)
 }
@@ -163,6 +174,9 @@ func ParseKey(owner string) (Key, bool) {
 		return ns, name, ok && ns != "" && name != ""
 	}
 	switch {
+	case strings.HasPrefix(owner, egressIPPrefix):
+		n := strings.TrimPrefix(owner, egressIPPrefix)
+		return EgressIPKey(n), n != ""
 	case strings.HasPrefix(owner, networkPrefix):
 		return NetworkKey(strings.TrimPrefix(owner, networkPrefix)), true
 	case strings.HasPrefix(owner, podPrefix):

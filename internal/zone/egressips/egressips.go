@@ -1,0 +1,306 @@
+// Package egressips is the zone feature that renders the EgressIPs of each
+// network in the zone (rows from internal/rows/egressip): the reroute
+// policies of the pods they select toward their egress nodes, the allow
+// policies that keep the network's traffic within the cluster, and on an
+// egress node the SNATs of those pods to the egress IP it holds. One key,
+// and one owner, per network: its rows depend on every EgressIP that
+// selects any of its pods, and on where each egress IP is assigned
+// (cluster-manager's status).
+//
+// The feature is off when the EgressIP CRD is not installed: it neither
+// watches nor renders, and rows left from before go.
+package egressips
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/rows/egressip"
+	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
+)
+
+// Feature renders the EgressIPs in the zone.
+type Feature struct {
+	host *feature.Host
+	// off: the EgressIP CRD is not installed (set by Watch).
+	off bool
+}
+
+// New returns the feature on the zone's host (nil: only its declarations
+// are read).
+func New(h *feature.Host) *Feature { return &Feature{host: h} }
+
+// Name implements feature.Feature.
+func (*Feature) Name() string { return "egressips" }
+
+// Kinds implements feature.Feature.
+func (*Feature) Kinds() []feature.Kind { return []feature.Kind{feature.KindEgressIP} }
+
+// Shares implements feature.Sharer: policies and source routes on the
+// networks' cluster and transit routers, SNATs on their gateway routers.
+func (*Feature) Shares() []feature.Share {
+	return []feature.Share{
+		{Table: &nbdb.LogicalRouter{}, Column: "policies"},
+		{Table: &nbdb.LogicalRouter{}, Column: "static_routes"},
+		{Table: &nbdb.LogicalRouter{}, Column: "nat"},
+	}
+}
+
+// Reconcile implements feature.Feature: one network's EgressIP rows in one
+// transaction.
+func (f *Feature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("egressIPs", key.Network, "zone", f.host.Zone)
+	out, err := f.Desired(ctx, key.Network)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p, err := f.host.Syncer.Sync(ctx, key.String(), out.Rows, out.Contributions...)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("EgressIPs of network %s: %w", key.Network, err)
+	}
+	return feature.Settled(logger, "egressips", p, out.Problems), nil
+}
+
+// Desired returns a network's EgressIP rows in the zone: none when the
+// feature is off, the network is gone or not rendered on the zone's node,
+// or no EgressIP selects its pods.
+func (f *Feature) Desired(ctx context.Context, network string) (egressip.Result, error) {
+	if f.off {
+		return egressip.Result{}, nil
+	}
+	nets := f.host.Networks
+	n, exists, err := nets.Network(ctx, network)
+	if err != nil || !exists {
+		return egressip.Result{}, err
+	}
+	local, ok, err := nets.LocalNode(ctx)
+	if err != nil || !ok {
+		return egressip.Result{}, err
+	}
+	if used, err := nets.UsedOn(ctx, n, local.Name); err != nil || !used {
+		return egressip.Result{}, err
+	}
+	objects, err := f.objects(ctx, network)
+	if err != nil || len(objects) == 0 {
+		return egressip.Result{}, err
+	}
+	nodes, _, err := nets.Nodes(ctx)
+	if err != nil {
+		return egressip.Result{}, err
+	}
+	in := egressip.Input{Network: n, Local: local, NodeIDs: map[string]int{}, Objects: objects}
+	for _, x := range nodes {
+		in.NodeIDs[x.Name] = x.ID
+		for _, p := range x.PrimaryIPs {
+			in.NodeIPs = append(in.NodeIPs, p.Addr())
+		}
+	}
+	if local.Gateway != nil {
+		for i, u := range local.Gateway.Uplinks() {
+			in.ExternalPorts = append(in.ExternalPorts, n.UplinkExternalPort(local.Name, i, u.PhysicalNetwork))
+		}
+	}
+	return egressip.Render(in), nil
+}
+
+// objects are the EgressIPs as they concern network, oldest first: their
+// assignments and the network's pods they select.
+func (f *Feature) objects(ctx context.Context, network string) ([]egressip.Object, error) {
+	var list v1.EgressIPList
+	if err := f.host.Client.List(ctx, &list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := list.Items[i], list.Items[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	var out []egressip.Object
+	for i := range list.Items {
+		e := &list.Items[i]
+		o := egressip.Object{Name: e.Name}
+		for _, it := range e.Status.Items {
+			if ip, err := netip.ParseAddr(it.EgressIP); err == nil && it.Node != "" {
+				o.Assignments = append(o.Assignments, egressip.Assignment{Node: it.Node, IP: ip.Unmap()})
+			}
+		}
+		pods, err := f.selected(ctx, e, network)
+		if err != nil {
+			return nil, err
+		}
+		o.Pods = pods
+		if len(o.Pods) > 0 {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// selected are the pods of network that an EgressIP selects, with their
+// addresses on it, sorted.
+func (f *Feature) selected(ctx context.Context, e *v1.EgressIP, network string) ([]egressip.Pod, error) {
+	nsSel, err := metav1.LabelSelectorAsSelector(&e.Spec.NamespaceSelector)
+	if err != nil {
+		return nil, nil // CEL refuses these; nothing to select
+	}
+	podSel, err := metav1.LabelSelectorAsSelector(&e.Spec.PodSelector) // empty: every pod
+	if err != nil {
+		return nil, nil
+	}
+	var namespaces corev1.NamespaceList
+	if err := f.host.Client.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: nsSel}); err != nil {
+		return nil, err
+	}
+	var out []egressip.Pod
+	for _, ns := range namespaces.Items {
+		prims, ok, err := f.host.Networks.NamespacePrimaries(ctx, ns.Name)
+		if err != nil {
+			return nil, err
+		}
+		key := ""
+		for _, p := range prims {
+			if p.Network == network {
+				key = p.Key
+			}
+		}
+		if !ok || key == "" {
+			continue
+		}
+		var pods corev1.PodList
+		if err := f.host.Client.List(ctx, &pods, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: podSel}); err != nil {
+			return nil, err
+		}
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Spec.HostNetwork || p.Spec.NodeName == "" || feature.PodDone(p) {
+				continue
+			}
+			nets, err := podnet.Parse(p.Annotations)
+			if err != nil {
+				continue
+			}
+			pod := egressip.Pod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName}
+			for _, s := range nets[key].IPs {
+				if pfx, err := netip.ParsePrefix(s); err == nil {
+					pod.IPs = append(pod.IPs, pfx.Addr())
+				}
+			}
+			if len(pod.IPs) > 0 {
+				out = append(out, pod)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// keys are the keys of every network the zone may render EgressIPs on: the
+// default network and every user-defined one.
+func (f *Feature) keys(ctx context.Context) []feature.Key {
+	if f.off {
+		return nil
+	}
+	byID, err := f.host.Networks.NetworksByID(ctx)
+	if err != nil {
+		return nil
+	}
+	out := []feature.Key{feature.EgressIPKey(nodeinfo.DefaultNetwork)}
+	for _, name := range byID {
+		out = append(out, feature.EgressIPKey(name))
+	}
+	sort.Slice(out, func(i, j int) bool { return feature.CompareKeys(out[i], out[j]) < 0 })
+	return out
+}
+
+// Keys implements feature.Keyer: every network's, and those only the
+// zone's Northbound still remembers.
+func (f *Feature) Keys(ctx context.Context) ([]feature.Key, error) {
+	return f.host.WithOwners(f.keys(ctx), feature.KindEgressIP)
+}
+
+// Watch implements feature.Feature: an EgressIP (its selectors, its
+// status) or a namespace's labels may change any network's rows; a pod
+// those of its namespace's primary networks. Nothing when the CRD is
+// absent.
+func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
+	gvk := v1.GroupVersion.WithKind("EgressIP")
+	if _, err := f.host.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+		f.off = true
+		return
+	}
+	all := handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, _ client.Object) []feature.Key {
+		return f.keys(ctx)
+	})
+	b.Watches(&v1.EgressIP{}, all)
+	b.Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, _ client.Object) []feature.Key {
+		if !f.any(ctx) {
+			return nil
+		}
+		return f.keys(ctx)
+	}))
+	b.Watches(&corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
+		if !f.any(ctx) {
+			return nil
+		}
+		names, ok, err := f.host.Networks.PrimaryNetworks(ctx, o.GetNamespace())
+		if err != nil || !ok {
+			return nil
+		}
+		out := make([]feature.Key, len(names))
+		for i, n := range names {
+			out[i] = feature.EgressIPKey(n)
+		}
+		return out
+	}))
+}
+
+// any reports whether there is an EgressIP at all (pods and namespaces
+// then matter).
+func (f *Feature) any(ctx context.Context) bool {
+	var list v1.EgressIPList
+	return f.host.Client.List(ctx, &list, client.Limit(1)) == nil && len(list.Items) > 0
+}
+
+// NetworkChanged implements feature.NetworkDependent: the network's
+// routers, which its EgressIP rows are contributed to, may have just been
+// made, moved or gone.
+func (f *Feature) NetworkChanged(_ context.Context, c feature.NetworkChange) {
+	if f.off || !(c.RowsChanged || c.Moved || !c.Exists || !c.Known) {
+		return
+	}
+	f.host.Queue.Add(feature.EgressIPKey(c.Network))
+}
+
+// RemoteNodeKeys implements feature.RemoteNodeDependent: next hops and the
+// allow policies follow the other nodes' IDs and addresses.
+func (f *Feature) RemoteNodeKeys(ctx context.Context, _ string, _ func(string) bool) []feature.Key {
+	if !f.any(ctx) {
+		return nil
+	}
+	return f.keys(ctx)
+}
