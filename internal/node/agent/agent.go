@@ -31,6 +31,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/node"
 	"github.com/ovn-udn/ovn-udn/internal/node/annotations"
@@ -48,7 +49,7 @@ var Parts = []node.Part{
 }
 
 // Scheme returns the scheme the agent needs.
-func Scheme() *runtime.Scheme { return kubeobj.NewScheme(nadv1.AddToScheme) }
+func Scheme() *runtime.Scheme { return kubeobj.NewScheme(nadv1.AddToScheme, v1.AddToScheme) }
 
 // Run runs the agent until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, opts node.Options) error {

@@ -57,6 +57,8 @@ type GatewayReconciler struct {
 
 	// reported are the conflicts already reported, by service.
 	reported map[string]string
+	// egressIPsOn: the EgressIP CRD is installed (SetupWithManager).
+	egressIPsOn bool
 }
 
 // ReasonExternalAddressConflict is the Event reason on a Service whose
@@ -102,15 +104,21 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Uplink > 0 {
 		name += "-" + r.bridge().Bridge
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		Watches(&corev1.Service{}, one).
 		// A network's first pod on the node brings its gateway router,
 		// whose patch port the flows wait for (usedHere).
 		Watches(&corev1.Pod{}, one, builder.WithPredicates(usesNodeChanged)).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, one).
-		Watches(&corev1.Namespace{}, one).
-		Complete(r)
+		Watches(&corev1.Namespace{}, one)
+	// The egress IPs the node holds (their CRD may be absent).
+	gvk := v1.GroupVersion.WithKind("EgressIP")
+	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+		r.egressIPsOn = true
+		b = b.Watches(&v1.EgressIP{}, one)
+	}
+	return b.Complete(r)
 }
 
 // usesNodeChanged passes pod events that change whether the pod uses its
@@ -302,11 +310,43 @@ func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, map[strin
 		}
 		in.Networks = append(in.Networks, gateway.Network{Name: n.Name, ID: n.ID, Patch: patch})
 	}
+	if in.EgressIPs, err = r.egressIPs(ctx, u.IPs); err != nil {
+		return in, nil, nil, err
+	}
 	var svcs map[string]*corev1.Service
 	if in.Services, svcs, err = r.services(ctx); err != nil {
 		return in, nil, nil, err
 	}
 	return in, svcs, missing, nil
+}
+
+// egressIPs are the egress IPs the EgressIPs' status gives this node within
+// the uplink's subnets, sorted.
+func (r *GatewayReconciler) egressIPs(ctx context.Context, subnets []netip.Prefix) ([]netip.Addr, error) {
+	if !r.egressIPsOn {
+		return nil, nil
+	}
+	var list v1.EgressIPList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	var out []netip.Addr
+	for _, e := range list.Items {
+		for _, it := range e.Status.Items {
+			ip, err := netip.ParseAddr(it.EgressIP)
+			if err != nil || it.Node != r.Opts.Node {
+				continue
+			}
+			for _, s := range subnets {
+				if s.Masked().Contains(ip.Unmap()) {
+					out = append(out, ip.Unmap())
+					break
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out, nil
 }
 
 // networks returns the networks with a gateway router on the node: the

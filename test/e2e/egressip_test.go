@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+)
+
+// TestEgressIP: the pods an EgressIP selects leave the cluster from its
+// egress IP, held by another node than theirs — on the default network, a
+// Layer3 and a Layer2 primary network — as the outside server sees them; a
+// pod on an egress node of an EgressIP with two IPs spreads its new
+// connections over both; once the EgressIPs are deleted, the pods leave
+// from their node's address again.
+func TestEgressIP(t *testing.T) {
+	ctx := context.Background()
+	setEgressAssignable(t, "node2", true)
+	t.Cleanup(func() { setEgressAssignable(t, "node2", false) })
+	cases := []struct{ namespace, pod, eip string }{
+		{"plain", "plain/a", "192.168.100.150"},
+		{"l3-blue", "l3-blue/a", "192.168.100.151"},
+		{"l2-blue", "l2-blue/a", "192.168.100.152"},
+	}
+	for _, c := range cases {
+		e := &v1.EgressIP{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + c.namespace},
+			Spec: v1.EgressIPSpec{EgressIPs: []string{c.eip},
+				NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: c.namespace}}}}
+		if err := admin.Create(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = admin.Delete(ctx, e) })
+	}
+	for _, c := range cases {
+		eventually(t, func() error {
+			e := &v1.EgressIP{}
+			if err := admin.Get(ctx, client.ObjectKey{Name: "e2e-" + c.namespace}, e); err != nil {
+				return err
+			}
+			if len(e.Status.Items) != 1 || e.Status.Items[0].Node != "node2" {
+				return fmt.Errorf("EgressIP e2e-%s: status %+v, want %s on node2", c.namespace, e.Status.Items, c.eip)
+			}
+			return nil
+		})
+		eventually(t, func() error {
+			h, got := tryHoldIn(t, dir, admin, c.pod, c.eip)
+			if h == nil {
+				return fmt.Errorf("%s: the outside saw %q, want the egress IP %s", c.pod, got, c.eip)
+			}
+			h.still(t, "through the egress node")
+			return nil
+		})
+	}
+	// Two egress IPs, one on node2 and one on node3, for a Layer2 tenant
+	// whose pod runs on node2, an egress node itself (seed 000's story):
+	// its new connections leave from both.
+	setEgressAssignable(t, "node3", true)
+	t.Cleanup(func() { setEgressAssignable(t, "node3", false) })
+	two := &v1.EgressIP{ObjectMeta: metav1.ObjectMeta{Name: "e2e-two"},
+		Spec: v1.EgressIPSpec{EgressIPs: []string{"192.168.100.153", "192.168.100.154"},
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: "l2-red"}}}}
+	if err := admin.Create(ctx, two); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(ctx, two) })
+	eventually(t, func() error {
+		seen := map[string]int{}
+		for range 16 {
+			h, got := tryHoldIn(t, dir, admin, "l2-red/b", "192.168.100.153", "192.168.100.154")
+			if h == nil {
+				return fmt.Errorf("l2-red/b: the outside saw %q, want one of its egress IPs", got)
+			}
+			seen[got]++
+			_ = h.in.Close()
+			_ = h.cmd.Process.Kill()
+		}
+		if len(seen) != 2 {
+			return fmt.Errorf("l2-red/b's 16 connections left from %v, want both egress IPs", seen)
+		}
+		t.Logf("l2-red/b (on egress node2): 16 connections left from %v", seen)
+		return nil
+	})
+	for _, c := range cases {
+		if err := admin.Delete(ctx, &v1.EgressIP{ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + c.namespace}}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range cases {
+		nodeIP := strings.Split(sandbox.NodeIP(1), "/")[0] // every pod here is on node1
+		eventually(t, func() error {
+			if h, got := tryHoldIn(t, dir, admin, c.pod, nodeIP); h == nil {
+				return fmt.Errorf("%s after the EgressIP's deletion: the outside saw %q, want its node's %s", c.pod, got, nodeIP)
+			}
+			return nil
+		})
+	}
+}
+
+// setEgressAssignable labels a node as one that may hold egress IPs, or
+// removes the label.
+func setEgressAssignable(t *testing.T, name string, on bool) {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := admin.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	if on {
+		n.Labels[v1.EgressAssignableLabel] = ""
+	} else {
+		delete(n.Labels, v1.EgressAssignableLabel)
+	}
+	if err := admin.Patch(context.Background(), n, patch); err != nil {
+		t.Fatal(err)
+	}
+}
