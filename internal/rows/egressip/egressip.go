@@ -28,10 +28,13 @@
 //     egress node's zone needs no policy, and nothing depends on an
 //     external gateway address.
 //   - On the egress node's gateway router, one SNAT per selected pod
-//     address to the egress IP the node holds (a /32 or /128 logical IP,
-//     which OVN prefers over the network's subnet SNAT). A user-defined
-//     network's is limited to the router's external ports, as its subnet
-//     SNAT is.
+//     address to the egress IP the node holds (SNATPriority, above the
+//     network's subnet SNAT), limited to the external port of the uplink
+//     whose subnet holds the egress IP. With several uplinks, a reroute
+//     policy (ReroutePriority) on the gateway router also sends the pod's
+//     traffic to that uplink's next hops only: the egress IP exists on no
+//     other segment, and the node's other bridges SNAT to its own address
+//     there.
 //
 // Traffic that stays in the cluster never takes that path: where a zone has
 // reroute policies, allow policies (AllowPriority, the seed's 102) let the
@@ -134,12 +137,18 @@ type Input struct {
 	// NodeIPs are the nodes' addresses, which the network's pods reach
 	// without the egress path.
 	NodeIPs []netip.Addr
-	// ExternalPorts are the local gateway router's external ports, which a
-	// user-defined network's SNATs are limited to (its subnet SNAT's
-	// outports).
-	ExternalPorts []string
+	// Uplinks are the local gateway router's external ports, with their
+	// subnets and next hops (the node's uplinks).
+	Uplinks []Uplink
 	// Objects are the EgressIPs, oldest first.
 	Objects []Object
+}
+
+// Uplink is one of the local gateway router's external ports.
+type Uplink struct {
+	Port     string
+	Subnets  []netip.Prefix
+	NextHops []netip.Addr
 }
 
 // Result is one network's EgressIP rendering in one zone.
@@ -298,20 +307,45 @@ func (b *builder) sourceRoute(object string, pod netip.Addr, hop string) {
 func (b *builder) snat(object string, pod, eip netip.Addr) {
 	n, local := b.in.Network, b.in.Local.Name
 	gr := n.GatewayRouter(local)
+	var up *Uplink
+	for i, u := range b.in.Uplinks {
+		for _, s := range u.Subnets {
+			if s.Masked().Contains(eip) {
+				up = &b.in.Uplinks[i]
+			}
+		}
+	}
+	if up == nil {
+		b.problems = append(b.problems, fmt.Sprintf("EgressIP %s: %s is on none of node %s's uplinks", object, eip, local))
+		return
+	}
 	logical := netip.PrefixFrom(pod, pod.BitLen()).String()
 	id := "nat:" + gr + ":snat:" + logical
-	// SNATPriority: with a match, OVN orders SNATs by priority, not by
-	// the logical IP's length, and the network's own subnet SNAT has 0.
-	nat := &nbdb.NAT{UUID: id, Type: nbdb.NATTypeSNAT, LogicalIP: logical, ExternalIP: eip.String(), Priority: SNATPriority, ExternalIDs: b.ext(object)}
-	if !n.IsDefault() && len(b.in.ExternalPorts) > 0 {
-		quoted := make([]string, len(b.in.ExternalPorts))
-		for i, p := range b.in.ExternalPorts {
-			quoted[i] = fmt.Sprintf("%q", p)
-		}
-		nat.Match = "outport == {" + strings.Join(quoted, ", ") + "}"
-	}
+	// With a match, OVN orders SNATs by priority, not by the logical IP's
+	// length: SNATPriority puts it above the subnet SNAT.
+	nat := &nbdb.NAT{UUID: id, Type: nbdb.NATTypeSNAT, LogicalIP: logical, ExternalIP: eip.String(), Priority: SNATPriority,
+		Match: fmt.Sprintf("outport == %q", up.Port), ExternalIDs: b.ext(object)}
 	b.rows = append(b.rows, nat)
 	b.contribute(gr, "nat", id)
+	if len(b.in.Uplinks) < 2 {
+		return
+	}
+	var hops []string
+	for _, h := range up.NextHops {
+		if h.Is4() == pod.Is4() {
+			hops = append(hops, h.String())
+		}
+	}
+	if len(hops) == 0 {
+		b.problems = append(b.problems, fmt.Sprintf("EgressIP %s: node %s's uplink %s has no next hop of %s's family", object, local, up.Port, pod))
+		return
+	}
+	sort.Strings(hops)
+	match := fmt.Sprintf("%s.src == %s", family(pod), pod)
+	pid := fmt.Sprintf("policy:%s:%d:%s", gr, ReroutePriority, match)
+	b.rows = append(b.rows, &nbdb.LogicalRouterPolicy{UUID: pid, Priority: ReroutePriority, Match: match,
+		Action: nbdb.LogicalRouterPolicyActionReroute, Nexthops: hops, ExternalIDs: b.ext(object)})
+	b.contribute(gr, "policies", pid)
 }
 
 // allows keeps the network's traffic within the cluster off the egress

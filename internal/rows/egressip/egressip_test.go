@@ -76,12 +76,13 @@ func TestRender(t *testing.T) {
 		"ns.tenant_transit_router.policies: 102 ip4.src == {10.128.0.0/16} && ip4.dst == {100.65.0.0/16} allow  []",
 		"ns.tenant_transit_router.policies: 102 ip4.src == {10.128.0.0/16} && ip4.dst == {192.168.100.11, 192.168.100.12, 192.168.100.13} allow  []",
 	}
-	const outports = `outport == {"rtoe-GR_ns.tenant_node2"}`
+	const outports = `outport == "rtoe-GR_ns.tenant_node2"`
 	for _, tc := range []struct {
 		name    string
 		network topology.Network
 		node    string
 		objects []Object
+		uplinks []Uplink
 		want    []string
 	}{{
 		name: "Layer3, the pod's zone: ECMP to both egress nodes' transit switch addresses", network: l3, node: "node1", objects: []Object{e1},
@@ -110,16 +111,35 @@ func TestRender(t *testing.T) {
 	}, {
 		name: "Layer2, an egress node without local pods: SNATs only, no allow policies", network: l2, node: "node3", objects: []Object{e1},
 		want: []string{
-			`GR_ns.tenant_node3.nat: snat 10.128.1.5/32 -> 192.168.100.201 outport == {"rtoe-GR_ns.tenant_node3"} [e1]`,
-			`GR_ns.tenant_node3.nat: snat 10.128.2.6/32 -> 192.168.100.201 outport == {"rtoe-GR_ns.tenant_node3"} [e1]`,
+			`GR_ns.tenant_node3.nat: snat 10.128.1.5/32 -> 192.168.100.201 outport == "rtoe-GR_ns.tenant_node3" [e1]`,
+			`GR_ns.tenant_node3.nat: snat 10.128.2.6/32 -> 192.168.100.201 outport == "rtoe-GR_ns.tenant_node3" [e1]`,
 		},
 	}, {
-		name: "the default network, an egress node without local pods: source routes to its gateway router, SNATs without an outport match, no allow policies", network: def, node: "node3", objects: []Object{e1},
+		name: "the default network, an egress node without local pods: source routes to its gateway router, SNATs on its uplink, no allow policies", network: def, node: "node3", objects: []Object{e1},
 		want: []string{
-			"GR_node3.nat: snat 10.128.1.5/32 -> 192.168.100.201  [e1]",
-			"GR_node3.nat: snat 10.128.2.6/32 -> 192.168.100.201  [e1]",
+			`GR_node3.nat: snat 10.128.1.5/32 -> 192.168.100.201 outport == "rtoe-GR_node3" [e1]`,
+			`GR_node3.nat: snat 10.128.2.6/32 -> 192.168.100.201 outport == "rtoe-GR_node3" [e1]`,
 			"ovn_cluster_router.static_routes: src-ip 10.128.1.5/32 via 100.65.0.3 [e1]",
 			"ovn_cluster_router.static_routes: src-ip 10.128.2.6/32 via 100.65.0.3 [e1]",
+		},
+	}, {
+		name: "two uplinks: the SNAT on the egress IP's uplink only, and the pod's traffic rerouted to that uplink's next hops", network: l2, node: "node3", objects: []Object{e1},
+		uplinks: []Uplink{
+			{Port: "rtoe-GR_ns.tenant_node3", Subnets: []netip.Prefix{netip.MustParsePrefix("192.168.100.13/24")}, NextHops: []netip.Addr{addr("192.168.100.1"), addr("192.168.100.2")}},
+			{Port: "rtoe-GR_ns.tenant_node3_physnet3", Subnets: []netip.Prefix{netip.MustParsePrefix("192.168.103.13/24")}, NextHops: []netip.Addr{addr("192.168.103.1")}},
+		},
+		want: []string{
+			"GR_ns.tenant_node3.nat: snat 10.128.1.5/32 -> 192.168.100.201 outport == \"rtoe-GR_ns.tenant_node3\" [e1]",
+			"GR_ns.tenant_node3.nat: snat 10.128.2.6/32 -> 192.168.100.201 outport == \"rtoe-GR_ns.tenant_node3\" [e1]",
+			"GR_ns.tenant_node3.policies: 100 ip4.src == 10.128.1.5 reroute 192.168.100.1,192.168.100.2 [e1]",
+			"GR_ns.tenant_node3.policies: 100 ip4.src == 10.128.2.6 reroute 192.168.100.1,192.168.100.2 [e1]",
+		},
+	}, {
+		name: "an egress IP on none of the node's uplinks: no SNAT, a problem", network: l2, node: "node3", objects: []Object{e1},
+		uplinks: []Uplink{{Port: "rtoe-GR_ns.tenant_node3", Subnets: []netip.Prefix{netip.MustParsePrefix("10.0.0.13/24")}}},
+		want: []string{
+			"EgressIP e1: 192.168.100.201 is on none of node node3's uplinks",
+			"EgressIP e1: 192.168.100.201 is on none of node node3's uplinks",
 		},
 	}, {
 		name: "a pod two objects select egresses by the first", network: l3, node: "node1",
@@ -142,9 +162,13 @@ func TestRender(t *testing.T) {
 		name: "no EgressIP: no rows", network: l3, node: "node1",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ports := []string{"rtoe-" + tc.network.GatewayRouter(tc.node)}
+			uplinks := []Uplink{{Port: "rtoe-" + tc.network.GatewayRouter(tc.node), Subnets: []netip.Prefix{netip.MustParsePrefix("192.168.100.12/24")},
+				NextHops: []netip.Addr{addr("192.168.100.1")}}}
+			if tc.uplinks != nil {
+				uplinks = tc.uplinks
+			}
 			got := summary(t, Render(Input{Network: tc.network, Local: nodeinfo.Info{Name: tc.node, ID: ids[tc.node]}, NodeIDs: ids,
-				NodeIPs: nodeIPs, ExternalPorts: ports, Objects: tc.objects}))
+				NodeIPs: nodeIPs, Uplinks: uplinks, Objects: tc.objects}))
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}

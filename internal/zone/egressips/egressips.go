@@ -112,7 +112,8 @@ func (f *Feature) Desired(ctx context.Context, network string) (egressip.Result,
 	}
 	if local.Gateway != nil {
 		for i, u := range local.Gateway.Uplinks() {
-			in.ExternalPorts = append(in.ExternalPorts, n.UplinkExternalPort(local.Name, i, u.PhysicalNetwork))
+			in.Uplinks = append(in.Uplinks, egressip.Uplink{Port: n.UplinkExternalPort(local.Name, i, u.PhysicalNetwork),
+				Subnets: u.IPs, NextHops: u.NextHops})
 		}
 	}
 	return egressip.Render(in), nil

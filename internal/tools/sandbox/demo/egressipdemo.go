@@ -19,11 +19,14 @@ import (
 )
 
 // EgressIPDemo labels two nodes egress-assignable, applies an EgressIP
-// with two addresses of the nodes' subnet, and checks where
-// cluster-manager puts them: on the two nodes, one each; then, one node
+// with two addresses of the nodes' subnet for l3-blue, and checks where
+// cluster-manager puts them: on the two nodes, one each; that l3-blue/a's
+// new connections to the outside leave from both; then, one node
 // unlabelled, its address is reported as held by no node (the other node
-// holds the object's other one). It removes the labels and the object.
-func EgressIPDemo(ctx context.Context, c client.Client, nodes int, out io.Writer) error {
+// holds the object's other one) and the connections leave from the other
+// address; once the object is deleted, from the pod's node. It removes the
+// labels and the object.
+func EgressIPDemo(ctx context.Context, dir, binary string, c client.Client, nodes int, out io.Writer) error {
 	if nodes < 3 {
 		return nil
 	}
@@ -90,6 +93,39 @@ func EgressIPDemo(ctx context.Context, c client.Client, nodes int, out io.Writer
 		spread.Got = "one on each of " + strings.Join(held, ", ")
 		return true
 	})
+	// The pod's checks need the examples' l3-blue/a (other manifests may
+	// not have it).
+	var p corev1.Pod
+	withPod := c.Get(ctx, client.ObjectKey{Namespace: "l3-blue", Name: "a"}, &p) == nil && p.Spec.NodeName != ""
+	// What the outside sees of the pod's new connections (each its own
+	// source port, so ECMP may pick either egress node).
+	const from = "l3-blue/a"
+	server := fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort)
+	sources := func(check *AppCheck, want []string) {
+		check.Err = proc.WaitFor(30*time.Second, 200*time.Millisecond, func() (bool, error) {
+			seen := map[string]bool{}
+			for range 12 {
+				got, err := run(ctx, dir, from, binary, "sandbox", "probe", server)
+				if err != nil {
+					check.Got = err.Error()
+					return false, nil
+				}
+				// The node's address on any uplink counts as its address.
+				seen[asNodeAddr(p.Spec.NodeName, strings.TrimSpace(got))] = true
+			}
+			var list []string
+			for a := range seen {
+				list = append(list, a)
+			}
+			slices.Sort(list)
+			check.Got = strings.Join(list, " and ")
+			return slices.Equal(list, want), nil
+		})
+	}
+	both := AppCheck{Name: "12 new connections to the outside", From: from, Target: server, Want: strings.Join(addrs, " and ")}
+	if withPod {
+		sources(&both, addrs)
+	}
 	// Unlabel the node holding the first address.
 	var cur v1.EgressIP
 	if err := c.Get(ctx, client.ObjectKeyFromObject(e), &cur); err != nil {
@@ -118,6 +154,15 @@ func EgressIPDemo(ctx context.Context, c client.Client, nodes int, out io.Writer
 			return true
 		})
 	}
-	fmt.Fprintf(out, "\nEgressIP (ovn-kubernetes' shape; cluster-manager gives each address to a node labelled %s whose subnet holds it; docs/egressip.md — the rows that send packets out from it are not built yet):\n\n", v1.EgressAssignableLabel)
-	return PrintAppChecks(out, []AppCheck{spread, gone})
+	left := AppCheck{Name: "one address left: its new connections", From: from, Target: server, Want: addrs[1]}
+	home := AppCheck{Name: "the EgressIP deleted: its node's address again", From: from, Target: server, Want: sandbox.NodeAddr(p.Spec.NodeName)}
+	checks := []AppCheck{spread, gone}
+	if withPod {
+		sources(&left, addrs[1:])
+		_ = c.Delete(ctx, e)
+		sources(&home, []string{home.Want})
+		checks = []AppCheck{spread, both, gone, left, home}
+	}
+	fmt.Fprintf(out, "\nEgressIP (ovn-kubernetes' shape; cluster-manager gives each address to a node labelled %s whose subnet holds it, the zones reroute the selected pods' traffic to those nodes, which SNAT it to their address; measured by the outside server; docs/egressip.md):\n\n", v1.EgressAssignableLabel)
+	return PrintAppChecks(out, checks)
 }
