@@ -426,7 +426,8 @@ func tryHoldEcho(t *testing.T, netns, name, from, addr string) (*echoConn, error
 			sentAt := time.Now()
 			_, err := fmt.Fprintln(in, line)
 			if err == nil && !r.Scan() {
-				err = fmt.Errorf("the connection ended: %v %s", r.Err(), strings.TrimSpace(stderr.String()))
+				// (hold's stderr is read once it has exited: not here)
+				err = fmt.Errorf("the connection ended: %v", r.Err())
 			}
 			if err == nil && r.Text() != line {
 				err = fmt.Errorf("sent %q, got back %q", line, r.Text())

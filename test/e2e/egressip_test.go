@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -13,6 +15,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
 // TestEgressIP: the pods an EgressIP selects leave the cluster from its
@@ -55,9 +58,38 @@ func TestEgressIP(t *testing.T) {
 			if h == nil {
 				return fmt.Errorf("%s: the outside saw %q, want the egress IP %s", c.pod, got, c.eip)
 			}
-			h.still(t, "through the egress node")
+			// The connection carries a line both ways (not t.Fatal here:
+			// eventually retries).
+			if _, err := fmt.Fprintln(h.in, "through the egress node"); err != nil {
+				return err
+			}
+			if got := h.next(); got != "through the egress node" {
+				return fmt.Errorf("%s: the held connection echoed %q", c.pod, got)
+			}
 			return nil
 		})
+	}
+	// East-west is untouched: the selected pods on node1 still reach pods
+	// on the egress node itself (their traffic must not take the egress
+	// path there, nor loop through its gateway router).
+	stop, err := demo.Servers(ctx, dir, binary, admin, []string{"plain/b", "l3-blue/c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	b := &corev1.Pod{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: "plain", Name: "b"}, b); err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(demo.ProbePort)
+	for _, x := range []struct{ from, to, addr string }{
+		{"plain/a", "plain/b", net.JoinHostPort(b.Status.PodIP, port)},
+		{"l3-blue/a", "l3-blue/c", net.JoinHostPort(primaryIP(t, admin, "l3-blue/c", "l3-blue/tenant"), port)},
+	} {
+		h := holdEcho(t, dir, admin, "east-west to the egress node", x.from, x.addr)
+		if _, stall, err := h.stop(); err != nil {
+			t.Errorf("%s to %s on the egress node: %v (longest wait %s)", x.from, x.to, err, stall)
+		}
 	}
 	// Two egress IPs, one on node2 and one on node3, for a Layer2 tenant
 	// whose pod runs on node2, an egress node itself (seed 000's story):

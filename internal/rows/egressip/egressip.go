@@ -16,11 +16,17 @@
 //     (ReroutePriority) are on the network's cluster router. In the pod's
 //     zone a remote egress node's next hop is its cluster router's transit
 //     switch address, the local one the local gateway router's join address.
-//     The egress node's zone routes the remote pod's traffic, which arrives
+//     The egress node's zone routes the remote pods' traffic, which arrives
 //     on its cluster router from the transit switch, to its own gateway
-//     router's join address with a source route (a /32 or /128): OVN routes
-//     before it applies policies, and the router's own source route covers
-//     only its node's slice, so a policy there would come too late.
+//     router's join address with a source route for the network's subnets:
+//     OVN routes before it applies policies, and the router's own source
+//     route covers only its node's slice, so a policy there would come too
+//     late. A subnet, not each pod's /32: source routes rank by their
+//     prefix length against the destination routes, so a /32 would beat the
+//     node's own slice and the other nodes' /24s, and a selected pod's
+//     traffic to a pod of the egress node would loop through its gateway
+//     router; the subnet's loses to all of them and catches only what has
+//     no other route, the traffic leaving the cluster.
 //   - Layer2: the policies are on the network's transit router, and every
 //     next hop is an egress node's gateway router's peer address on the
 //     transit router (seed 000: "the transit node peer ip as the next hop"):
@@ -142,6 +148,10 @@ type Input struct {
 	Uplinks []Uplink
 	// Objects are the EgressIPs, oldest first.
 	Objects []Object
+	// Rendered reports whether a node renders the network (its gateway
+	// router is there); nil: every node. Traffic is never sent to an egress
+	// node that does not: it would be dropped there.
+	Rendered func(node string) bool
 }
 
 // Uplink is one of the local gateway router's external ports.
@@ -169,6 +179,7 @@ type builder struct {
 	problems []string
 	seen     map[netip.Addr]string // pod address → the object it egresses by
 	router   string                // where the policies go
+	routes   map[string]bool       // source routes already rendered
 }
 
 // Render returns a network's EgressIP rows in the local zone.
@@ -209,12 +220,13 @@ func (b *builder) object(o Object) {
 				}
 				continue
 			}
-			b.seen[ip] = o.Name
 			hops := b.hops(o, ip.Is4())
 			if len(hops) == 0 {
+				// Not claimed: a younger EgressIP with a path may take it.
 				b.problems = append(b.problems, fmt.Sprintf("EgressIP %s: pod %s/%s's address %s has no egress node of its family", o.Name, p.Namespace, p.Name, ip))
 				continue
 			}
+			b.seen[ip] = o.Name
 			match := fmt.Sprintf("%s.src == %s", family(ip), ip)
 			switch {
 			case p.Node == local:
@@ -223,7 +235,7 @@ func (b *builder) object(o Object) {
 				// A remote pod's traffic, sent here through the transit
 				// switch: on to the local gateway router.
 				if hop, ok := b.localGateway(ip.Is4()); ok {
-					b.sourceRoute(o.Name, ip, hop)
+					b.sourceRoutes(ip.Is4(), hop)
 				}
 			}
 			for _, eip := range holdsHere[ip.Is4()] {
@@ -240,6 +252,10 @@ func (b *builder) hops(o Object, v4 bool) []string {
 	set := map[string]bool{}
 	for _, a := range o.Assignments {
 		if a.IP.Is4() != v4 {
+			continue
+		}
+		if in.Rendered != nil && !in.Rendered(a.Node) {
+			b.problems = append(b.problems, fmt.Sprintf("EgressIP %s: egress node %s does not render network %s (none of its pods there)", o.Name, a.Node, n.Name))
 			continue
 		}
 		if a.Node == in.Local.Name && n.Topology == netconf.TopologyLayer3 {
@@ -296,12 +312,25 @@ func (b *builder) policy(object, match string, hops []string) {
 	b.contribute(b.router, "policies", id)
 }
 
-func (b *builder) sourceRoute(object string, pod netip.Addr, hop string) {
-	prefix := netip.PrefixFrom(pod, pod.BitLen()).String()
-	id := fmt.Sprintf("route:%s:src-ip:%s:%s", b.router, prefix, hop)
-	policy := nbdb.LogicalRouterStaticRoutePolicySrcIP
-	b.rows = append(b.rows, &nbdb.LogicalRouterStaticRoute{UUID: id, IPPrefix: prefix, Nexthop: hop, Policy: &policy, ExternalIDs: b.ext(object)})
-	b.contribute(b.router, "static_routes", id)
+// sourceRoutes routes what leaves the cluster from the network's subnets
+// of one family to the local gateway router (once per zone).
+func (b *builder) sourceRoutes(v4 bool, hop string) {
+	for _, s := range b.in.Network.Subnets {
+		if s.CIDR.Addr().Is4() != v4 {
+			continue
+		}
+		id := fmt.Sprintf("route:%s:src-ip:%s:%s", b.router, s.CIDR, hop)
+		if b.routes[id] {
+			continue
+		}
+		if b.routes == nil {
+			b.routes = map[string]bool{}
+		}
+		b.routes[id] = true
+		policy := nbdb.LogicalRouterStaticRoutePolicySrcIP
+		b.rows = append(b.rows, &nbdb.LogicalRouterStaticRoute{UUID: id, IPPrefix: s.CIDR.String(), Nexthop: hop, Policy: &policy, ExternalIDs: b.ext("")})
+		b.contribute(b.router, "static_routes", id)
+	}
 }
 
 func (b *builder) snat(object string, pod, eip netip.Addr) {
@@ -416,7 +445,15 @@ func (b *builder) contribute(router, column string, ids ...string) {
 // result sorts the rows, contributions and their members.
 func (b *builder) result() Result {
 	topology.SortRows(b.rows)
-	return Result{Rows: b.rows, Contributions: topology.RouterContributions(b.contribs), Problems: b.problems}
+	var problems []string // each once, in order
+	seen := map[string]bool{}
+	for _, p := range b.problems {
+		if !seen[p] {
+			seen[p] = true
+			problems = append(problems, p)
+		}
+	}
+	return Result{Rows: b.rows, Contributions: topology.RouterContributions(b.contribs), Problems: problems}
 }
 
 func family(a netip.Addr) string {

@@ -3,6 +3,7 @@ package egressip
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -78,12 +79,13 @@ func TestRender(t *testing.T) {
 	}
 	const outports = `outport == "rtoe-GR_ns.tenant_node2"`
 	for _, tc := range []struct {
-		name    string
-		network topology.Network
-		node    string
-		objects []Object
-		uplinks []Uplink
-		want    []string
+		name     string
+		network  topology.Network
+		node     string
+		objects  []Object
+		uplinks  []Uplink
+		rendered []string
+		want     []string
 	}{{
 		name: "Layer3, the pod's zone: ECMP to both egress nodes' transit switch addresses", network: l3, node: "node1", objects: []Object{e1},
 		want: append([]string{
@@ -95,7 +97,7 @@ func TestRender(t *testing.T) {
 			"GR_ns.tenant_node2.nat: snat 10.128.1.5/32 -> 192.168.100.200 " + outports + " [e1]",
 			"GR_ns.tenant_node2.nat: snat 10.128.2.6/32 -> 192.168.100.200 " + outports + " [e1]",
 			"ns.tenant_ovn_cluster_router.policies: 100 ip4.src == 10.128.2.6 reroute 100.65.0.2,100.88.0.3 [e1]",
-		}, append(allowsL3, "ns.tenant_ovn_cluster_router.static_routes: src-ip 10.128.1.5/32 via 100.65.0.2 [e1]")...),
+		}, append(allowsL3, "ns.tenant_ovn_cluster_router.static_routes: src-ip 10.128.0.0/16 via 100.65.0.2 []")...),
 	}, {
 		name: "Layer2, the pod's zone: the transit router's peer addresses of both gateway routers", network: l2, node: "node1", objects: []Object{e1},
 		want: append([]string{
@@ -119,8 +121,7 @@ func TestRender(t *testing.T) {
 		want: []string{
 			`GR_node3.nat: snat 10.128.1.5/32 -> 192.168.100.201 outport == "rtoe-GR_node3" [e1]`,
 			`GR_node3.nat: snat 10.128.2.6/32 -> 192.168.100.201 outport == "rtoe-GR_node3" [e1]`,
-			"ovn_cluster_router.static_routes: src-ip 10.128.1.5/32 via 100.65.0.3 [e1]",
-			"ovn_cluster_router.static_routes: src-ip 10.128.2.6/32 via 100.65.0.3 [e1]",
+			"ovn_cluster_router.static_routes: src-ip 10.128.0.0/16 via 100.65.0.3 []",
 		},
 	}, {
 		name: "two uplinks: the SNAT on the egress IP's uplink only, and the pod's traffic rerouted to that uplink's next hops", network: l2, node: "node3", objects: []Object{e1},
@@ -139,7 +140,6 @@ func TestRender(t *testing.T) {
 		uplinks: []Uplink{{Port: "rtoe-GR_ns.tenant_node3", Subnets: []netip.Prefix{netip.MustParsePrefix("10.0.0.13/24")}}},
 		want: []string{
 			"EgressIP e1: 192.168.100.201 is on none of node node3's uplinks",
-			"EgressIP e1: 192.168.100.201 is on none of node node3's uplinks",
 		},
 	}, {
 		name: "a pod two objects select egresses by the first", network: l3, node: "node1",
@@ -156,6 +156,17 @@ func TestRender(t *testing.T) {
 		}, allowsL3...), "EgressIP e2: egress node node9 has no node ID yet",
 			"EgressIP e2: pod ns/p3's address fd00::7 has no egress node of its family"),
 	}, {
+		name: "an older EgressIP without an egress node does not keep the pod from a younger one", network: l3, node: "node1",
+		objects: []Object{{Name: "e0", Pods: e1.Pods[:1]}, e1},
+		want: append(append([]string{
+			"ns.tenant_ovn_cluster_router.policies: 100 ip4.src == 10.128.1.5 reroute 100.88.0.2,100.88.0.3 [e1]",
+		}, allowsL3...), "EgressIP e0: pod ns/p1's address 10.128.1.5 has no egress node of its family"),
+	}, {
+		name: "an egress node that does not render the network gets no traffic", network: l3, node: "node1", rendered: []string{"node1", "node3"}, objects: []Object{e1},
+		want: append(append([]string{
+			"ns.tenant_ovn_cluster_router.policies: 100 ip4.src == 10.128.1.5 reroute 100.88.0.3 [e1]",
+		}, allowsL3...), "EgressIP e1: egress node node2 does not render network ns.tenant (none of its pods there)"),
+	}, {
 		name: "a secondary network: nothing", network: network("ns.sec", netconf.TopologyLayer2, netconf.RoleSecondary), node: "node1", objects: []Object{e1},
 		want: []string{"network ns.sec: EgressIPs apply to primary Layer3 and Layer2 networks and the default network, not a secondary layer2 network"},
 	}, {
@@ -167,8 +178,12 @@ func TestRender(t *testing.T) {
 			if tc.uplinks != nil {
 				uplinks = tc.uplinks
 			}
-			got := summary(t, Render(Input{Network: tc.network, Local: nodeinfo.Info{Name: tc.node, ID: ids[tc.node]}, NodeIDs: ids,
-				NodeIPs: nodeIPs, Uplinks: uplinks, Objects: tc.objects}))
+			in := Input{Network: tc.network, Local: nodeinfo.Info{Name: tc.node, ID: ids[tc.node]}, NodeIDs: ids,
+				NodeIPs: nodeIPs, Uplinks: uplinks, Objects: tc.objects}
+			if tc.rendered != nil {
+				in.Rendered = func(n string) bool { return slices.Contains(tc.rendered, n) }
+			}
+			got := summary(t, Render(in))
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
@@ -73,7 +74,13 @@ func (f *Feature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, 
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("EgressIPs of network %s: %w", key.Network, err)
 	}
-	return feature.Settled(logger, "egressips", p, out.Problems), nil
+	// Its problems last until an object changes (an IP family without an
+	// egress IP, a pod two objects select, no egress node yet), and each
+	// change brings the key back: they are logged, not retried.
+	if len(out.Problems) > 0 {
+		logger.V(1).Info("EgressIPs without an egress path", "problems", out.Problems)
+	}
+	return feature.Settled(logger, "egressips", p, nil), nil
 }
 
 // Desired returns a network's EgressIP rows in the zone: none when the
@@ -103,7 +110,11 @@ func (f *Feature) Desired(ctx context.Context, network string) (egressip.Result,
 	if err != nil {
 		return egressip.Result{}, err
 	}
-	in := egressip.Input{Network: n, Local: local, NodeIDs: map[string]int{}, Objects: objects}
+	active, err := nets.ActiveNodes(ctx, n)
+	if err != nil {
+		return egressip.Result{}, err
+	}
+	in := egressip.Input{Network: n, Local: local, NodeIDs: map[string]int{}, Objects: objects, Rendered: active.Has}
 	for _, x := range nodes {
 		in.NodeIDs[x.Name] = x.ID
 		for _, p := range x.PrimaryIPs {
@@ -160,9 +171,11 @@ func (f *Feature) objects(ctx context.Context, network string) ([]egressip.Objec
 // selected are the pods of network that an EgressIP selects, with their
 // addresses on it, sorted.
 func (f *Feature) selected(ctx context.Context, e *v1.EgressIP, network string) ([]egressip.Pod, error) {
+	// The API's CEL rules refuse selectors these cannot read: an object
+	// that got past them selects nothing.
 	nsSel, err := metav1.LabelSelectorAsSelector(&e.Spec.NamespaceSelector)
 	if err != nil {
-		return nil, nil // CEL refuses these; nothing to select
+		return nil, nil
 	}
 	podSel, err := metav1.LabelSelectorAsSelector(&e.Spec.PodSelector) // empty: every pod
 	if err != nil {
@@ -221,33 +234,43 @@ func (f *Feature) selected(ctx context.Context, e *v1.EgressIP, network string) 
 }
 
 // keys are the keys of every network the zone may render EgressIPs on: the
-// default network and every user-defined one.
+// default network and every user-defined one (only the default's when the
+// networks cannot be listed: the error is the resync's, in Keys).
 func (f *Feature) keys(ctx context.Context) []feature.Key {
+	out, _ := f.allKeys(ctx)
+	return out
+}
+
+func (f *Feature) allKeys(ctx context.Context) ([]feature.Key, error) {
 	if f.off {
-		return nil
+		return nil, nil
 	}
 	byID, err := f.host.Networks.NetworksByID(ctx)
 	if err != nil {
-		return nil
+		return []feature.Key{feature.EgressIPKey(nodeinfo.DefaultNetwork)}, err
 	}
 	out := []feature.Key{feature.EgressIPKey(nodeinfo.DefaultNetwork)}
 	for _, name := range byID {
 		out = append(out, feature.EgressIPKey(name))
 	}
 	sort.Slice(out, func(i, j int) bool { return feature.CompareKeys(out[i], out[j]) < 0 })
-	return out
+	return out, nil
 }
 
 // Keys implements feature.Keyer: every network's, and those only the
 // zone's Northbound still remembers.
 func (f *Feature) Keys(ctx context.Context) ([]feature.Key, error) {
-	return f.host.WithOwners(f.keys(ctx), feature.KindEgressIP)
+	keys, err := f.allKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.host.WithOwners(keys, feature.KindEgressIP)
 }
 
 // Watch implements feature.Feature: an EgressIP (its selectors, its
-// status) or a namespace's labels may change any network's rows; a pod
-// those of its namespace's primary networks. Nothing when the CRD is
-// absent.
+// status) may change any network's rows; a namespace's labels, or a pod's
+// (its labels, addresses, node), those of the namespace's primary networks.
+// Nothing when the CRD is absent (checked once, at start).
 func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	gvk := v1.GroupVersion.WithKind("EgressIP")
 	if _, err := f.host.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
@@ -258,17 +281,11 @@ func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 		return f.keys(ctx)
 	})
 	b.Watches(&v1.EgressIP{}, all)
-	b.Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, _ client.Object) []feature.Key {
+	namespaceKeys := func(ctx context.Context, namespace string) []feature.Key {
 		if !f.any(ctx) {
 			return nil
 		}
-		return f.keys(ctx)
-	}))
-	b.Watches(&corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
-		if !f.any(ctx) {
-			return nil
-		}
-		names, ok, err := f.host.Networks.PrimaryNetworks(ctx, o.GetNamespace())
+		names, ok, err := f.host.Networks.PrimaryNetworks(ctx, namespace)
 		if err != nil || !ok {
 			return nil
 		}
@@ -277,7 +294,13 @@ func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 			out[i] = feature.EgressIPKey(n)
 		}
 		return out
-	}))
+	}
+	b.Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
+		return namespaceKeys(ctx, o.GetName())
+	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
+	b.Watches(&corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
+		return namespaceKeys(ctx, o.GetNamespace())
+	}), builder.WithPredicates(feature.PodChanges))
 }
 
 // any reports whether there is an EgressIP at all (pods and namespaces
