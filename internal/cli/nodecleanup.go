@@ -2,9 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"net/netip"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/node/cleanup"
 	"github.com/ovn-udn/ovn-udn/internal/node/pods"
 )
@@ -12,7 +15,7 @@ import (
 // newNodeCleanupCommand is `ovn-udn node cleanup`, which config/uninstall
 // runs on every node once ovn-udn is deleted.
 func newNodeCleanupCommand() *cobra.Command {
-	o := cleanup.Options{ConfFile: pods.ConfFile}
+	o := cleanup.Options{ConfFile: pods.ConfFile, MasqueradeNextHops: config.Default().MasqueradeNextHops()}
 	var toolsDir string
 	cmd := &cobra.Command{
 		Use:   "cleanup",
@@ -41,5 +44,35 @@ bridges, their uplinks, ovn-bridge-mappings and system-id.`,
 	fs.StringVar(&o.DBDir, "db-dir", "/var/lib/ovn-udn", "the zone's database directory")
 	fs.StringVar(&o.RunDir, "run-dir", "/var/run/ovn", "the zone's socket directory")
 	fs.StringVar(&toolsDir, "tools-dir", "", "directory holding ip, ovs-vsctl and ovs-ofctl (default: $PATH)")
+	fs.Var(&hopsFlag{hops: &o.MasqueradeNextHops}, "masquerade-next-hop", "the next hops of the host's routes to the service CIDRs that the node agent made (repeat; default: the cluster's default masquerade subnets')")
 	return cmd
 }
+
+// hopsFlag is a repeatable address flag whose first use replaces the
+// default.
+type hopsFlag struct {
+	hops *[]netip.Addr
+	set  bool
+}
+
+func (f *hopsFlag) String() string {
+	var out []string
+	for _, a := range *f.hops {
+		out = append(out, a.String())
+	}
+	return strings.Join(out, ",")
+}
+
+func (f *hopsFlag) Set(v string) error {
+	a, err := netip.ParseAddr(v)
+	if err != nil {
+		return fmt.Errorf("%q is not an address", v)
+	}
+	if !f.set {
+		*f.hops, f.set = nil, true
+	}
+	*f.hops = append(*f.hops, a)
+	return nil
+}
+
+func (f *hopsFlag) Type() string { return "address" }

@@ -3,8 +3,9 @@
 // DaemonSet): the CNI plugin and its configuration, the integration bridge
 // with every pod's host-side interface and the management port, the
 // external bridge's flows and patch ports (the bridge goes back to a plain
-// NORMAL switch), the chassis settings the zone pod set on Open vSwitch,
-// and the zone's databases and sockets.
+// NORMAL switch), the host's routes to the service CIDRs through it and
+// their neighbour entry, the chassis settings the zone pod set on Open
+// vSwitch, and the zone's databases and sockets.
 //
 // It only removes: each step is idempotent, and a node that never ran
 // ovn-udn is left as it was. It leaves what the operator set up (the
@@ -15,6 +16,7 @@ package cleanup
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +35,10 @@ type Options struct {
 	// ExternalBridges are the external bridges whose flows the agent kept
 	// (br-ex, and further uplinks').
 	ExternalBridges []string
+	// MasqueradeNextHops are the next hops of the host's routes to the
+	// service CIDRs on the first external bridge, which the agent made
+	// (config.Cluster.MasqueradeNextHops).
+	MasqueradeNextHops []netip.Addr
 	// CNIConfDir and CNIBinDir are the runtime's CNI directories.
 	CNIConfDir, CNIBinDir string
 	// ConfFile is the configuration list the agent wrote in CNIConfDir.
@@ -82,8 +88,11 @@ func Run(o Options, logf func(format string, args ...any)) error {
 	} else {
 		logf("deleted the bridge %s (if it was there)", o.Bridge)
 	}
-	for _, br := range o.ExternalBridges {
+	for i, br := range o.ExternalBridges {
 		errs = append(errs, o.plainBridge(br, logf))
+		if i == 0 {
+			o.hostRoutes(br, logf)
+		}
 	}
 	args := append([]string{"remove", "Open_vSwitch", ".", "external_ids"}, ChassisKeys...)
 	if _, err := o.vsctl(args...); err != nil {
@@ -125,6 +134,25 @@ func (o Options) plainBridge(br string, logf func(string, ...any)) error {
 	}
 	logf("reset the flows of %s to NORMAL", br)
 	return nil
+}
+
+// hostRoutes removes the host's routes through br via the masquerade next
+// hops, and those hops' neighbour entries (none: nothing to do).
+func (o Options) hostRoutes(br string, logf func(string, ...any)) {
+	for _, hop := range o.MasqueradeNextHops {
+		fam := "-6"
+		if hop.Is4() {
+			fam = "-4"
+		}
+		out, err := o.Command("ip", fam, "route", "show", "dev", br, "via", hop.String()).Output()
+		if err != nil || strings.TrimSpace(string(out)) == "" {
+			continue
+		}
+		if o.Command("ip", fam, "route", "flush", "dev", br, "via", hop.String()).Run() == nil {
+			logf("removed the routes via %s on %s", hop, br)
+		}
+		_ = o.Command("ip", "neigh", "del", hop.String(), "dev", br).Run()
+	}
 }
 
 func (o Options) vsctl(args ...string) (string, error) {

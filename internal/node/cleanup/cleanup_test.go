@@ -1,6 +1,7 @@
 package cleanup_test
 
 import (
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,8 +72,20 @@ func TestRun(t *testing.T) {
 	if out, err := run("ovs-ofctl", "add-flow", "br-ex", "priority=100,ip,actions=drop").CombinedOutput(); err != nil {
 		t.Fatalf("add-flow: %v: %s", err, out)
 	}
+	// The agent's host routes to the service CIDRs through br-ex.
+	for _, args := range [][]string{
+		{"-n", node, "link", "set", "br-ex", "up"},
+		{"-n", node, "addr", "add", "192.168.100.13/24", "dev", "br-ex"},
+		{"-n", node, "neigh", "replace", "169.254.0.4", "lladdr", "02:00:c0:a8:64:0d", "dev", "br-ex", "nud", "permanent"},
+		{"-n", node, "route", "replace", "10.96.0.0/16", "via", "169.254.0.4", "dev", "br-ex", "onlink"},
+	} {
+		if out, err := deps.OVNCommand("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
 	o := cleanup.Options{OVSDB: ovs.DB, Bridge: "br-int", ExternalBridges: []string{"br-ex", "br-ex2"}, ConfFile: "10-ovn-udn.conflist",
-		CNIConfDir: t.TempDir(), CNIBinDir: t.TempDir(), DBDir: t.TempDir(), RunDir: t.TempDir(), Command: run}
+		CNIConfDir: t.TempDir(), CNIBinDir: t.TempDir(), DBDir: t.TempDir(), RunDir: t.TempDir(), Command: run,
+		MasqueradeNextHops: []netip.Addr{netip.MustParseAddr("169.254.0.4")}}
 	files := []string{filepath.Join(o.CNIConfDir, o.ConfFile), filepath.Join(o.CNIBinDir, netconf.CNIType)}
 	for _, f := range cleanup.ZoneFiles.DB {
 		files = append(files, filepath.Join(o.DBDir, f))
@@ -99,6 +112,12 @@ func TestRun(t *testing.T) {
 	}
 	if ip("-n", podNetns, "link", "show", "eth0") == nil {
 		t.Error("the pod's eth0 is still there")
+	}
+	if out, _ := deps.OVNCommand("ip", "-n", node, "route", "show", "10.96.0.0/16").Output(); strings.TrimSpace(string(out)) != "" {
+		t.Errorf("the host's route to the service CIDR is still there: %s", out)
+	}
+	if out, _ := deps.OVNCommand("ip", "-n", node, "neigh", "show", "169.254.0.4").Output(); strings.Contains(string(out), "PERMANENT") {
+		t.Errorf("the masquerade next hop's neighbour entry is still there: %s", out)
 	}
 	if ports, _ := ovs.VSCtl("list-ports", "br-ex"); strings.TrimSpace(ports) != "" {
 		t.Errorf("br-ex keeps ports %q", ports)
