@@ -9,8 +9,10 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -113,4 +115,13 @@ func PodReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// Installed reports whether the API serves a kind: false only when the
+// mapper has no match for it (its CRD absent), true on any other answer, so
+// that a discovery hiccup never turns a feature off. Callers check it once,
+// at start (a CRD installed later needs a restart).
+func Installed(m meta.RESTMapper, gvk schema.GroupVersionKind) bool {
+	_, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
+	return !meta.IsNoMatchError(err)
 }

@@ -51,8 +51,7 @@ type Controller struct {
 // after an upgrade) it registers nothing and says so in the log, rather
 // than stop cluster-manager on a watch that never syncs.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	gvk := v1.GroupVersion.WithKind("EgressIP")
-	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+	if !kubeobj.Installed(mgr.GetRESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
 		mgr.GetLogger().Info("the EgressIP CRD is not installed: EgressIPs are not assigned", "crd", "egressips.k8s.ovn.org")
 		return nil
 	}

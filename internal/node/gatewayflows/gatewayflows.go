@@ -33,6 +33,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/node"
 	"github.com/ovn-udn/ovn-udn/internal/rows/gateway"
 	"github.com/ovn-udn/ovn-udn/internal/rows/services"
@@ -113,8 +114,7 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&nadv1.NetworkAttachmentDefinition{}, one).
 		Watches(&corev1.Namespace{}, one)
 	// The egress IPs the node holds (their CRD may be absent).
-	gvk := v1.GroupVersion.WithKind("EgressIP")
-	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil {
+	if kubeobj.Installed(mgr.GetRESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
 		r.egressIPsOn = true
 		b = b.Watches(&v1.EgressIP{}, one)
 	}

@@ -500,9 +500,8 @@ func ImportImage(dir, archive string) error {
 		return err
 	}
 	for _, n := range st.Nodes {
-		sock := filepath.Join(l.realDir(n.Name), "containerd", "containerd.sock")
-		if out, err := exec.Command("ctr", "-a", sock, "-n", "k8s.io", "images", "import", archive).CombinedOutput(); err != nil {
-			return fmt.Errorf("importing %s into %s: %v: %s", archive, n.Name, err, out)
+		if err := importArchive(l.containerdSocket(n.Name), n.Name, archive); err != nil {
+			return err
 		}
 	}
 	return nil

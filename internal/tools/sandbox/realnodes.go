@@ -241,7 +241,7 @@ func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string) 
 	if err := makeCgroups(s.l.cgroupRoot(name)); err != nil {
 		return nil, err
 	}
-	sock := filepath.Join(dir, "containerd", "containerd.sock")
+	sock := s.l.containerdSocket(name)
 	files := map[string]string{
 		"containerd/config.toml": containerdConfig(dir, sock),
 		"kubelet.yaml":           kubeletConfig(dir, s.l.cgroupRoot(name), sock, strings.Split(NodeIP(i), "/")[0]),
@@ -270,8 +270,8 @@ func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string) 
 		archives = append(archives, s.opts.Image)
 	}
 	for _, a := range archives {
-		if out, err := exec.Command("ctr", "-a", sock, "-n", "k8s.io", "images", "import", a).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("importing %s into %s: %v: %s", a, name, err, out)
+		if err := importArchive(sock, name, a); err != nil {
+			return nil, err
 		}
 	}
 	s.addComponent(&component{name: "kubelet/" + name, path: "nsenter", args: []string{enter, deps.KubeBinary("kubelet"),
@@ -280,6 +280,20 @@ func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string) 
 		"--root-dir=" + filepath.Join(dir, "kubelet"), "--cert-dir=" + filepath.Join(dir, "kubelet-pki")}})
 	return []string{"--cni-socket=" + filepath.Join(dir, "cni.sock"), "--cni-conf-dir=" + filepath.Join(dir, "cni/net.d"),
 		"--cni-bin-dir=" + filepath.Join(dir, "cni/bin")}, nil
+}
+
+// containerdSocket is a node's containerd socket.
+func (l Layout) containerdSocket(node string) string {
+	return filepath.Join(l.realDir(node), "containerd", "containerd.sock")
+}
+
+// importArchive imports an image archive into the containerd at sock (node
+// names it in the error).
+func importArchive(sock, node, archive string) error {
+	if out, err := exec.Command("ctr", "-a", sock, "-n", "k8s.io", "images", "import", archive).CombinedOutput(); err != nil {
+		return fmt.Errorf("importing %s into %s: %v: %s", archive, node, err, out)
+	}
+	return nil
 }
 
 func copyFile(from, to string) error {

@@ -30,6 +30,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/rows/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
@@ -272,8 +273,7 @@ func (f *Feature) Keys(ctx context.Context) ([]feature.Key, error) {
 // (its labels, addresses, node), those of the namespace's primary networks.
 // Nothing when the CRD is absent (checked once, at start).
 func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
-	gvk := v1.GroupVersion.WithKind("EgressIP")
-	if _, err := f.host.Client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+	if !kubeobj.Installed(f.host.Client.RESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
 		f.off = true
 		return
 	}
