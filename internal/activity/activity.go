@@ -12,7 +12,10 @@
 //     Layer2 network's transit router, a service's load balancers), or
 //   - one of its namespaces has a Service served on every node (node ports,
 //     a load balancer, external IPs): every node's gateway router must
-//     answer.
+//     answer, or
+//   - the node holds an egress IP of an EgressIP selecting one of its
+//     namespaces (EgressNodes): its gateway router SNATs the network's
+//     pods, and the other nodes reroute to it.
 //
 // The default network and secondary networks are active everywhere.
 package activity
@@ -125,6 +128,9 @@ type View interface {
 	NamespacePods(namespace string) ([]corev1.Pod, error)
 	// NamespaceServices returns the Services of a namespace.
 	NamespaceServices(namespace string) ([]corev1.Service, error)
+	// NamespaceEgressNodes returns the nodes holding an egress IP for the
+	// namespace (EgressNodes; none without the EgressIP CRD).
+	NamespaceEgressNodes(namespace string) ([]string, error)
 }
 
 // Of returns the nodes a primary user-defined network is active on (the
@@ -157,9 +163,10 @@ func Of(v View, network string) (Nodes, error) {
 	return own, nil
 }
 
-// of is the nodes of the network's own pods, and every node when services
-// count and one of its namespaces has a service served on every node.
-func of(v View, network string, services bool) (Nodes, error) {
+// of is the nodes of the network's own pods; with own (the network's own
+// namespaces, not a connected peer's) also its egress nodes, and every
+// node when one of its namespaces has a service served on every node.
+func of(v View, network string, own bool) (Nodes, error) {
 	namespaces, err := v.NetworkNamespaces(network)
 	if err != nil {
 		return Nodes{}, fmt.Errorf("namespaces of network %s: %w", network, err)
@@ -167,7 +174,15 @@ func of(v View, network string, services bool) (Nodes, error) {
 	out := On()
 	var errs []error
 	for _, ns := range namespaces {
-		if services {
+		if own {
+			egress, err := v.NamespaceEgressNodes(ns)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			for _, n := range egress {
+				out.only[n] = true
+			}
 			svcs, err := v.NamespaceServices(ns)
 			if err != nil {
 				errs = append(errs, err)

@@ -2,12 +2,15 @@ package activity
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 )
 
 // view is a cluster for Of: networks' namespaces, connects, pods and
@@ -17,7 +20,8 @@ type view struct {
 	connected  map[string][]string
 	pods       map[string][]corev1.Pod
 	services   map[string][]corev1.Service
-	fail       string // a namespace whose pods cannot be listed
+	egress     map[string][]string // namespace → nodes holding its egress IPs
+	fail       string              // a namespace whose pods cannot be listed
 }
 
 func (v view) NetworkNamespaces(n string) ([]string, error) { return v.namespaces[n], nil }
@@ -29,6 +33,7 @@ func (v view) NamespacePods(ns string) ([]corev1.Pod, error) {
 	return v.pods[ns], nil
 }
 func (v view) NamespaceServices(ns string) ([]corev1.Service, error) { return v.services[ns], nil }
+func (v view) NamespaceEgressNodes(ns string) ([]string, error)      { return v.egress[ns], nil }
 
 func pod(node string, mutate ...func(*corev1.Pod)) corev1.Pod {
 	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
@@ -92,6 +97,11 @@ func TestOf(t *testing.T) {
 			namespaces: map[string][]string{"blue": {"a"}, "red": {"b"}},
 			connected:  map[string][]string{"red": {"blue"}},
 			services:   map[string][]corev1.Service{"b": {service(corev1.ServiceTypeNodePort)}}}},
+		{name: "egress nodes of its namespaces, not of a connected peer's", network: "blue", want: "n1,n2", view: view{
+			namespaces: map[string][]string{"blue": {"a"}, "red": {"b"}},
+			connected:  map[string][]string{"blue": {"red"}},
+			pods:       map[string][]corev1.Pod{"a": {pod("n1")}},
+			egress:     map[string][]string{"a": {"n2"}, "b": {"n3"}}}},
 		{name: "a namespace that cannot be read is an error", network: "blue", wantErr: true, view: view{
 			namespaces: map[string][]string{"blue": {"a", "b"}}, fail: "b"}},
 	} {
@@ -189,3 +199,57 @@ func TestGrace(t *testing.T) {
 		t.Errorf("zero period, no longer everywhere: %v %v", got, next)
 	}
 }
+
+func TestEgressNodes(t *testing.T) {
+	eip := func(name string, sel map[string]string, nodes ...string) v1.EgressIP {
+		e := v1.EgressIP{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1.EgressIPSpec{NamespaceSelector: metav1.LabelSelector{MatchLabels: sel}}}
+		for i, n := range nodes {
+			e.Status.Items = append(e.Status.Items, v1.EgressIPStatusItem{Node: n, EgressIP: fmt.Sprintf("192.0.2.%d", i+1)})
+		}
+		return e
+	}
+	eips := []v1.EgressIP{
+		eip("a", map[string]string{"team": "blue"}, "n1", "n2"),
+		eip("b", map[string]string{"team": "blue"}, "n2", "n3"),
+		eip("c", map[string]string{"team": "red"}, "n4"),
+		eip("unassigned", map[string]string{"team": "blue"}),
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   []string
+	}{
+		{"selected by two objects: every node once", map[string]string{"team": "blue", "x": "y"}, []string{"n1", "n2", "n3"}},
+		{"selected by one", map[string]string{"team": "red"}, []string{"n4"}},
+		{"selected by none", map[string]string{"team": "green"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, EgressNodes(eips, tc.labels)); d != "" {
+				t.Errorf("EgressNodes (-want +got):\n%s", d)
+			}
+		})
+	}
+	moved := eip("a", map[string]string{"team": "blue"}, "n1", "n3")
+	reselected := eip("a", map[string]string{"team": "red"}, "n1", "n2")
+	renumbered := eip("a", map[string]string{"team": "blue"}, "n2", "n1")
+	for _, tc := range []struct {
+		name          string
+		before, after *v1.EgressIP
+		want          bool
+	}{
+		{"created unassigned", nil, ptr(eip("x", nil)), false},
+		{"created assigned", nil, &eips[0], true},
+		{"deleted assigned", &eips[0], nil, true},
+		{"a node replaced", &eips[0], &moved, true},
+		{"its selector changed", &eips[0], &reselected, true},
+		{"the same nodes in another order", &eips[0], &renumbered, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := EgressNodesChanged(tc.before, tc.after); got != tc.want {
+				t.Errorf("EgressNodesChanged = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

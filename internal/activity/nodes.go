@@ -21,6 +21,10 @@ type NodeView interface {
 	// EveryNode returns the primary user-defined networks one of whose
 	// namespaces has a Service NeedsEveryNode.
 	EveryNode() ([]string, error)
+	// EgressNetworks returns the primary user-defined networks of the
+	// namespaces an EgressIP selects that holds an egress IP on node
+	// (EgressNodes asked the other way round).
+	EgressNetworks(node string) ([]string, error)
 }
 
 // NetworksOn returns the primary user-defined networks active on node:
@@ -72,6 +76,13 @@ func NetworksOn(v NodeView, node string) (map[string]bool, error) {
 		errs = append(errs, fmt.Errorf("networks served on every node: %w", err))
 	}
 	for _, n := range every {
+		out[n] = true
+	}
+	egress, err := v.EgressNetworks(node)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("networks egressing at node %s: %w", node, err))
+	}
+	for _, n := range egress {
 		out[n] = true
 	}
 	if err := errors.Join(errs...); err != nil {

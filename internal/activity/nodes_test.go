@@ -53,6 +53,19 @@ func (v view) EveryNode() ([]string, error) {
 	return out, nil
 }
 
+func (v view) EgressNetworks(node string) ([]string, error) {
+	var out []string
+	for n, list := range v.namespaces {
+		for _, ns := range list {
+			if slices.Contains(v.egress[ns], node) {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
 func TestNetworksOn(t *testing.T) {
 	finished := func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
 	host := func(p *corev1.Pod) { p.Spec.HostNetwork = true }
@@ -77,6 +90,11 @@ func TestNetworksOn(t *testing.T) {
 			namespaces: map[string][]string{"blue": {"a"}, "red": {"b"}, "green": {"c"}},
 			connected:  map[string][]string{"blue": {"red"}, "red": {"blue", "green"}, "green": {"red"}},
 			pods:       map[string][]corev1.Pod{"a": {pod("n1")}}}},
+		{name: "networks of the namespaces it holds egress IPs for", node: "n2", want: []string{"blue"}, view: view{
+			namespaces: map[string][]string{"blue": {"a"}, "red": {"b"}},
+			connected:  map[string][]string{"blue": {"red"}},
+			pods:       map[string][]corev1.Pod{"a": {pod("n1")}},
+			egress:     map[string][]string{"a": {"n2"}}}},
 		{name: "pods that cannot be read are an error", node: "n1", wantErr: true, view: view{
 			namespaces: map[string][]string{"blue": {"a"}}, fail: "a"}},
 	} {
@@ -98,7 +116,7 @@ func TestNetworksOnAgreesWithOf(t *testing.T) {
 	nodes := []string{"n1", "n2", "n3", "n4"}
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 1))
-		v := view{namespaces: map[string][]string{}, connected: map[string][]string{}, pods: map[string][]corev1.Pod{}, services: map[string][]corev1.Service{}}
+		v := view{namespaces: map[string][]string{}, connected: map[string][]string{}, pods: map[string][]corev1.Pod{}, services: map[string][]corev1.Service{}, egress: map[string][]string{}}
 		var networks []string
 		for i := range 5 {
 			n := fmt.Sprintf("net%d", i)
@@ -128,6 +146,9 @@ func TestNetworksOnAgreesWithOf(t *testing.T) {
 			}
 			if rng.IntN(12) == 0 {
 				v.services[name] = append(v.services[name], service(corev1.ServiceTypeNodePort))
+			}
+			if rng.IntN(4) == 0 {
+				v.egress[name] = append(v.egress[name], nodes[rng.IntN(len(nodes))])
 			}
 		}
 		on := map[string]map[string]bool{}

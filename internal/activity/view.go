@@ -5,7 +5,11 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 )
@@ -50,4 +54,34 @@ func (v ClientView) NamespaceServices(namespace string) ([]corev1.Service, error
 	var list corev1.ServiceList
 	err := v.Reader.List(v.Ctx, &list, client.InNamespace(namespace))
 	return list.Items, err
+}
+
+// NamespaceEgressNodes reads the namespace and the EgressIPs (none when
+// the CRD is not installed).
+func (v ClientView) NamespaceEgressNodes(namespace string) ([]string, error) {
+	return NamespaceEgressNodes(v.Ctx, v.Reader, namespace)
+}
+
+// NamespaceEgressNodes answers View.NamespaceEgressNodes from a reader:
+// EgressNodes of the namespace's labels, none when the namespace is gone
+// or the EgressIP CRD is not installed.
+func NamespaceEgressNodes(ctx context.Context, r client.Reader, namespace string) ([]string, error) {
+	var eips v1.EgressIPList
+	if err := r.List(ctx, &eips); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if len(eips.Items) == 0 {
+		return nil, nil
+	}
+	var ns corev1.Namespace
+	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return EgressNodes(eips.Items, ns.Labels), nil
 }

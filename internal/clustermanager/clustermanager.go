@@ -93,13 +93,14 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	c := NewControllers(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorderFor("ovn-udn-cluster-manager"), opts.Cluster, mgr.GetLogger())
 	if !opts.RenderEverywhere {
+		noEIPs := !kubeobj.Installed(mgr.GetRESTMapper(), v1.GroupVersion.WithKind("EgressIP"))
 		c.Nodes.Connects = !opts.DisableNetworkConnect
 		c.Nodes.Usage = &whereused.Usage{
 			Cache: func(ctx context.Context) activity.NodeView {
-				return &whereused.View{Ctx: ctx, Reader: mgr.GetClient(), Pods: mgr.GetClient(), NoConnects: opts.DisableNetworkConnect}
+				return &whereused.View{Ctx: ctx, Reader: mgr.GetClient(), Pods: mgr.GetClient(), NoConnects: opts.DisableNetworkConnect, NoEgressIPs: noEIPs}
 			},
 			Live: func(ctx context.Context) activity.NodeView {
-				return &whereused.View{Ctx: ctx, Reader: mgr.GetClient(), Pods: mgr.GetAPIReader(), NoConnects: opts.DisableNetworkConnect}
+				return &whereused.View{Ctx: ctx, Reader: mgr.GetClient(), Pods: mgr.GetAPIReader(), NoConnects: opts.DisableNetworkConnect, NoEgressIPs: noEIPs}
 			},
 			Delay: whereused.ReleaseDelay(opts.InactiveGracePeriod),
 		}

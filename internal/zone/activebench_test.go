@@ -75,6 +75,7 @@ func (v usedView) NamespacePods(ns string) ([]corev1.Pod, error) {
 	return out, nil
 }
 func (v usedView) NamespaceServices(string) ([]corev1.Service, error) { return nil, nil }
+func (v usedView) NamespaceEgressNodes(string) ([]string, error)      { return nil, nil }
 
 func benchWhereUsed(b *testing.B, networks, nodes, k int) {
 	cfg := config.Default()

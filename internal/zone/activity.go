@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -232,6 +233,47 @@ func (v zoneView) NamespaceServices(namespace string) ([]corev1.Service, error) 
 	var list corev1.ServiceList
 	err := v.r.Client.List(v.ctx, &list, client.InNamespace(namespace))
 	return list.Items, err
+}
+
+func (v zoneView) NamespaceEgressNodes(namespace string) ([]string, error) {
+	if !v.r.egressIPs {
+		return nil, nil
+	}
+	return activity.NamespaceEgressNodes(v.ctx, v.r.Client, namespace)
+}
+
+// egressActivityKeys returns the networks of the namespaces an EgressIP
+// selects, before and after a change, when its egress nodes or its
+// selector changed (activity.EgressNodesChanged): they are active on its
+// egress nodes.
+func (r *Reconciler) egressActivityKeys(ctx context.Context, before, after *v1.EgressIP) []feature.Key {
+	if r.RenderEverywhere || !activity.EgressNodesChanged(before, after) {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []feature.Key
+	for _, e := range []*v1.EgressIP{before, after} {
+		if e == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&e.Spec.NamespaceSelector)
+		if err != nil {
+			continue
+		}
+		var namespaces corev1.NamespaceList
+		if err := r.Client.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			continue
+		}
+		for _, ns := range namespaces.Items {
+			for _, name := range r.namespaceNetworks(ctx, ns.Name) {
+				if !seen[name] {
+					seen[name] = true
+					out = append(out, feature.NetworkKey(name))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // activityKeys returns the networks a pod's event may add its node to or

@@ -148,6 +148,9 @@ type Reconciler struct {
 	// last rendered with.
 	grace  activity.Grace
 	active activeSets
+	// egressIPs: the EgressIP CRD is installed (found when the watches are
+	// set up), and egress nodes count in where a network is used.
+	egressIPs bool
 	// whole remembers each network's input when it was last planned
 	// whole, so a change of remote nodes alone plans only their rows.
 	whole wholePlans

@@ -15,6 +15,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
@@ -51,6 +52,12 @@ func (f networkFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	if !r.DisableNetworkConnect {
 		// Its networks are used where their peers' pods run.
 		b.Watches(&v1.ClusterNetworkConnect{}, feature.KeysBeforeAfter(r.connectActivityKeys))
+	}
+	// Its networks are used where their egress IPs are held (checked once,
+	// at start, as the egressips feature does).
+	if kubeobj.Installed(r.Client.RESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
+		r.egressIPs = true
+		b.Watches(&v1.EgressIP{}, feature.KeysBeforeAfter(r.egressActivityKeys))
 	}
 }
 

@@ -29,10 +29,17 @@ func TestEgressIP(t *testing.T) {
 	ctx := context.Background()
 	setEgressAssignable(t, "node2", true)
 	t.Cleanup(func() { setEgressAssignable(t, "node2", false) })
-	cases := []struct{ namespace, pod, eip string }{
-		{"plain", "plain/a", "192.168.100.150"},
-		{"l3-blue", "l3-blue/a", "192.168.100.151"},
-		{"l2-blue", "l2-blue/a", "192.168.100.152"},
+	// eip-lone's one pod runs on node1: node2 renders its network only
+	// because it holds its egress IP (internal/activity).
+	loneTenant(t, "eip-lone", "node1")
+	cases := []struct {
+		namespace, pod, eip string
+		node                int // the pod's
+	}{
+		{"plain", "plain/a", "192.168.100.150", 1},
+		{"l3-blue", "l3-blue/a", "192.168.100.151", 1},
+		{"l2-blue", "l2-blue/a", "192.168.100.152", 1},
+		{"eip-lone", "eip-lone/a", "192.168.100.155", 1},
 	}
 	created := time.Now()
 	for _, c := range cases {
@@ -127,7 +134,7 @@ func TestEgressIP(t *testing.T) {
 		}
 	}
 	for _, c := range cases {
-		nodeIP := strings.Split(sandbox.NodeIP(1), "/")[0] // every pod here is on node1
+		nodeIP := strings.Split(sandbox.NodeIP(c.node), "/")[0]
 		eventually(t, func() error {
 			if h, got := tryHoldIn(t, dir, admin, c.pod, nodeIP); h == nil {
 				return fmt.Errorf("%s after the EgressIP's deletion: the outside saw %q, want its node's %s", c.pod, got, nodeIP)
@@ -155,6 +162,28 @@ func setEgressAssignable(t *testing.T, name string, on bool) {
 		delete(n.Labels, v1.EgressAssignableLabel)
 	}
 	if err := admin.Patch(context.Background(), n, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loneTenant creates a namespace with a Layer3 primary UDN of its own and
+// one pod, a, on node, and waits for it to be Ready; it is deleted at the
+// test's end.
+func loneTenant(t *testing.T, namespace, node string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{v1.PrimaryNetworkLabel: ""}}}
+	udn := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "tenant"},
+		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.140.0.0/16/24"}}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "a"},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	for _, o := range []client.Object{ns, udn, pod} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = admin.Delete(context.Background(), ns) })
+	if err := demo.WaitPodsReady(ctx, dir, admin, []string{namespace + "/a"}, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 }

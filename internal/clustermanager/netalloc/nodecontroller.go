@@ -111,6 +111,19 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 		if r.Connects {
 			b = b.Watches(&v1.ClusterNetworkConnect{}, handler.EnqueueRequestsFromMapFunc(r.allNodes))
 		}
+		if kubeobj.Installed(mgr.GetRESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
+			b = b.Watches(&v1.EgressIP{}, handler.Funcs{
+				CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+					egressNodes(e.Object, nil, q)
+				},
+				UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+					egressNodes(e.ObjectNew, e.ObjectOld, q)
+				},
+				DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+					egressNodes(nil, e.Object, q)
+				},
+			})
+		}
 	}
 	r.retries = make(chan event.TypedGenericEvent[*corev1.Node], 1024)
 	b = b.WatchesRawSource(source.Channel(r.retries, &handler.TypedEnqueueRequestForObject[*corev1.Node]{}))

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 )
 
@@ -32,6 +33,27 @@ func podNode(cur, old client.Object, q workqueue.TypedRateLimitingInterface[reco
 	for _, n := range []string{a, b} {
 		if n != "" {
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+		}
+	}
+}
+
+// egressNodes requeues the egress nodes of an EgressIP, before and after a
+// change that moves them (activity.EgressNodesChanged): they use the
+// networks of the namespaces it selects.
+func egressNodes(cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	a, _ := cur.(*v1.EgressIP)
+	b, _ := old.(*v1.EgressIP)
+	if !activity.EgressNodesChanged(b, a) {
+		return
+	}
+	for _, e := range []*v1.EgressIP{a, b} {
+		if e == nil {
+			continue
+		}
+		for _, it := range e.Status.Items {
+			if it.Node != "" {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: it.Node}})
+			}
 		}
 	}
 }

@@ -36,6 +36,7 @@ func (v nodeView) NodePods(node string) ([]corev1.Pod, error) {
 func (v nodeView) NamespaceNetworks(ns string) ([]string, error) { return []string{ns + ".net"}, nil }
 func (v nodeView) Connected(string) ([]string, error)            { return nil, nil }
 func (v nodeView) EveryNode() ([]string, error)                  { return nil, nil }
+func (v nodeView) EgressNetworks(string) ([]string, error)       { return nil, nil }
 
 // TestUsageDecide steps a node through networks it uses, stops using and
 // uses again, with a clock: a slice is kept Delay after its last use, and

@@ -3,11 +3,13 @@ package whereused
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -47,12 +49,14 @@ func Indexes() []kubeobj.Index {
 
 // View answers activity.NetworksOn from Kubernetes objects: pods
 // through Pods (the cache, or the API server for a live read), everything
-// else through Reader (the cache). Connects count unless NoConnects.
+// else through Reader (the cache). Connects count unless NoConnects,
+// egress IPs unless NoEgressIPs (the CRD is not installed).
 type View struct {
-	Ctx        context.Context
-	Reader     client.Reader
-	Pods       client.Reader
-	NoConnects bool
+	Ctx         context.Context
+	Reader      client.Reader
+	Pods        client.Reader
+	NoConnects  bool
+	NoEgressIPs bool
 
 	// keys are the connect keys of the networks NamespaceNetworks named.
 	keys map[string]connect.Key
@@ -156,6 +160,52 @@ func (v *View) EveryNode() ([]string, error) {
 			continue
 		}
 		out = append(out, nets...)
+	}
+	return out, errors.Join(errs...)
+}
+
+// EgressNetworks returns the primary networks of the namespaces selected
+// by the EgressIPs holding an egress IP on node (none without the CRD).
+func (v *View) EgressNetworks(node string) ([]string, error) {
+	if v.NoEgressIPs {
+		return nil, nil
+	}
+	var eips v1.EgressIPList
+	if err := v.Reader.List(v.Ctx, &eips); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	var errs []error
+	for i := range eips.Items {
+		e := &eips.Items[i]
+		if !slices.ContainsFunc(e.Status.Items, func(it v1.EgressIPStatusItem) bool { return it.Node == node }) {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&e.Spec.NamespaceSelector)
+		if err != nil {
+			continue // the API refuses selectors that do not parse
+		}
+		var namespaces corev1.NamespaceList
+		if err := v.Reader.List(v.Ctx, &namespaces, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, ns := range namespaces.Items {
+			if seen[ns.Name] {
+				continue
+			}
+			seen[ns.Name] = true
+			nets, err := v.NamespaceNetworks(ns.Name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			out = append(out, nets...)
+		}
 	}
 	return out, errors.Join(errs...)
 }
