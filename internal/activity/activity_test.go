@@ -212,41 +212,45 @@ func TestEgressNodes(t *testing.T) {
 		eip("a", map[string]string{"team": "blue"}, "n1", "n2"),
 		eip("b", map[string]string{"team": "blue"}, "n2", "n3"),
 		eip("c", map[string]string{"team": "red"}, "n4"),
-		eip("unassigned", map[string]string{"team": "blue"}),
+		eip("unassigned", map[string]string{"team": "green"}),
 	}
+	assignable := []string{"n2", "n5"}
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string
 		want   []string
 	}{
-		{"selected by two objects: every node once", map[string]string{"team": "blue", "x": "y"}, []string{"n1", "n2", "n3"}},
-		{"selected by one", map[string]string{"team": "red"}, []string{"n4"}},
-		{"selected by none", map[string]string{"team": "green"}, nil},
+		{"selected by two objects: their holders once, and the assignable nodes", map[string]string{"team": "blue", "x": "y"}, []string{"n1", "n2", "n3", "n5"}},
+		{"selected by one", map[string]string{"team": "red"}, []string{"n4", "n2", "n5"}},
+		{"selected by an object that holds nothing yet: the assignable nodes", map[string]string{"team": "green"}, []string{"n2", "n5"}},
+		{"selected by none: nowhere", map[string]string{"team": "pink"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if d := cmp.Diff(tc.want, EgressNodes(eips, tc.labels)); d != "" {
+			if d := cmp.Diff(tc.want, EgressNodes(eips, tc.labels, assignable)); d != "" {
 				t.Errorf("EgressNodes (-want +got):\n%s", d)
 			}
 		})
 	}
 	moved := eip("a", map[string]string{"team": "blue"}, "n1", "n3")
 	reselected := eip("a", map[string]string{"team": "red"}, "n1", "n2")
-	renumbered := eip("a", map[string]string{"team": "blue"}, "n2", "n1")
+	reordered := eip("a", map[string]string{"team": "blue"}, "n2", "n1")
 	for _, tc := range []struct {
 		name          string
 		before, after *v1.EgressIP
-		want          bool
+		nodes         []string
+		assignable    bool
 	}{
-		{"created unassigned", nil, ptr(eip("x", nil)), false},
-		{"created assigned", nil, &eips[0], true},
-		{"deleted assigned", &eips[0], nil, true},
-		{"a node replaced", &eips[0], &moved, true},
-		{"its selector changed", &eips[0], &reselected, true},
-		{"the same nodes in another order", &eips[0], &renumbered, false},
+		{"created unassigned", nil, ptr(eip("x", nil)), nil, true},
+		{"created assigned", nil, &eips[0], []string{"n1", "n2"}, true},
+		{"deleted assigned", &eips[0], nil, []string{"n1", "n2"}, true},
+		{"a node replaced", &eips[0], &moved, []string{"n2", "n3"}, false},
+		{"its selector changed", &eips[0], &reselected, nil, true},
+		{"the same nodes in another order", &eips[0], &reordered, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := EgressNodesChanged(tc.before, tc.after); got != tc.want {
-				t.Errorf("EgressNodesChanged = %v, want %v", got, tc.want)
+			nodes, assignable := EgressChange(tc.before, tc.after)
+			if d := cmp.Diff(tc.nodes, nodes); d != "" || assignable != tc.assignable {
+				t.Errorf("EgressChange: assignable %v, want %v; nodes (-want +got):\n%s", assignable, tc.assignable, d)
 			}
 		})
 	}

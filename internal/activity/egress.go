@@ -1,65 +1,92 @@
 package activity
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 )
 
-// EgressNodes returns the nodes holding an egress IP (cluster-manager's
-// status) of an EgressIP whose namespace selector selects a namespace
-// with these labels. A network of that namespace is active there: the
-// egress node's gateway router SNATs the network's pods to the egress IP,
-// and the other nodes' routers reroute to its end of the network. The pod
-// selector is not read: a node holding an IP for some of a namespace's
-// pods renders the namespace's networks.
-func EgressNodes(eips []v1.EgressIP, namespaceLabels map[string]string) []string {
+// EgressNodes returns the nodes where a namespace's networks are used for
+// its EgressIPs, given the EgressIPs, the namespace's labels and the
+// nodes labelled egress-assignable:
+//   - the nodes holding an egress IP (cluster-manager's status) of an
+//     EgressIP whose namespace selector selects the namespace: their
+//     gateway routers SNAT the network's pods, and the other nodes
+//     reroute to their end of the network;
+//   - while any EgressIP selects the namespace, every egress-assignable
+//     node, in standby: an egress IP that moves then finds the network
+//     rendered where it lands, and the move costs no topology (docs/
+//     egressip.md "Failover").
+//
+// The pod selector is not read: a node holding an IP for some of a
+// namespace's pods renders the namespace's networks.
+func EgressNodes(eips []v1.EgressIP, namespaceLabels map[string]string, assignable []string) []string {
 	var out []string
 	seen := map[string]bool{}
+	add := func(n string) {
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	selected := false
 	for i := range eips {
 		e := &eips[i]
-		if len(e.Status.Items) == 0 {
-			continue
-		}
 		sel, err := metav1.LabelSelectorAsSelector(&e.Spec.NamespaceSelector)
 		if err != nil || !sel.Matches(labels.Set(namespaceLabels)) {
 			continue // the API refuses selectors that do not parse
 		}
+		selected = true
 		for _, it := range e.Status.Items {
-			if it.Node != "" && !seen[it.Node] {
-				seen[it.Node] = true
-				out = append(out, it.Node)
-			}
+			add(it.Node)
+		}
+	}
+	if selected {
+		for _, n := range assignable {
+			add(n)
 		}
 	}
 	return out
 }
 
-// EgressNodesChanged reports whether an EgressIP's change (nil before a
-// create, nil after a delete) can change where networks are active: its
-// egress nodes or its namespace selector changed.
-func EgressNodesChanged(before, after *v1.EgressIP) bool {
-	if before == nil || after == nil {
-		return (before != nil && len(before.Status.Items) > 0) || (after != nil && len(after.Status.Items) > 0)
-	}
-	nodes := func(e *v1.EgressIP) map[string]bool {
-		m := map[string]bool{}
-		for _, it := range e.Status.Items {
-			m[it.Node] = true
+// EgressChange says which nodes an EgressIP's change (before nil on a
+// create, after nil on a delete) can add to or remove from the networks
+// of the namespaces it selects: the nodes that started or stopped holding
+// one of its IPs, and, when it came, went or selects other namespaces,
+// every egress-assignable node (assignable).
+func EgressChange(before, after *v1.EgressIP) (nodes []string, assignable bool) {
+	held := func(e *v1.EgressIP) []string {
+		var out []string
+		if e != nil {
+			for _, it := range e.Status.Items {
+				if it.Node != "" && !slices.Contains(out, it.Node) {
+					out = append(out, it.Node)
+				}
+			}
 		}
-		return m
+		return out
 	}
-	b, a := nodes(before), nodes(after)
-	if len(a) != len(b) {
-		return true
-	}
-	for n := range a {
-		if !b[n] {
-			return true
+	b, a := held(before), held(after)
+	for _, n := range b {
+		if !slices.Contains(a, n) {
+			nodes = append(nodes, n)
 		}
 	}
-	return len(a) > 0 && !equalSelector(&before.Spec.NamespaceSelector, &after.Spec.NamespaceSelector)
+	for _, n := range a {
+		if !slices.Contains(b, n) {
+			nodes = append(nodes, n)
+		}
+	}
+	switch {
+	case before == nil && after == nil:
+		return nil, false
+	case before == nil || after == nil:
+		return nodes, true
+	}
+	return nodes, !equalSelector(&before.Spec.NamespaceSelector, &after.Spec.NamespaceSelector)
 }
 
 func equalSelector(a, b *metav1.LabelSelector) bool {

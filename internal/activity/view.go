@@ -63,8 +63,9 @@ func (v ClientView) NamespaceEgressNodes(namespace string) ([]string, error) {
 }
 
 // NamespaceEgressNodes answers View.NamespaceEgressNodes from a reader:
-// EgressNodes of the namespace's labels, none when the namespace is gone
-// or the EgressIP CRD is not installed.
+// EgressNodes of the namespace's labels and the egress-assignable nodes
+// (of those the reader holds), none when the namespace is gone or the
+// EgressIP CRD is not installed.
 func NamespaceEgressNodes(ctx context.Context, r client.Reader, namespace string) ([]string, error) {
 	var eips v1.EgressIPList
 	if err := r.List(ctx, &eips); err != nil {
@@ -83,5 +84,22 @@ func NamespaceEgressNodes(ctx context.Context, r client.Reader, namespace string
 		}
 		return nil, err
 	}
-	return EgressNodes(eips.Items, ns.Labels), nil
+	assignable, err := AssignableNodes(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return EgressNodes(eips.Items, ns.Labels, assignable), nil
+}
+
+// AssignableNodes lists the nodes labelled egress-assignable.
+func AssignableNodes(ctx context.Context, r client.Reader) ([]string, error) {
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes, client.HasLabels{v1.EgressAssignableLabel}); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(nodes.Items))
+	for i := range nodes.Items {
+		out[i] = nodes.Items[i].Name
+	}
+	return out, nil
 }

@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 )
 
@@ -44,6 +47,10 @@ render it (--render-everywhere on both for every node).`,
 	fs.BoolVar(&connects, "enable-network-connect", true, "validate and allocate ClusterNetworkConnects (zones connect networks only when this is on)")
 	fs.BoolVar(&opts.RenderEverywhere, "render-everywhere", false, "give every node a slice of every Layer3 network, for zone controllers started with --render-everywhere; by default a node holds a primary user-defined network's slice only while it uses the network")
 	fs.DurationVar(&opts.InactiveGracePeriod, "inactive-grace-period", activity.DefaultGracePeriod, "the zone controllers' --inactive-grace-period: a node keeps a slice of a network it stopped using a quarter longer than this")
+	fs.IntVar(&opts.EgressIPHealth.Port, "egressip-health-port", egressip.DefaultHealthPort, "probe the egress-assignable nodes' agents on this TCP port (their --egressip-health-port), and move egress IPs off a node that stops answering (0: only off a node that is not Ready)")
+	fs.DurationVar(&opts.EgressIPHealth.Interval, "egressip-health-interval", 100*time.Millisecond, "time between two probes of an egress node, and each probe's timeout")
+	fs.IntVar(&opts.EgressIPHealth.Misses, "egressip-health-misses", 3, "unanswered probes in a row after which an egress node's IPs move")
+	fs.StringVar(&opts.EgressIPHealth.Netns, "egressip-health-netns", "", "network namespace to probe egress nodes from (default: cluster-manager's own)")
 	opts.Cluster.AddFlags(fs)
 	return cmd
 }

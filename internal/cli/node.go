@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/node"
@@ -108,6 +109,7 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 	fs.StringVar(&opts.CNI.ConfDir, "cni-conf-dir", "", "the node's CNI configuration directory (e.g. /etc/cni/net.d), where the agent writes "+pods.ConfFile+" once it serves (empty: none)")
 	fs.StringVar(&opts.CNI.BinDir, "cni-bin-dir", "", "the node's CNI plugin directory (e.g. /opt/cni/bin), where the agent installs itself as "+netconf.CNIType+" (empty: none)")
 	fs.StringVar(&opts.CNI.PluginSocket, "cni-plugin-socket", "", "--cni-socket as the container runtime on the host sees it, written into the CNI configuration (default: --cni-socket; set it when the agent's container mounts the socket's directory at another path)")
+	fs.IntVar(&opts.EgressIPHealthPort, "egressip-health-port", egressip.DefaultHealthPort, "answer cluster-manager's egress-node reachability probes on this TCP port, on every address of the node (0: off; cluster-manager then moves egress IPs off this node only when it is not Ready)")
 	opts.Cluster.AddFlags(fs)
 	cmd.AddCommand(newNodeCleanupCommand())
 	return cmd

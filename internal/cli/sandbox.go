@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -156,7 +157,7 @@ kubectl's flags from being read as this command's).`,
 		},
 	}
 	demo := sandboxDemoCommand(&dir)
-	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, kubectl, env, supervise, demo, sandboxServeCommand(), sandboxProbeCommand(), sandboxProbeManyCommand(), sandboxHoldCommand(), sandboxBulkCommand())
+	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, kubectl, env, supervise, demo, sandboxServeCommand(), sandboxProbeCommand(), sandboxProbeEveryCommand(), sandboxProbeManyCommand(), sandboxHoldCommand(), sandboxBulkCommand())
 	return cmd
 }
 
@@ -267,6 +268,26 @@ func sandboxProbeCommand() *cobra.Command {
 	cmd.Flags().IntVar(&localPort, "local-port", 0, "connect from this source port (0: any)")
 	cmd.Flags().StringVar(&source, "source", "", "connect from this address (empty: any)")
 	cmd.Flags().IntVar(&count, "count", 1, "open this many connections at once (one attempt each), printing each answer or \"error: ...\" on a line")
+	return cmd
+}
+
+func sandboxProbeEveryCommand() *cobra.Command {
+	var interval, timeout, duration time.Duration
+	cmd := &cobra.Command{
+		Use:    "probe-every HOST:PORT",
+		Short:  "Connect over TCP every --interval for --duration, printing each attempt's start (ms) and the server's answer or error (run in a pod by the tests)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), duration)
+			defer cancel()
+			demo.ProbeEvery(ctx, args[0], interval, timeout, cmd.OutOrStdout())
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&interval, "interval", 50*time.Millisecond, "time between two attempts")
+	cmd.Flags().DurationVar(&timeout, "timeout", 500*time.Millisecond, "each attempt's connect and read timeout")
+	cmd.Flags().DurationVar(&duration, "duration", 30*time.Second, "how long to go on")
 	return cmd
 }
 

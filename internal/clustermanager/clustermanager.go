@@ -10,6 +10,7 @@ package clustermanager
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -39,6 +40,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
+	"github.com/ovn-udn/ovn-udn/internal/netns"
 )
 
 // Options configures the cluster-manager.
@@ -64,6 +66,22 @@ type Options struct {
 	// a node keeps a slice of a network it stopped using
 	// whereused.ReleaseDelay of it.
 	InactiveGracePeriod time.Duration
+	// EgressIPHealth probes the egress-assignable nodes' agents (Port 0:
+	// off, an egress IP then leaves a node only when it is not Ready).
+	EgressIPHealth EgressIPHealth
+}
+
+// EgressIPHealth configures egressip.Reachability.
+type EgressIPHealth struct {
+	// Port is the agents' --egressip-health-port.
+	Port int
+	// Interval is the time between probes and each probe's timeout;
+	// Misses how many unanswered probes in a row move a node's IPs.
+	Interval time.Duration
+	Misses   int
+	// Netns is the network namespace to probe from ("": cluster-manager's
+	// own; the sandbox's nodes are reached from theirs).
+	Netns string
 }
 
 // Scheme returns a scheme with every type the cluster-manager reads or writes.
@@ -125,6 +143,14 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	}
 	if err := c.Slices.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EndpointSlice mirroring: %w", err)
+	}
+	if h := opts.EgressIPHealth; h.Port > 0 {
+		c.EgressIPs.Reach = &egressip.Reachability{Port: h.Port, Interval: h.Interval, Misses: h.Misses}
+		if h.Netns != "" {
+			c.EgressIPs.Reach.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return netns.Dial(ctx, h.Netns, network, addr)
+			}
+		}
 	}
 	if err := c.EgressIPs.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EgressIP assignment: %w", err)

@@ -54,6 +54,9 @@ type Options struct {
 	// CNI says where the agent serves ovn-udn's CNI plugin and installs
 	// its configuration (package pods).
 	CNI CNIOptions
+	// EgressIPHealthPort answers cluster-manager's egress-node probes
+	// (package egresshealth); 0: off.
+	EgressIPHealthPort int
 }
 
 // GatewayOptions configure the external bridge the agent keeps (shared

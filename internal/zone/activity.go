@@ -243,16 +243,49 @@ func (v zoneView) NamespaceEgressNodes(namespace string) ([]string, error) {
 }
 
 // egressActivityKeys returns the networks of the namespaces an EgressIP
-// selects, before and after a change, when its egress nodes or its
-// selector changed (activity.EgressNodesChanged): they are active on its
-// egress nodes.
+// selects, before and after a change that moves where they are used
+// (activity.EgressChange).
 func (r *Reconciler) egressActivityKeys(ctx context.Context, before, after *v1.EgressIP) []feature.Key {
-	if r.RenderEverywhere || !activity.EgressNodesChanged(before, after) {
+	if r.RenderEverywhere {
 		return nil
 	}
+	if nodes, assignable := activity.EgressChange(before, after); len(nodes) == 0 && !assignable {
+		return nil
+	}
+	return r.egressNetworkKeys(ctx, before, after)
+}
+
+// assignableActivityKeys returns the networks of every namespace an
+// EgressIP selects when a node comes, goes, or gains or loses the
+// egress-assignable label (those networks are used on every such node).
+func (r *Reconciler) assignableActivityKeys(ctx context.Context, before, after *corev1.Node) []feature.Key {
+	has := func(n *corev1.Node) bool {
+		if n == nil {
+			return false
+		}
+		_, ok := n.Labels[v1.EgressAssignableLabel]
+		return ok
+	}
+	if r.RenderEverywhere || has(before) == has(after) {
+		return nil
+	}
+	var list v1.EgressIPList
+	if err := r.Client.List(ctx, &list); err != nil {
+		return nil
+	}
+	eips := make([]*v1.EgressIP, len(list.Items))
+	for i := range list.Items {
+		eips[i] = &list.Items[i]
+	}
+	return r.egressNetworkKeys(ctx, eips...)
+}
+
+// egressNetworkKeys returns the network keys of the namespaces the
+// EgressIPs (nil ones skipped) select.
+func (r *Reconciler) egressNetworkKeys(ctx context.Context, eips ...*v1.EgressIP) []feature.Key {
 	seen := map[string]bool{}
 	var out []feature.Key
-	for _, e := range []*v1.EgressIP{before, after} {
+	for _, e := range eips {
 		if e == nil {
 			continue
 		}

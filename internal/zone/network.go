@@ -58,6 +58,7 @@ func (f networkFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	if kubeobj.Installed(r.Client.RESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
 		r.egressIPs = true
 		b.Watches(&v1.EgressIP{}, feature.KeysBeforeAfter(r.egressActivityKeys))
+		b.Watches(&corev1.Node{}, feature.KeysBeforeAfter(r.assignableActivityKeys))
 	}
 }
 

@@ -4,8 +4,8 @@
 // addresses no node can hold, and why).
 //
 // Assignment (Assign) is a pure function of the objects and the nodes. A
-// node may hold an egress IP when it is Ready, labelled
-// k8s.ovn.org/egress-assignable, and one of its external subnets (its
+// node may hold an egress IP when it is Ready, reachable (Reachability),
+// labelled k8s.ovn.org/egress-assignable, and one of its external subnets (its
 // primary interface's, its uplinks') holds the address. The addresses of
 // one object go to distinct nodes, in distinct failure domains
 // (topology.kubernetes.io/zone) first, then to the least loaded node. An
@@ -30,6 +30,8 @@ type Node struct {
 	// Ready and Assignable: it is Ready, and labelled
 	// k8s.ovn.org/egress-assignable.
 	Ready, Assignable bool
+	// Unreachable: its agent stopped answering probes (Reachability).
+	Unreachable bool
 	// FailureDomain is its topology.kubernetes.io/zone ("": none).
 	FailureDomain string
 	// Subnets are its external subnets, with its own address on each (the
@@ -39,7 +41,7 @@ type Node struct {
 
 // holds reports whether the node can hold addr.
 func (n Node) holds(addr netip.Addr) bool {
-	if !n.Ready || !n.Assignable {
+	if !n.Ready || !n.Assignable || n.Unreachable {
 		return false
 	}
 	return slices.ContainsFunc(n.Subnets, func(p netip.Prefix) bool { return p.Contains(addr) && usable(p, addr) })
@@ -177,7 +179,7 @@ func Assign(objects []Object, nodes []Node) map[string]Result {
 				}
 			}
 			if len(candidates) == 0 {
-				msg := fmt.Sprintf("no Ready node labelled %s has %s in its subnets", v1.EgressAssignableLabel, ip)
+				msg := fmt.Sprintf("no Ready, reachable node labelled %s has %s in its subnets", v1.EgressAssignableLabel, ip)
 				if holders > 0 {
 					msg = fmt.Sprintf("each of the %d nodes that can hold %s already holds another address of this EgressIP", holders, ip)
 				}

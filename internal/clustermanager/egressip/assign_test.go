@@ -65,6 +65,12 @@ func TestAssign(t *testing.T) {
 			want:  map[string]Result{"e": {Items: []v1.EgressIPStatusItem{item("b", "172.18.0.33")}}},
 		},
 		{
+			name:  "an unreachable node loses it, though still Ready",
+			objs:  []Object{obj("e", 0, map[netip.Addr]string{ip("172.18.0.33"): "a"}, "172.18.0.33")},
+			nodes: []Node{{Name: "a", Ready: true, Assignable: true, Unreachable: true, Subnets: ext}, node("b", "")},
+			want:  map[string]Result{"e": {Items: []v1.EgressIPStatusItem{item("b", "172.18.0.33")}}},
+		},
+		{
 			name:  "a node that lost the label loses it",
 			objs:  []Object{obj("e", 0, map[netip.Addr]string{ip("172.18.0.33"): "a"}, "172.18.0.33")},
 			nodes: []Node{{Name: "a", Ready: true, Subnets: ext}, node("b", "")},
@@ -81,7 +87,7 @@ func TestAssign(t *testing.T) {
 			objs:  []Object{obj("e", 0, nil, "10.9.9.9")},
 			nodes: []Node{node("a", "")},
 			want: map[string]Result{"e": {Problems: []Problem{{IP: ip("10.9.9.9"), Reason: v1.ReasonNoNodeForIP,
-				Message: "no Ready node labelled k8s.ovn.org/egress-assignable has 10.9.9.9 in its subnets"}}}},
+				Message: "no Ready, reachable node labelled k8s.ovn.org/egress-assignable has 10.9.9.9 in its subnets"}}}},
 		},
 		{
 			name:  "more addresses than nodes",
@@ -115,8 +121,8 @@ func TestAssign(t *testing.T) {
 			objs:  []Object{obj("e", 0, nil, "172.18.255.255", "172.18.0.0")},
 			nodes: []Node{{Name: "b", Ready: true, Assignable: true, Subnets: []netip.Prefix{netip.MustParsePrefix("172.18.0.12/16")}}},
 			want: map[string]Result{"e": {Problems: []Problem{
-				{IP: ip("172.18.255.255"), Reason: v1.ReasonNoNodeForIP, Message: "no Ready node labelled k8s.ovn.org/egress-assignable has 172.18.255.255 in its subnets"},
-				{IP: ip("172.18.0.0"), Reason: v1.ReasonNoNodeForIP, Message: "no Ready node labelled k8s.ovn.org/egress-assignable has 172.18.0.0 in its subnets"}}}},
+				{IP: ip("172.18.255.255"), Reason: v1.ReasonNoNodeForIP, Message: "no Ready, reachable node labelled k8s.ovn.org/egress-assignable has 172.18.255.255 in its subnets"},
+				{IP: ip("172.18.0.0"), Reason: v1.ReasonNoNodeForIP, Message: "no Ready, reachable node labelled k8s.ovn.org/egress-assignable has 172.18.0.0 in its subnets"}}}},
 		},
 		{
 			name:  "status repeats the spec's spelling",

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
@@ -43,6 +44,9 @@ type key struct{}
 type Controller struct {
 	Client   client.Client
 	Recorder record.EventRecorder
+	// Reach probes the egress-assignable nodes (nil: a node counts while
+	// it is Ready).
+	Reach *Reachability
 }
 
 // SetupWithManager registers the controller: EgressIPs, and the changes of
@@ -66,11 +70,21 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 			q.Add(key{})
 		},
 	}
-	return builder.TypedControllerManagedBy[key](mgr).
+	b := builder.TypedControllerManagedBy[key](mgr).
 		Named("egressip").
 		Watches(&v1.EgressIP{}, one).
-		Watches(&corev1.Node{}, one, builder.WithPredicates(nodeChanges)).
-		Complete(kubeobj.RetryConflicts(reconcile.TypedReconciler[key](c)))
+		Watches(&corev1.Node{}, one, builder.WithPredicates(nodeChanges))
+	if c.Reach != nil {
+		if err := mgr.Add(c.Reach); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(source.TypedChannel(c.Reach.Changes(), handler.TypedFuncs[*corev1.Node, key]{
+			GenericFunc: func(_ context.Context, _ event.TypedGenericEvent[*corev1.Node], q workqueue.TypedRateLimitingInterface[key]) {
+				q.Add(key{})
+			},
+		}))
+	}
+	return b.Complete(kubeobj.RetryConflicts(reconcile.TypedReconciler[key](c)))
 }
 
 // nodeChanges passes Node events that can move an egress IP: a node coming
@@ -135,6 +149,16 @@ func NodeOf(n *corev1.Node) Node {
 	return out
 }
 
+// probeAddr is the address a node's agent answers probes at: its first
+// primary address.
+func probeAddr(n *corev1.Node) (netip.Addr, bool) {
+	info, _ := nodeinfo.Parse(n.Name, n.Annotations)
+	if len(info.PrimaryIPs) == 0 {
+		return netip.Addr{}, false
+	}
+	return info.PrimaryIPs[0].Addr(), true
+}
+
 // ObjectOf reads what assignment needs of an EgressIP (addresses that do
 // not parse, which the API refuses, are skipped).
 func ObjectOf(e *v1.EgressIP) Object {
@@ -165,8 +189,19 @@ func (c *Controller) Reconcile(ctx context.Context, _ key) (ctrl.Result, error) 
 		return ctrl.Result{}, err
 	}
 	nodes := make([]Node, 0, len(nodeList.Items))
+	probed := map[string]netip.Addr{}
 	for i := range nodeList.Items {
-		nodes = append(nodes, NodeOf(&nodeList.Items[i]))
+		n := NodeOf(&nodeList.Items[i])
+		if c.Reach != nil && n.Assignable {
+			if a, ok := probeAddr(&nodeList.Items[i]); ok {
+				probed[n.Name] = a
+				n.Unreachable = c.Reach.Unreachable(n.Name)
+			}
+		}
+		nodes = append(nodes, n)
+	}
+	if c.Reach != nil {
+		c.Reach.Track(probed)
 	}
 	objs := make([]Object, 0, len(eips.Items))
 	for i := range eips.Items {

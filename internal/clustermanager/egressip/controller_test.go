@@ -160,7 +160,7 @@ func TestAssignment(t *testing.T) {
 	cmtest.DeleteAtCleanup(t, c, young)
 	young = waitStatus(t, c, young.Name, func(e *v1.EgressIP) error {
 		cond := meta.FindStatusCondition(e.Status.Conditions, v1.ConditionEgressIPsAssigned)
-		want := "172.18.0.44 is already EgressIP eip-prod's, which is older; no Ready node labelled k8s.ovn.org/egress-assignable has 10.99.0.1 in its subnets"
+		want := "172.18.0.44 is already EgressIP eip-prod's, which is older; no Ready, reachable node labelled k8s.ovn.org/egress-assignable has 10.99.0.1 in its subnets"
 		if cond == nil || cond.Message != want || len(e.Status.Items) != 0 {
 			return fmt.Errorf("condition %+v, items %v; want message %q and no item", cond, e.Status.Items, want)
 		}

@@ -65,7 +65,8 @@ type NodeController struct {
 // the set of Layer3 networks requeues every node. With a Usage, a pod
 // starting or stopping to use its node requeues that node, and a change
 // of what makes networks used elsewhere (NADs, Services served on every
-// node, connects) requeues every node.
+// node, connects) requeues every node, and an EgressIP's change the nodes
+// it moves the use of its namespaces' networks to or from.
 func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("node-allocation").
@@ -87,42 +88,14 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if r.Usage != nil {
-		b = b.Watches(&corev1.Pod{}, handler.Funcs{
-			CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				podNode(e.Object, nil, q)
-			},
-			UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				podNode(e.ObjectNew, e.ObjectOld, q)
-			},
-			DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				podNode(nil, e.Object, q)
-			},
-		}).Watches(&corev1.Service{}, handler.Funcs{
-			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.serviceChanged(ctx, e.Object, nil, q)
-			},
-			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.serviceChanged(ctx, e.ObjectNew, e.ObjectOld, q)
-			},
-			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-				r.serviceChanged(ctx, nil, e.Object, q)
-			},
-		})
+		b = b.Watches(&corev1.Pod{}, curOld(func(_ context.Context, cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			podNode(cur, old, q)
+		})).Watches(&corev1.Service{}, curOld(r.serviceChanged))
 		if r.Connects {
 			b = b.Watches(&v1.ClusterNetworkConnect{}, handler.EnqueueRequestsFromMapFunc(r.allNodes))
 		}
 		if kubeobj.Installed(mgr.GetRESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
-			b = b.Watches(&v1.EgressIP{}, handler.Funcs{
-				CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-					egressNodes(e.Object, nil, q)
-				},
-				UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-					egressNodes(e.ObjectNew, e.ObjectOld, q)
-				},
-				DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-					egressNodes(nil, e.Object, q)
-				},
-			})
+			b = b.Watches(&v1.EgressIP{}, curOld(r.egressNodes))
 		}
 	}
 	r.retries = make(chan event.TypedGenericEvent[*corev1.Node], 1024)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -17,6 +18,22 @@ import (
 )
 
 // What requeues which node (SetupWithManager).
+
+// curOld is an event handler calling f with each object as it is and as
+// it was (nil before a create, after a delete).
+func curOld(f func(ctx context.Context, cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request])) handler.Funcs {
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			f(ctx, e.Object, nil, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			f(ctx, e.ObjectNew, e.ObjectOld, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			f(ctx, nil, e.Object, q)
+		},
+	}
+}
 
 // podNode requeues a pod's node when the pod starts or stops using it.
 func podNode(cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -37,24 +54,23 @@ func podNode(cur, old client.Object, q workqueue.TypedRateLimitingInterface[reco
 	}
 }
 
-// egressNodes requeues the egress nodes of an EgressIP, before and after a
-// change that moves them (activity.EgressNodesChanged): they use the
-// networks of the namespaces it selects.
-func egressNodes(cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// egressNodes requeues the nodes where an EgressIP's change moves the use
+// of the networks of the namespaces it selects (activity.EgressChange):
+// those that started or stopped holding one of its IPs, and every
+// egress-assignable node when it came, went or selects others.
+func (r *NodeController) egressNodes(ctx context.Context, cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	a, _ := cur.(*v1.EgressIP)
 	b, _ := old.(*v1.EgressIP)
-	if !activity.EgressNodesChanged(b, a) {
-		return
+	nodes, assignable := activity.EgressChange(b, a)
+	if assignable {
+		more, err := activity.AssignableNodes(ctx, r.Client)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "listing the egress-assignable nodes")
+		}
+		nodes = append(nodes, more...)
 	}
-	for _, e := range []*v1.EgressIP{a, b} {
-		if e == nil {
-			continue
-		}
-		for _, it := range e.Status.Items {
-			if it.Node != "" {
-				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: it.Node}})
-			}
-		}
+	for _, n := range nodes {
+		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
 	}
 }
 

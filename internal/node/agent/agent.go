@@ -10,7 +10,8 @@
 //     ovn-controller has installed them; a DEL, or the pod's going away,
 //     unplumbs them);
 //   - mgmtport: the node's side of the default network's management port;
-//   - gatewayflows: each external bridge's flows (shared gateway mode).
+//   - gatewayflows: each external bridge's flows (shared gateway mode);
+//   - egresshealth: the answer to cluster-manager's egress-node probes.
 //
 // The kubelet and the runtime own everything else of a pod: its namespace,
 // containers and status.
@@ -35,6 +36,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/node"
 	"github.com/ovn-udn/ovn-udn/internal/node/annotations"
+	"github.com/ovn-udn/ovn-udn/internal/node/egresshealth"
 	"github.com/ovn-udn/ovn-udn/internal/node/gatewayflows"
 	"github.com/ovn-udn/ovn-udn/internal/node/mgmtport"
 	"github.com/ovn-udn/ovn-udn/internal/node/pods"
@@ -46,6 +48,7 @@ var Parts = []node.Part{
 	{Name: "pods", Setup: pods.Setup},
 	{Name: "management-port", Setup: mgmtport.Setup},
 	{Name: "gateway-flows", Enabled: gatewayflows.Enabled, Setup: gatewayflows.Setup},
+	{Name: "egressip-health", Enabled: egresshealth.Enabled, Setup: egresshealth.Setup},
 }
 
 // Scheme returns the scheme the agent needs.

@@ -60,6 +60,9 @@ type GatewayReconciler struct {
 	reported map[string]string
 	// egressIPsOn: the EgressIP CRD is installed (SetupWithManager).
 	egressIPsOn bool
+	// announced are the egress IPs a gratuitous ARP went out for since
+	// the node took them (garp.go).
+	announced map[netip.Addr]bool
 }
 
 // ReasonExternalAddressConflict is the Event reason on a Service whose
@@ -156,6 +159,11 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	if changed {
 		log.Info("external bridge flows written", "bridge", r.bridge().Bridge, "flows", strings.Count(flows, "\n"),
 			"networks", len(in.Networks), "services", len(in.Services), "waitingForPatchPorts", missing)
+	}
+	// Once the bridge answers for them: announced, so the outside sends
+	// their replies here at once.
+	if err := r.announce(in.MAC, in.Physical, in.EgressIPs); err != nil {
+		return reconcile.Result{}, err
 	}
 	if len(missing) > 0 {
 		return reconcile.Result{RequeueAfter: time.Second}, nil

@@ -127,6 +127,10 @@ const (
 
 func underlayLink(i int) string { return fmt.Sprintf("ul%d", i) }
 
+// UnderlayLink is the underlay's end of node i's link (in UnderlayNetns):
+// setting it down takes the node off the network, as a pulled cable does.
+func UnderlayLink(i int) string { return underlayLink(i) }
+
 // NewLayoutMust is NewLayout for directories known to resolve.
 func NewLayoutMust(dir string) Layout {
 	l, err := NewLayout(dir)

@@ -229,7 +229,10 @@ func (s *supervisor) start(ctx context.Context) error {
 			return err
 		}
 	} else {
-		cm := []string{"cluster-manager", "--kubeconfig=" + componentKubeconfig(s.l, roleOf("cluster-manager")), "--leader-elect=false"}
+		// It probes the egress nodes' agents from the underlay, as a
+		// control-plane host does.
+		cm := []string{"cluster-manager", "--kubeconfig=" + componentKubeconfig(s.l, roleOf("cluster-manager")), "--leader-elect=false",
+			"--egressip-health-netns=" + s.l.ControlNetns()}
 		if s.opts.InactiveGracePeriod > 0 { // as the zone controllers'
 			cm = append(cm, "--inactive-grace-period="+s.opts.InactiveGracePeriod.String())
 		}

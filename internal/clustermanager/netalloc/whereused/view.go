@@ -8,6 +8,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -165,11 +166,17 @@ func (v *View) EveryNode() ([]string, error) {
 }
 
 // EgressNetworks returns the primary networks of the namespaces selected
-// by the EgressIPs holding an egress IP on node (none without the CRD).
+// by the EgressIPs holding an egress IP on node, or by any EgressIP when
+// node is egress-assignable (activity.EgressNodes; none without the CRD).
 func (v *View) EgressNetworks(node string) ([]string, error) {
 	if v.NoEgressIPs {
 		return nil, nil
 	}
+	var n corev1.Node
+	if err := v.Reader.Get(v.Ctx, client.ObjectKey{Name: node}, &n); err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	_, assignable := n.Labels[v1.EgressAssignableLabel]
 	var eips v1.EgressIPList
 	if err := v.Reader.List(v.Ctx, &eips); err != nil {
 		if meta.IsNoMatchError(err) {
@@ -182,7 +189,7 @@ func (v *View) EgressNetworks(node string) ([]string, error) {
 	var errs []error
 	for i := range eips.Items {
 		e := &eips.Items[i]
-		if !slices.ContainsFunc(e.Status.Items, func(it v1.EgressIPStatusItem) bool { return it.Node == node }) {
+		if !assignable && !slices.ContainsFunc(e.Status.Items, func(it v1.EgressIPStatusItem) bool { return it.Node == node }) {
 			continue
 		}
 		sel, err := metav1.LabelSelectorAsSelector(&e.Spec.NamespaceSelector)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/netns"
@@ -278,4 +279,34 @@ func getIn(ctx context.Context, ns, url string) (string, error) {
 		err = fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return string(b), err
+}
+
+// ProbeEvery starts a ProbeFrom of addr every interval until ctx ends,
+// each with its own timeout, and writes a line as each one ends: the
+// milliseconds from the start to when it began, then the answer or
+// "error: ..." (lines in the order attempts end).
+func ProbeEvery(ctx context.Context, addr string, interval, timeout time.Duration, w io.Writer) {
+	start := time.Now()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		began := time.Since(start)
+		wg.Go(func() {
+			a, err := ProbeFrom(addr, "", 0, timeout)
+			if err != nil {
+				a = "error: " + err.Error()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			fmt.Fprintf(w, "%d %s\n", began.Milliseconds(), a)
+		})
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-tick.C:
+		}
+	}
 }

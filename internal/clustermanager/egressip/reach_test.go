@@ -1,0 +1,125 @@
+package egressip
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// agent is a probe target on loopback: it echoes each byte while echo is
+// set, and swallows them (a node that went silent) otherwise.
+type agent struct {
+	l      net.Listener
+	echo   atomic.Bool
+	echoed atomic.Int64
+}
+
+func newAgent(t *testing.T) *agent {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agent{l: l}
+	a.echo.Store(true)
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 1)
+				for {
+					if _, err := c.Read(b); err != nil {
+						return
+					}
+					if a.echo.Load() {
+						if _, err := c.Write(b); err != nil {
+							return
+						}
+						a.echoed.Add(1)
+					}
+				}
+			}()
+		}
+	}()
+	return a
+}
+
+func (a *agent) port() int { return a.l.Addr().(*net.TCPAddr).Port }
+
+func waitFor(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestReachability: a node whose agent answers is reachable; one that goes
+// silent is unreachable after Misses probes, with an event, and reachable
+// again at its first answer; a refused connection (an agent restarting)
+// never makes a node unreachable.
+func TestReachability(t *testing.T) {
+	a := newAgent(t)
+	r := &Reachability{Port: a.port(), Interval: 20 * time.Millisecond, Misses: 3}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Start(ctx) }()
+	lo := netip.MustParseAddr("127.0.0.1")
+	r.Track(map[string]netip.Addr{"n1": lo})
+	changes := r.Changes()
+
+	waitFor(t, "five probes answered", func() bool { return a.echoed.Load() >= 5 })
+	if r.Unreachable("n1") {
+		t.Fatal("n1 answers, yet is unreachable")
+	}
+	a.echo.Store(false)
+	start := time.Now()
+	waitFor(t, "n1 unreachable", func() bool { return r.Unreachable("n1") })
+	if took := time.Since(start); took < 2*r.Interval {
+		t.Errorf("n1 unreachable after %s: sooner than %d probes of %s", took, r.Misses, r.Interval)
+	}
+	select {
+	case e := <-changes:
+		if e.Object.Name != "n1" {
+			t.Errorf("change event for %q, want n1", e.Object.Name)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no change event for n1")
+	}
+	a.echo.Store(true)
+	waitFor(t, "n1 reachable again", func() bool { return !r.Unreachable("n1") })
+
+	// A port nothing listens on: refused, an answer.
+	closed := newAgent(t)
+	_ = closed.l.Close()
+	var dials atomic.Int64
+	r2 := &Reachability{Port: closed.port(), Interval: 20 * time.Millisecond, Misses: 2,
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			defer dials.Add(1)
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}}
+	go func() { _ = r2.Start(ctx) }()
+	r2.Track(map[string]netip.Addr{"n2": lo})
+	waitFor(t, "ten refused probes", func() bool { return dials.Load() >= 10 })
+	if r2.Unreachable("n2") {
+		t.Error("a refused connection made n2 unreachable")
+	}
+
+	// Untracked: forgotten.
+	a.echo.Store(false)
+	waitFor(t, "n1 unreachable", func() bool { return r.Unreachable("n1") })
+	r.Track(nil)
+	if r.Unreachable("n1") {
+		t.Error("an untracked node keeps its verdict")
+	}
+}
