@@ -84,6 +84,11 @@ func TestEgressIP(t *testing.T) {
 		// figure includes the earlier ones' checks.
 		t.Logf("%s: first connection from %s %s after the EgressIPs were created", c.pod, c.eip, time.Since(created).Round(time.Millisecond))
 	}
+	// explain names the reroute on the lone tenant's path to the outside.
+	got := explainOut(t, "--from", "eip-lone/a", "--to", fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort))
+	if want := "EgressIP e2e-eip-lone's reroute to its egress nodes"; !strings.Contains(got, want) {
+		t.Errorf("explain eip-lone/a to the outside does not say %q:\n%s", want, got)
+	}
 	// East-west is untouched: the selected pods on node1 still reach pods
 	// on the egress node itself (their traffic must not take the egress
 	// path there, nor loop through its gateway router).

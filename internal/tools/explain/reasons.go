@@ -7,6 +7,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/rows/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 )
@@ -63,6 +64,21 @@ func (r Row) Describe() string {
 		return "Service " + name
 	case "cnc":
 		return "ClusterNetworkConnect " + name
+	case strings.TrimSuffix(egressip.OwnerPrefix, ":"):
+		object := r.ExternalIDs[egressip.ObjectKey]
+		switch {
+		case r.Table == "NAT" && object != "":
+			return fmt.Sprintf("EgressIP %s's SNAT to its egress IP (network %s)", object, name)
+		case r.Table == "Logical_Router_Policy" && object != "" && r.Action == "reroute":
+			return fmt.Sprintf("EgressIP %s's reroute to its egress nodes (network %s)", object, name)
+		case r.Table == "Logical_Router_Policy" && object != "":
+			return fmt.Sprintf("EgressIP %s's policy (network %s)", object, name)
+		case r.Table == "Logical_Router_Policy":
+			return fmt.Sprintf("network %s's EgressIP allow policy: traffic within the cluster keeps its path", name)
+		case r.Table == "Logical_Router_Static_Route":
+			return fmt.Sprintf("network %s's EgressIP route to the egress node's gateway router", name)
+		}
+		return fmt.Sprintf("network %s's EgressIPs", name)
 	case strings.TrimSuffix(primarylinks.OwnerPrefix, ":"):
 		a, b, _ := strings.Cut(name, "|")
 		return fmt.Sprintf("the link between primary networks %s and %s", a, b)

@@ -32,6 +32,10 @@ func TestRowDescribe(t *testing.T) {
 		{Row{Table: "Logical_Router_Policy", ExternalIDs: ids("cnc:blue")}, "ClusterNetworkConnect blue"},
 		{Row{Table: "Logical_Router_Static_Route", ExternalIDs: ids("primary-link:ns.a|ns.b")}, "the link between primary networks ns.a and ns.b"},
 		{Row{Table: "ACL", ExternalIDs: ids("npas:shop/x")}, "the address sets of NetworkPolicy peers shop/x"},
+		{Row{Table: "Logical_Router_Policy", Action: "reroute", ExternalIDs: ids("egressip:l3-blue.tenant", "k8s.ovn.org/egressip", "prod")}, "EgressIP prod's reroute to its egress nodes (network l3-blue.tenant)"},
+		{Row{Table: "Logical_Router_Policy", Action: "allow", ExternalIDs: ids("egressip:l3-blue.tenant")}, "network l3-blue.tenant's EgressIP allow policy: traffic within the cluster keeps its path"},
+		{Row{Table: "NAT", ExternalIDs: ids("egressip:default", "k8s.ovn.org/egressip", "prod")}, "EgressIP prod's SNAT to its egress IP (network default)"},
+		{Row{Table: "Logical_Router_Static_Route", ExternalIDs: ids("egressip:default")}, "network default's EgressIP route to the egress node's gateway router"},
 		{Row{Table: "ACL"}, "a ACL row not written by ovn-udn"},
 		{Row{Table: "ACL", ExternalIDs: ids("other:x")}, "ACL (owner other:x)"},
 	}

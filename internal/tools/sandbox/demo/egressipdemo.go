@@ -24,8 +24,10 @@ import (
 // new connections to the outside leave from both; then, one node
 // unlabelled, its address is reported as held by no node (the other node
 // holds the object's other one) and the connections leave from the other
-// address; once the object is deleted, from the pod's node. It removes the
-// labels and the object.
+// address; once the object is deleted, from the pod's node. Then two
+// same-subnet Layer2 tenants get an EgressIP each, and the link of one's
+// egress node is pulled (egressTenantsAndFailover). It removes the labels
+// and the objects.
 func EgressIPDemo(ctx context.Context, dir, binary string, c client.Client, nodes int, out io.Writer) error {
 	if nodes < 3 {
 		return nil
@@ -162,6 +164,9 @@ func EgressIPDemo(ctx context.Context, dir, binary string, c client.Client, node
 		_ = c.Delete(ctx, e)
 		sources(&home, []string{home.Want})
 		checks = []AppCheck{spread, both, gone, left, home}
+		if lost != "" && label(lost, true) == nil {
+			checks = append(checks, egressTenantsAndFailover(ctx, dir, binary, c)...)
+		}
 	}
 	fmt.Fprintf(out, "\nEgressIP (ovn-kubernetes' shape; cluster-manager gives each address to a node labelled %s whose subnet holds it, the zones reroute the selected pods' traffic to those nodes, which SNAT it to their address; measured by the outside server; docs/egressip.md):\n\n", v1.EgressAssignableLabel)
 	return PrintAppChecks(out, checks)
