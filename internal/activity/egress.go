@@ -4,9 +4,9 @@ import (
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 )
 
 // EgressNodes returns the nodes where a namespace's networks are used for
@@ -35,9 +35,8 @@ func EgressNodes(eips []v1.EgressIP, namespaceLabels map[string]string, assignab
 	selected := false
 	for i := range eips {
 		e := &eips[i]
-		sel, err := metav1.LabelSelectorAsSelector(&e.Spec.NamespaceSelector)
-		if err != nil || !sel.Matches(labels.Set(namespaceLabels)) {
-			continue // the API refuses selectors that do not parse
+		if !kubeobj.Selects(&e.Spec.NamespaceSelector, namespaceLabels) {
+			continue
 		}
 		selected = true
 		for _, it := range e.Status.Items {

@@ -68,7 +68,8 @@ func (v ClientView) NamespaceEgressNodes(namespace string) ([]string, error) {
 // EgressIP CRD is not installed.
 func NamespaceEgressNodes(ctx context.Context, r client.Reader, namespace string) ([]string, error) {
 	var eips v1.EgressIPList
-	if err := r.List(ctx, &eips); err != nil {
+	// Read only, never kept: a cache's objects themselves.
+	if err := r.List(ctx, &eips, client.UnsafeDisableDeepCopy); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil
 		}

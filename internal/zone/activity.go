@@ -2,11 +2,11 @@ package zone
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -15,6 +15,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
@@ -245,14 +246,68 @@ func (v zoneView) NamespaceEgressNodes(namespace string) ([]string, error) {
 // egressActivityKeys returns the networks of the namespaces an EgressIP
 // selects, before and after a change that moves where they are used
 // (activity.EgressChange).
+//
+// A change that only adds nodes (an object created, an IP given to a
+// node) requeues a network only when a node it adds is not in the set the
+// network was last rendered with: 500 EgressIPs of one namespace plan its
+// network once, not 500 times. A change that may remove a node requeues
+// every network it touches (the plan decides, with the grace period).
 func (r *Reconciler) egressActivityKeys(ctx context.Context, before, after *v1.EgressIP) []feature.Key {
 	if r.RenderEverywhere {
 		return nil
 	}
-	if nodes, assignable := activity.EgressChange(before, after); len(nodes) == 0 && !assignable {
+	nodes, assignable := activity.EgressChange(before, after)
+	if len(nodes) == 0 && !assignable {
 		return nil
 	}
-	return r.egressNetworkKeys(ctx, before, after)
+	if !onlyAdds(before, after) {
+		return r.egressNetworkKeys(ctx, before, after)
+	}
+	if assignable {
+		more, err := activity.AssignableNodes(ctx, r.Client)
+		if err != nil {
+			return r.egressNetworkKeys(ctx, after)
+		}
+		nodes = append(nodes, more...)
+	}
+	var out []feature.Key
+	for _, k := range r.egressNetworkKeys(ctx, after) {
+		set, known, planning := r.active.lookup(k.Network)
+		if !known || planning {
+			out = append(out, k)
+			continue
+		}
+		for _, n := range nodes {
+			if !set.Has(n) {
+				out = append(out, k)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// onlyAdds reports whether an EgressIP's change can only add nodes to
+// where its namespaces' networks are used: it was created, or it kept its
+// namespace selector and every node that held one of its IPs still does.
+func onlyAdds(before, after *v1.EgressIP) bool {
+	if after == nil {
+		return false
+	}
+	if before == nil {
+		return true
+	}
+	if nodes, assignable := activity.EgressChange(before, after); assignable {
+		return false // its selector changed
+	} else if len(nodes) == 0 {
+		return true
+	}
+	for _, b := range before.Status.Items {
+		if !slices.ContainsFunc(after.Status.Items, func(a v1.EgressIPStatusItem) bool { return a.Node == b.Node }) {
+			return false
+		}
+	}
+	return true
 }
 
 // assignableActivityKeys returns the networks of every namespace an
@@ -289,7 +344,7 @@ func (r *Reconciler) egressNetworkKeys(ctx context.Context, eips ...*v1.EgressIP
 		if e == nil {
 			continue
 		}
-		sel, err := metav1.LabelSelectorAsSelector(&e.Spec.NamespaceSelector)
+		sel, err := kubeobj.Selector(&e.Spec.NamespaceSelector)
 		if err != nil {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
@@ -148,5 +149,54 @@ func TestRoomForSliceComing(t *testing.T) {
 		if got := r.roomFor(context.Background(), local)(blue); got != tc.want {
 			t.Errorf("subnets %s: room %v, want %v", tc.subnets, got, tc.want)
 		}
+	}
+}
+
+// TestEgressActivityKeys: which EgressIP events queue the network of the
+// namespace they select: those that may add a node not in its set, every
+// one that may remove a node, and none that changes nothing.
+func TestEgressActivityKeys(t *testing.T) {
+	nad := &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "net"},
+		Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","name":"ns1.net","type":"ovn-k8s-cni-overlay","topology":"layer3","role":"primary","subnets":"10.128.0.0/16/24","netAttachDefName":"ns1/net"}`}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns1", Labels: map[string]string{"team": "blue"}}}
+	egress := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{v1.EgressAssignableLabel: ""}}}
+	b := fake.NewClientBuilder().WithScheme(Scheme()).WithObjects(nad, ns, egress)
+	for _, i := range Indexes() {
+		b = b.WithIndex(i.Object, i.Field, i.Extract)
+	}
+	c := b.Build()
+	eip := func(nodes ...string) *v1.EgressIP {
+		e := &v1.EgressIP{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Spec: v1.EgressIPSpec{
+			NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "blue"}}}}
+		for _, n := range nodes {
+			e.Status.Items = append(e.Status.Items, v1.EgressIPStatusItem{Node: n, EgressIP: "172.18.0.50"})
+		}
+		return e
+	}
+	queued := []string{"net:ns1.net"}
+	for _, tc := range []struct {
+		name          string
+		set           *activity.Nodes // nil: not planned yet
+		before, after *v1.EgressIP
+		want          []string
+	}{
+		{name: "created: its assignable node-b is not in the set", set: setOf(activity.On("node-a")), after: eip(), want: queued},
+		{name: "created: node-b is in the set already", set: setOf(activity.On("node-a", "node-b")), after: eip()},
+		{name: "an IP given to node-b, in the set", set: setOf(activity.On("node-a", "node-b")), before: eip(), after: eip("node-b")},
+		{name: "an IP given to node-c, not in the set", set: setOf(activity.On("node-a", "node-b")), before: eip(), after: eip("node-c"), want: queued},
+		{name: "an IP taken from node-b: maybe its last use", set: setOf(activity.On("node-a", "node-b")), before: eip("node-b"), after: eip("node-c"), want: queued},
+		{name: "deleted", set: setOf(activity.On("node-a", "node-b")), before: eip("node-b"), want: queued},
+		{name: "not planned yet", after: eip(), want: queued},
+		{name: "status unchanged", set: setOf(activity.On("node-a")), before: eip("node-b"), after: eip("node-b")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{Zone: "node-a", Client: c}
+			if tc.set != nil {
+				r.active.put("ns1.net", *tc.set, activity.On())
+			}
+			if d := cmp.Diff(tc.want, owners(r.egressActivityKeys(context.Background(), tc.before, tc.after))); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
 	}
 }

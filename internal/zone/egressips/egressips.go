@@ -18,8 +18,9 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -132,13 +133,23 @@ func (f *Feature) Desired(ctx context.Context, network string) (egressip.Result,
 }
 
 // objects are the EgressIPs as they concern network, oldest first: their
-// assignments and the network's pods they select.
+// assignments and the network's pods they select. The network's
+// namespaces are read once, and each object's selectors matched against
+// them in memory: only a namespace an object selects has its pods listed.
 func (f *Feature) objects(ctx context.Context, network string) ([]egressip.Object, error) {
 	var list v1.EgressIPList
-	if err := f.host.Client.List(ctx, &list); err != nil {
+	// Read only, never kept: the cache's objects themselves.
+	if err := f.host.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil
 		}
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	namespaces, err := f.namespaces(ctx, network)
+	if err != nil || len(namespaces) == 0 {
 		return nil, err
 	}
 	sort.Slice(list.Items, func(i, j int) bool {
@@ -151,44 +162,57 @@ func (f *Feature) objects(ctx context.Context, network string) ([]egressip.Objec
 	var out []egressip.Object
 	for i := range list.Items {
 		e := &list.Items[i]
-		o := egressip.Object{Name: e.Name}
+		pods, err := f.selected(ctx, e, namespaces)
+		if err != nil {
+			return nil, err
+		}
+		if len(pods) == 0 {
+			continue
+		}
+		o := egressip.Object{Name: e.Name, Pods: pods}
 		for _, it := range e.Status.Items {
 			if ip, err := netip.ParseAddr(it.EgressIP); err == nil && it.Node != "" {
 				o.Assignments = append(o.Assignments, egressip.Assignment{Node: it.Node, IP: ip.Unmap()})
 			}
 		}
-		pods, err := f.selected(ctx, e, network)
-		if err != nil {
-			return nil, err
-		}
-		o.Pods = pods
-		if len(o.Pods) > 0 {
-			out = append(out, o)
-		}
+		out = append(out, o)
 	}
 	return out, nil
 }
 
-// selected are the pods of network that an EgressIP selects, with their
-// addresses on it, sorted.
-func (f *Feature) selected(ctx context.Context, e *v1.EgressIP, network string) ([]egressip.Pod, error) {
-	// The API's CEL rules refuse selectors these cannot read: an object
-	// that got past them selects nothing.
-	nsSel, err := metav1.LabelSelectorAsSelector(&e.Spec.NamespaceSelector)
-	if err != nil {
-		return nil, nil
+// namespace is one of a network's namespaces: its labels, and the key of
+// the network in its pods' pod-networks annotation.
+type namespace struct {
+	name, key string
+	labels    labels.Set
+}
+
+// namespaces are the namespaces whose primary network is network, sorted:
+// among those holding its NADs for a user-defined network, among all for
+// the default network.
+func (f *Feature) namespaces(ctx context.Context, network string) ([]namespace, error) {
+	var names []string
+	if network == nodeinfo.DefaultNetwork {
+		var all corev1.NamespaceList
+		if err := f.host.Client.List(ctx, &all); err != nil {
+			return nil, err
+		}
+		for _, ns := range all.Items {
+			names = append(names, ns.Name)
+		}
+	} else {
+		var err error
+		if names, err = f.host.Networks.NetworkNamespaces(ctx, network); err != nil {
+			return nil, err
+		}
 	}
-	podSel, err := metav1.LabelSelectorAsSelector(&e.Spec.PodSelector) // empty: every pod
-	if err != nil {
-		return nil, nil
-	}
-	var namespaces corev1.NamespaceList
-	if err := f.host.Client.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: nsSel}); err != nil {
-		return nil, err
-	}
-	var out []egressip.Pod
-	for _, ns := range namespaces.Items {
-		prims, ok, err := f.host.Networks.NamespacePrimaries(ctx, ns.Name)
+	sort.Strings(names)
+	var out []namespace
+	for i, name := range names {
+		if i > 0 && names[i-1] == name {
+			continue // a namespace with two NADs of the network
+		}
+		prims, ok, err := f.host.Networks.NamespacePrimaries(ctx, name)
 		if err != nil {
 			return nil, err
 		}
@@ -201,8 +225,37 @@ func (f *Feature) selected(ctx context.Context, e *v1.EgressIP, network string) 
 		if !ok || key == "" {
 			continue
 		}
+		var ns corev1.Namespace
+		if err := f.host.Client.Get(ctx, client.ObjectKey{Name: name}, &ns); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		out = append(out, namespace{name: name, key: key, labels: ns.Labels})
+	}
+	return out, nil
+}
+
+// selected are the pods of the namespaces that an EgressIP selects, with
+// their addresses on the network, sorted.
+func (f *Feature) selected(ctx context.Context, e *v1.EgressIP, namespaces []namespace) ([]egressip.Pod, error) {
+	// The API's CEL rules refuse selectors these cannot read: an object
+	// that got past them selects nothing.
+	var out []egressip.Pod
+	var podSel labels.Selector
+	for _, ns := range namespaces {
+		if !kubeobj.Selects(&e.Spec.NamespaceSelector, ns.labels) {
+			continue
+		}
+		if podSel == nil {
+			var err error
+			if podSel, err = kubeobj.Selector(&e.Spec.PodSelector); err != nil { // empty: every pod
+				return nil, nil
+			}
+		}
 		var pods corev1.PodList
-		if err := f.host.Client.List(ctx, &pods, client.InNamespace(ns.Name), client.MatchingLabelsSelector{Selector: podSel}); err != nil {
+		if err := f.host.Client.List(ctx, &pods, client.InNamespace(ns.name), client.MatchingLabelsSelector{Selector: podSel}); err != nil {
 			return nil, err
 		}
 		for i := range pods.Items {
@@ -215,7 +268,7 @@ func (f *Feature) selected(ctx context.Context, e *v1.EgressIP, network string) 
 				continue
 			}
 			pod := egressip.Pod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName}
-			for _, s := range nets[key].IPs {
+			for _, s := range nets[ns.key].IPs {
 				if pfx, err := netip.ParsePrefix(s); err == nil {
 					pod.IPs = append(pod.IPs, pfx.Addr())
 				}
@@ -269,22 +322,16 @@ func (f *Feature) Keys(ctx context.Context) ([]feature.Key, error) {
 }
 
 // Watch implements feature.Feature: an EgressIP (its selectors, its
-// status) may change any network's rows; a namespace's labels, or a pod's
-// (its labels, addresses, node), those of the namespace's primary networks.
+// status) changes the rows of the networks of the namespaces it selects,
+// before and after; a namespace's labels, or a pod's (its labels,
+// addresses, node), those of the namespace's primary networks.
 // Nothing when the CRD is absent (checked once, at start).
 func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	if !kubeobj.Installed(f.host.Client.RESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
 		f.off = true
 		return
 	}
-	all := handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, _ client.Object) []feature.Key {
-		return f.keys(ctx)
-	})
-	b.Watches(&v1.EgressIP{}, all)
-	namespaceKeys := func(ctx context.Context, namespace string) []feature.Key {
-		if !f.any(ctx) {
-			return nil
-		}
+	networkKeys := func(ctx context.Context, namespace string) []feature.Key {
 		names, ok, err := f.host.Networks.PrimaryNetworks(ctx, namespace)
 		if err != nil || !ok {
 			return nil
@@ -295,12 +342,51 @@ func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 		}
 		return out
 	}
+	namespaceKeys := func(ctx context.Context, namespace string) []feature.Key {
+		if !f.any(ctx) {
+			return nil
+		}
+		return networkKeys(ctx, namespace)
+	}
+	b.Watches(&v1.EgressIP{}, feature.KeysBeforeAfter(func(ctx context.Context, before, after *v1.EgressIP) []feature.Key {
+		return f.selectedKeys(ctx, networkKeys, before, after)
+	}))
 	b.Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
 		return namespaceKeys(ctx, o.GetName())
 	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	b.Watches(&corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
 		return namespaceKeys(ctx, o.GetNamespace())
 	}), builder.WithPredicates(feature.PodChanges))
+}
+
+// selectedKeys are the keys of the networks of the namespaces the
+// EgressIPs (nil ones skipped) select: an object's selectors, status and
+// existence change only those networks' rows.
+func (f *Feature) selectedKeys(ctx context.Context, networkKeys func(context.Context, string) []feature.Key, eips ...*v1.EgressIP) []feature.Key {
+	seen := map[feature.Key]bool{}
+	var out []feature.Key
+	for _, e := range eips {
+		if e == nil {
+			continue
+		}
+		sel, err := kubeobj.Selector(&e.Spec.NamespaceSelector)
+		if err != nil {
+			continue
+		}
+		var namespaces corev1.NamespaceList
+		if err := f.host.Client.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return f.keys(ctx) // every network, rather than miss one
+		}
+		for _, ns := range namespaces.Items {
+			for _, k := range networkKeys(ctx, ns.Name) {
+				if !seen[k] {
+					seen[k] = true
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // any reports whether there is an EgressIP at all (pods and namespaces

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -178,41 +177,40 @@ func (v *View) EgressNetworks(node string) ([]string, error) {
 	}
 	_, assignable := n.Labels[v1.EgressAssignableLabel]
 	var eips v1.EgressIPList
-	if err := v.Reader.List(v.Ctx, &eips); err != nil {
+	// Read only, never kept: the cache's objects themselves.
+	if err := v.Reader.List(v.Ctx, &eips, client.UnsafeDisableDeepCopy); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	seen := map[string]bool{}
-	var out []string
-	var errs []error
+	var relevant []*v1.EgressIP
 	for i := range eips.Items {
 		e := &eips.Items[i]
-		if !assignable && !slices.ContainsFunc(e.Status.Items, func(it v1.EgressIPStatusItem) bool { return it.Node == node }) {
+		if assignable || slices.ContainsFunc(e.Status.Items, func(it v1.EgressIPStatusItem) bool { return it.Node == node }) {
+			relevant = append(relevant, e)
+		}
+	}
+	if len(relevant) == 0 {
+		return nil, nil
+	}
+	// Every namespace once, each object's selector matched in memory.
+	var namespaces corev1.NamespaceList
+	if err := v.Reader.List(v.Ctx, &namespaces, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	var out []string
+	var errs []error
+	for _, ns := range namespaces.Items {
+		if !slices.ContainsFunc(relevant, func(e *v1.EgressIP) bool { return kubeobj.Selects(&e.Spec.NamespaceSelector, ns.Labels) }) {
 			continue
 		}
-		sel, err := metav1.LabelSelectorAsSelector(&e.Spec.NamespaceSelector)
+		nets, err := v.NamespaceNetworks(ns.Name)
 		if err != nil {
-			continue // the API refuses selectors that do not parse
-		}
-		var namespaces corev1.NamespaceList
-		if err := v.Reader.List(v.Ctx, &namespaces, client.MatchingLabelsSelector{Selector: sel}); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		for _, ns := range namespaces.Items {
-			if seen[ns.Name] {
-				continue
-			}
-			seen[ns.Name] = true
-			nets, err := v.NamespaceNetworks(ns.Name)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			out = append(out, nets...)
-		}
+		out = append(out, nets...)
 	}
 	return out, errors.Join(errs...)
 }
