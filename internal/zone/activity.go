@@ -237,7 +237,7 @@ func (v zoneView) NamespaceServices(namespace string) ([]corev1.Service, error) 
 }
 
 func (v zoneView) NamespaceEgressNodes(namespace string) ([]string, error) {
-	if !v.r.egressIPs {
+	if v.r.noEgressIPs {
 		return nil, nil
 	}
 	return activity.NamespaceEgressNodes(v.ctx, v.r.Client, namespace)

@@ -48,6 +48,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
+	"github.com/ovn-udn/ovn-udn/internal/zone/egressips"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
@@ -148,9 +149,11 @@ type Reconciler struct {
 	// last rendered with.
 	grace  activity.Grace
 	active activeSets
-	// egressIPs: the EgressIP CRD is installed (found when the watches are
-	// set up), and egress nodes count in where a network is used.
-	egressIPs bool
+	// noEgressIPs: the EgressIP CRD is not installed (found when the
+	// watches are set up); otherwise egress nodes count in where a network
+	// is used.
+	noEgressIPs bool
+	egressips   *egressips.Feature
 	// whole remembers each network's input when it was last planned
 	// whole, so a change of remote nodes alone plans only their rows.
 	whole wholePlans

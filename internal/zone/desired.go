@@ -8,6 +8,7 @@ import (
 	"github.com/ovn-org/libovsdb/model"
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/rows/connectrouter"
+	"github.com/ovn-udn/ovn-udn/internal/rows/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
@@ -53,4 +54,11 @@ func (r *Reconciler) DesiredPolicy(ctx context.Context, key feature.Key) ([]mode
 func (r *Reconciler) PolicyKeys(ctx context.Context) []feature.Key {
 	r.featuresOnce.Do(r.setFeatures)
 	return r.policies.PolicyKeys(ctx)
+}
+
+// DesiredEgressIPs returns a network's EgressIP rows in the zone
+// (egressips.Feature.Desired).
+func (r *Reconciler) DesiredEgressIPs(ctx context.Context, network string) (egressip.Result, error) {
+	r.featuresOnce.Do(r.setFeatures)
+	return r.egressips.Desired(ctx, network)
 }

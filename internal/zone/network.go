@@ -55,8 +55,8 @@ func (f networkFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	}
 	// Its networks are used where their egress IPs are held (checked once,
 	// at start, as the egressips feature does).
-	if kubeobj.Installed(r.Client.RESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
-		r.egressIPs = true
+	r.noEgressIPs = !kubeobj.Installed(r.Client.RESTMapper(), v1.GroupVersion.WithKind("EgressIP"))
+	if !r.noEgressIPs {
 		b.Watches(&v1.EgressIP{}, feature.KeysBeforeAfter(r.egressActivityKeys))
 		b.Watches(&corev1.Node{}, feature.KeysBeforeAfter(r.assignableActivityKeys))
 	}

@@ -184,6 +184,8 @@ func (r *Reconciler) setFeatures() {
 			r.services = f
 		case *policies.Feature:
 			r.policies = f
+		case *egressips.Feature:
+			r.egressips = f
 		}
 	}
 	r.byKind = map[feature.Kind]feature.Feature{}

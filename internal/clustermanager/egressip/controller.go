@@ -215,6 +215,13 @@ func (c *Controller) Reconcile(ctx context.Context, _ key) (ctrl.Result, error) 
 	return ctrl.Result{}, errors.Join(errs...)
 }
 
+// ReconcileAll assigns every EgressIP once, as one event would
+// (`ovn-udn render` calls it on its in-memory API).
+func (c *Controller) ReconcileAll(ctx context.Context) error {
+	_, err := c.Reconcile(ctx, key{})
+	return err
+}
+
 // write sets e's status to r when it differs, with an Event for each
 // address that moved and for a condition that turned False or changed.
 func (c *Controller) write(ctx context.Context, e *v1.EgressIP, r Result) error {

@@ -88,8 +88,11 @@ func describeOwned(models []model.Model, contributions []Contribution, problems 
 	policies := map[string]*nbdb.LogicalRouterPolicy{}
 	routes := map[string]*nbdb.LogicalRouterStaticRoute{}
 	ports := map[string]*nbdb.LogicalRouterPort{}
+	nats := map[string]*nbdb.NAT{}
 	for _, m := range models {
 		switch x := m.(type) {
+		case *nbdb.NAT:
+			nats[x.UUID] = x
 		case *nbdb.ACL:
 			acls[x.UUID] = x
 		case *nbdb.LogicalRouterPolicy:
@@ -120,11 +123,22 @@ func describeOwned(models []model.Model, contributions []Contribution, problems 
 				continue
 			}
 			if r, ok := routes[id]; ok {
-				out := ""
+				out, policy := "", ""
 				if r.OutputPort != nil {
 					out = " dev " + *r.OutputPort
 				}
-				fmt.Fprintf(&b, "  route %s via %s%s\n", r.IPPrefix, r.Nexthop, out)
+				if r.Policy != nil && *r.Policy == nbdb.LogicalRouterStaticRoutePolicySrcIP {
+					policy = "src-ip "
+				}
+				fmt.Fprintf(&b, "  route %s%s via %s%s\n", policy, r.IPPrefix, r.Nexthop, out)
+				continue
+			}
+			if n, ok := nats[id]; ok {
+				match := ""
+				if n.Match != "" {
+					match = " match " + n.Match
+				}
+				fmt.Fprintf(&b, "  nat %s %s -> %s priority %d%s\n", n.Type, n.LogicalIP, n.ExternalIP, n.Priority, match)
 				continue
 			}
 			fmt.Fprintf(&b, "  %s\n", id)

@@ -77,6 +77,7 @@ var kinds = map[schema.GroupVersionKind]kind{
 	v1.GroupVersion.WithKind("UserDefinedNetwork"):                   {func() client.Object { return &v1.UserDefinedNetwork{} }, true},
 	v1.GroupVersion.WithKind("ClusterUserDefinedNetwork"):            {func() client.Object { return &v1.ClusterUserDefinedNetwork{} }, false},
 	v1.GroupVersion.WithKind("ClusterNetworkConnect"):                {func() client.Object { return &v1.ClusterNetworkConnect{} }, false},
+	v1.GroupVersion.WithKind("EgressIP"):                             {func() client.Object { return &v1.EgressIP{} }, false},
 }
 
 // Load reads the objects of manifest files and directories (see

@@ -109,6 +109,10 @@ func writeNBCtl(w io.Writer, res *Result) error {
 			fmt.Fprintf(&b, "## link between primary networks %s\n", strings.Replace(l.Link, "|", " and ", 1))
 			b.WriteString(describeOwned(l.Models, l.Contributions, l.Problems))
 		}
+		for _, e := range z.EgressIPs {
+			fmt.Fprintf(&b, "## EgressIPs of network %s\n", e.Network)
+			b.WriteString(describeOwned(e.Models, e.Contributions, e.Problems))
+		}
 		if len(z.Policies) > 0 {
 			b.WriteString("## network policies\n")
 			b.WriteString(describePolicies(z.Policies))

@@ -103,6 +103,8 @@ type Zone struct {
 	// Links are the links between the primary networks of namespaces
 	// with several.
 	Links []LinkRows `json:"links,omitempty"`
+	// EgressIPs are the networks' EgressIP rows.
+	EgressIPs []EgressIPRows `json:"egressIPs,omitempty"`
 	// Pods are the ports each pod writes as its own rows (already shown,
 	// merged, in Networks).
 	Pods []PodRows `json:"-"`
@@ -253,7 +255,11 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		if err != nil {
 			return err
 		}
-		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols, Connects: cns, Links: links, Pods: pods})
+		eips, err := egressIPRows(ctx, e.zones[name], rows)
+		if err != nil {
+			return err
+		}
+		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols, Connects: cns, Links: links, Pods: pods, EgressIPs: eips})
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/podalloc"
@@ -77,6 +79,7 @@ type engine struct {
 	nads     *netalloc.NADController
 	nodes    *netalloc.NodeController
 	pods     *podalloc.Controller
+	eips     *egressip.Controller
 	zones    map[string]*zone.Reconciler
 	zoneOf   map[string]string // node -> zone
 
@@ -122,13 +125,14 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 	objs = append(objs, assumeNodes(objs, pods, opts.Nodes, warn)...)
 	sortObjects(objs)
 	assumeNodeAgent(objs, warn)
+	assumeReady(objs, warn)
 
 	scheme := clustermanager.Scheme()
 	// The plain tracker: no managed fields (no controller applies), which
 	// the field-managed one spends most of a small render computing.
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(testing.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())).
 		WithObjects(objs...).
-		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{}, &v1.ClusterNetworkConnect{})
+		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{}, &v1.ClusterNetworkConnect{}, &v1.EgressIP{})
 	for _, i := range indexes() {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
 	}
@@ -230,7 +234,7 @@ func (e *engine) build(cfg config.Cluster, logger logr.Logger) {
 		c.Nodes.Usage = &whereused.Usage{Cache: view, Live: view} // no watches here: Connects does not apply
 	}
 	e.udns, e.cudns = &udncontroller.UDNReconciler{Controller: c.Networks}, &udncontroller.CUDNReconciler{Controller: c.Networks}
-	e.nads, e.nodes, e.pods, e.connects = c.NADs, c.Nodes, c.Pods, c.Connects
+	e.nads, e.nodes, e.pods, e.connects, e.eips = c.NADs, c.Nodes, c.Pods, c.Connects, c.EgressIPs
 }
 
 // round passes every object once to each controller, in the order their
@@ -248,6 +252,7 @@ func (e *engine) round(ctx context.Context) error {
 		{"Node", &corev1.NodeList{}, e.reconcileNode},
 		{"ClusterNetworkConnect", &v1.ClusterNetworkConnectList{}, e.reconciler(e.connects)},
 		{"Pod", &corev1.PodList{}, e.reconcilePod},
+		{"EgressIP", &v1.EgressIPList{}, e.assignEgressIPs},
 	}
 	for _, s := range steps {
 		if s.kind == "Node" {
@@ -273,6 +278,13 @@ func (e *engine) reconciler(r reconcile.Reconciler) func(context.Context, reconc
 		_, err := r.Reconcile(ctx, req)
 		return err
 	}
+}
+
+// assignEgressIPs runs cluster-manager's EgressIP assignment, which is one
+// pass over every object (the first key does it, the others find nothing
+// to change).
+func (e *engine) assignEgressIPs(ctx context.Context, _ reconcile.Request) error {
+	return e.eips.ReconcileAll(ctx)
 }
 
 // reconcileNode gives a node its ID and subnets, and (re)creates its zone's
@@ -507,6 +519,23 @@ func assumeNodeAgent(objs []client.Object, warn func(Problem)) {
 		}
 		warn(Problem{Kind: "Node", Name: n.Name, Reason: fmt.Sprintf("no node agent annotations; assumed chassis %s, address %s, next hop %s",
 			info.ChassisID, info.PrimaryIPs[0], info.Gateway.NextHops[0])})
+	}
+}
+
+// assumeReady gives the nodes of an input with EgressIPs a Ready
+// condition when they have none (a manifest rarely has status), with a
+// warning: cluster-manager gives egress IPs to Ready nodes only.
+func assumeReady(objs []client.Object, warn func(Problem)) {
+	if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1.EgressIP); return ok }) {
+		return
+	}
+	for _, o := range objs {
+		n, ok := o.(*corev1.Node)
+		if !ok || slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == corev1.NodeReady }) {
+			continue
+		}
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue})
+		warn(Problem{Kind: "Node", Name: n.Name, Reason: "no Ready condition; assumed Ready (EgressIPs go to Ready nodes)"})
 	}
 }
 
