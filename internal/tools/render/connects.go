@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
@@ -64,11 +65,8 @@ func connectRows(ctx context.Context, r *zone.Reconciler, list []v1.ClusterNetwo
 		if len(res.Rows) == 0 && len(res.Problems) == 0 {
 			continue
 		}
-		cr := ConnectRows{Connect: c.Name, Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows}
-		for _, cb := range res.Contributions {
-			cr.Contributions = append(cr.Contributions, Contribution{Table: tableOf(cb.Target), Target: targetName(cb.Target), Column: cb.Column, Members: cb.Members})
-		}
-		out = append(out, cr)
+		out = append(out, ConnectRows{Connect: c.Name, Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows,
+			Contributions: contributionsOf(res.Contributions)})
 	}
 	return out, nil
 }
@@ -77,6 +75,15 @@ func connectRows(ctx context.Context, r *zone.Reconciler, list []v1.ClusterNetwo
 // them, then what it adds to the networks' rows.
 func describeConnect(c ConnectRows) string {
 	return describeOwned(c.Models, c.Contributions, c.Problems)
+}
+
+// contributionsOf spells an owner's contributions for the result.
+func contributionsOf(cbs []ovsdbsync.Contribution) []Contribution {
+	var out []Contribution
+	for _, cb := range cbs {
+		out = append(out, Contribution{Table: tableOf(cb.Target), Target: targetName(cb.Target), Column: cb.Column, Members: cb.Members})
+	}
+	return out
 }
 
 // describeOwned describes an owner's rows in a zone as ovn-nbctl shows
@@ -178,11 +185,8 @@ func linkRows(ctx context.Context, r *zone.Reconciler) ([]LinkRows, error) {
 		if len(res.Rows) == 0 && len(res.Problems) == 0 {
 			continue
 		}
-		lr := LinkRows{Link: strings.TrimPrefix(k.String(), primarylinks.OwnerPrefix), Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows, Result: res}
-		for _, cb := range res.Contributions {
-			lr.Contributions = append(lr.Contributions, Contribution{Table: tableOf(cb.Target), Target: targetName(cb.Target), Column: cb.Column, Members: cb.Members})
-		}
-		out = append(out, lr)
+		out = append(out, LinkRows{Link: strings.TrimPrefix(k.String(), primarylinks.OwnerPrefix), Rows: toRows(res.Rows), Problems: res.Problems,
+			Models: res.Rows, Result: res, Contributions: contributionsOf(res.Contributions)})
 	}
 	return out, nil
 }

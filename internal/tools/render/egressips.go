@@ -39,11 +39,8 @@ func egressIPRows(ctx context.Context, r *zone.Reconciler, networks []NetworkRow
 		if len(res.Rows) == 0 && len(res.Problems) == 0 {
 			continue
 		}
-		er := EgressIPRows{Network: n.Network, Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows}
-		for _, cb := range res.Contributions {
-			er.Contributions = append(er.Contributions, Contribution{Table: tableOf(cb.Target), Target: targetName(cb.Target), Column: cb.Column, Members: cb.Members})
-		}
-		out = append(out, er)
+		out = append(out, EgressIPRows{Network: n.Network, Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows,
+			Contributions: contributionsOf(res.Contributions)})
 	}
 	return out, nil
 }
