@@ -1,11 +1,14 @@
 package gatewayflows
 
 import (
+	"context"
 	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
 	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 )
 
 // Gratuitous ARP for the egress IPs the node takes over (IPv4; IPv6
@@ -38,7 +41,7 @@ func garp(mac net.HardwareAddr, ip netip.Addr) []byte {
 // announce sends a gratuitous ARP out of the bridge's uplink port for each
 // IPv4 egress IP the node holds and had not announced yet, and forgets the
 // ones it no longer holds (announced again if they come back).
-func (r *GatewayReconciler) announce(macText string, physical int, ips []netip.Addr) error {
+func (r *GatewayReconciler) announce(ctx context.Context, macText string, physical int, ips []netip.Addr) error {
 	mac, err := net.ParseMAC(macText)
 	if err != nil {
 		return fmt.Errorf("gateway MAC %q: %w", macText, err)
@@ -57,7 +60,9 @@ func (r *GatewayReconciler) announce(macText string, physical int, ips []netip.A
 		if b, err := r.ofctl("packet-out", r.mgmt(), out).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v: %s", ip, err, strings.TrimSpace(string(b))))
 			now[ip] = false // again at the next reconcile
+			continue
 		}
+		ctrl.LoggerFrom(ctx).Info("egress IP announced (gratuitous ARP)", "address", ip, "bridge", r.bridge().Bridge)
 	}
 	r.announced = now
 	if len(errs) > 0 {

@@ -162,7 +162,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	}
 	// Once the bridge answers for them: announced, so the outside sends
 	// their replies here at once.
-	if err := r.announce(in.MAC, in.Physical, in.EgressIPs); err != nil {
+	if err := r.announce(ctx, in.MAC, in.Physical, in.EgressIPs); err != nil {
 		return reconcile.Result{}, err
 	}
 	if len(missing) > 0 {
