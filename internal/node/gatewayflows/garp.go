@@ -11,8 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-// Gratuitous ARP for the egress IPs the node takes over (IPv4; IPv6
-// egress IPs have no neighbour answers on the bridge yet, docs/egressip.md).
+// Gratuitous ARP (IPv4) and unsolicited neighbour advertisements (IPv6)
+// for the egress IPs the node takes over.
 // The outside's neighbour caches still point an egress IP that moved at
 // the node that held it: without an announcement, replies to the new
 // holder's connections go to the old node until those entries expire.
@@ -38,9 +38,49 @@ func garp(mac net.HardwareAddr, ip netip.Addr) []byte {
 	return b
 }
 
-// announce sends a gratuitous ARP out of the bridge's uplink port for each
-// IPv4 egress IP the node holds and had not announced yet, and forgets the
-// ones it no longer holds (announced again if they come back).
+// unsolicitedNA returns an unsolicited neighbour advertisement for ip from
+// mac to all nodes (ff02::1): the Override flag set, so that neighbours
+// holding another link-layer address for ip take mac (RFC 4861 7.2.6).
+func unsolicitedNA(mac net.HardwareAddr, ip netip.Addr) []byte {
+	all := netip.MustParseAddr("ff02::1")
+	icmp := make([]byte, 0, 32)
+	icmp = append(icmp, 136, 0, 0, 0)  // advertisement, code 0, checksum below
+	icmp = append(icmp, 0x20, 0, 0, 0) // Override
+	t := ip.As16()
+	icmp = append(icmp, t[:]...) // target
+	icmp = append(icmp, 2, 1)    // target link-layer address, 8 bytes
+	icmp = append(icmp, mac...)
+	src, dst := ip.As16(), all.As16()
+	// The checksum covers the pseudo-header: addresses, length, next header.
+	var sum uint32
+	add := func(b []byte) {
+		for i := 0; i+1 < len(b); i += 2 {
+			sum += uint32(b[i])<<8 | uint32(b[i+1])
+		}
+	}
+	add(src[:])
+	add(dst[:])
+	add([]byte{0, 0, 0, byte(len(icmp)), 0, 0, 0, 58})
+	add(icmp)
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	c := ^uint16(sum)
+	icmp[2], icmp[3] = byte(c>>8), byte(c)
+	b := make([]byte, 0, 14+40+len(icmp))
+	b = append(b, 0x33, 0x33, 0, 0, 0, 1)
+	b = append(b, mac...)
+	b = append(b, 0x86, 0xdd)
+	b = append(b, 0x60, 0, 0, 0, 0, byte(len(icmp)), 58, 255) // version 6, length, ICMPv6, hop limit 255
+	b = append(b, src[:]...)
+	b = append(b, dst[:]...)
+	return append(b, icmp...)
+}
+
+// announce sends a gratuitous ARP (IPv4) or an unsolicited neighbour
+// advertisement (IPv6) out of the bridge's uplink port for each egress IP
+// the node holds and had not announced yet, and forgets the ones it no
+// longer holds (announced again if they come back).
 func (r *GatewayReconciler) announce(ctx context.Context, macText string, physical int, ips []netip.Addr) error {
 	mac, err := net.ParseMAC(macText)
 	if err != nil {
@@ -49,20 +89,23 @@ func (r *GatewayReconciler) announce(ctx context.Context, macText string, physic
 	now := map[netip.Addr]bool{}
 	var errs []string
 	for _, ip := range ips {
-		if !ip.Is4() {
-			continue
-		}
 		now[ip] = true
 		if r.announced[ip] {
 			continue
 		}
-		out := fmt.Sprintf("in_port=controller,packet=%s,actions=output:%d", hex.EncodeToString(garp(mac, ip)), physical)
+		var pkt []byte
+		if ip.Is4() {
+			pkt = garp(mac, ip)
+		} else {
+			pkt = unsolicitedNA(mac, ip)
+		}
+		out := fmt.Sprintf("in_port=controller,packet=%s,actions=output:%d", hex.EncodeToString(pkt), physical)
 		if b, err := r.ofctl("packet-out", r.mgmt(), out).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v: %s", ip, err, strings.TrimSpace(string(b))))
 			now[ip] = false // again at the next reconcile
 			continue
 		}
-		ctrl.LoggerFrom(ctx).Info("egress IP announced (gratuitous ARP)", "address", ip, "bridge", r.bridge().Bridge)
+		ctrl.LoggerFrom(ctx).Info("egress IP announced", "address", ip, "bridge", r.bridge().Bridge)
 	}
 	r.announced = now
 	if len(errs) > 0 {

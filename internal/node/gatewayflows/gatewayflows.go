@@ -195,13 +195,15 @@ func (r *GatewayReconciler) report(conflicts []gateway.Conflict, svcs map[string
 func (r *GatewayReconciler) apply(flows string) (bool, error) {
 	diff := r.ofctl("diff-flows", r.mgmt(), "/dev/stdin") // diff-flows takes no "-"
 	diff.Stdin = strings.NewReader(flows)
+	var stderr bytes.Buffer
+	diff.Stderr = &stderr
 	out, err := diff.Output()
 	var ee *exec.ExitError
 	switch {
 	case err == nil && len(bytes.TrimSpace(out)) == 0:
 		return false, nil
 	case err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 2): // 2: the flows differ
-		return false, fmt.Errorf("comparing the flows of %s: %w", r.bridge().Bridge, err)
+		return false, fmt.Errorf("comparing the flows of %s: %w: %s", r.bridge().Bridge, err, strings.TrimSpace(stderr.String()))
 	}
 	replace := r.ofctl("--bundle", "replace-flows", r.mgmt(), "-")
 	replace.Stdin = strings.NewReader(flows)

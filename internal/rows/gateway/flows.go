@@ -96,7 +96,8 @@ type Input struct {
 	// node's sessions for every network (topology/uplinks.go).
 	NextHops []netip.Addr
 	// EgressIPs are the egress IPs this node holds on this uplink
-	// (EgressIP status): br-ex answers ARP for them, lets a gateway
+	// (EgressIP status): br-ex answers ARP and neighbour solicitations
+	// for them, lets a gateway
 	// router's traffic from them out (SNATed to themselves in the node zone,
 	// so two networks' connections never share a tuple, and marked with
 	// the network), and brings replies back to that router by the mark.
@@ -112,6 +113,7 @@ const (
 	tableToRouter    = 2 // host → service, after its SNAT: to reg0's port
 	tableToHost      = 3 // service → host replies, after their un-SNAT
 	tableToPhysical  = 4 // OVN egress, after the node SNAT
+	tableNDReply     = 5 // a neighbour advertisement being made of a solicitation
 	defaultGeneve    = 6081
 	cookie           = "0x0de7e4a1"
 	prioTunnel       = 1000
@@ -264,7 +266,8 @@ func (b *builder) uplink() {
 	}
 }
 
-// egressIPs: the node's egress IPs. Their ARP requests are answered here
+// egressIPs: the node's egress IPs. Their ARP requests and neighbour
+// solicitations are answered here
 // with the routers' MAC (only on the node that holds them: a second node on
 // the segment never answers); what arrives for them asks the node zone, as
 // for the node's address; and what a router sends from one leaves SNATed to
@@ -275,6 +278,13 @@ func (b *builder) egressIPs() {
 		fam := familyOf(ip)
 		if ip.Is4() {
 			b.f.add(tableClassify, prioResponder, fmt.Sprintf("in_port=%d,arp,arp_op=1,arp_tpa=%s", phys, ip), arpReply(b.in.MAC, ip))
+		} else {
+			// A duplicate address detection probe (from ::) is not
+			// answered: the address is this node's, and the prober's own
+			// DAD would have nothing to reply to.
+			b.f.add(tableClassify, prioResponder+1, fmt.Sprintf("in_port=%d,icmp6,icmp_type=135,ipv6_src=::,nd_target=%s", phys, ip), "drop")
+			b.f.add(tableClassify, prioResponder, fmt.Sprintf("in_port=%d,icmp6,icmp_type=135,nd_target=%s", phys, ip), naReply(b.in.MAC, ip))
+			b.f.add(tableNDReply, prioResponder, fmt.Sprintf("in_port=%d,icmp6,icmp_type=136,nd_target=%s", phys, ip), naFinish(b.in.MAC))
 		}
 		b.f.add(tableClassify, prioFromUplink, fmt.Sprintf("in_port=%d,%s,%s=%s", phys, fam.ip, fam.dst, ip),
 			fmt.Sprintf("ct(zone=%d,nat,table=%d)", NodeZone, tableFromUplink))
@@ -443,6 +453,30 @@ func arpReply(mac string, ip netip.Addr) string {
 		"set_field:" + mac + "->arp_sha", "set_field:" + ip.String() + "->arp_spa",
 		"IN_PORT",
 	}, ",")
+}
+
+// naReply starts turning a neighbour solicitation for ip into the solicited
+// advertisement "ip is at mac" (flags Solicited and Override, the
+// link-layer address option a target's instead of a source's), and
+// naFinish, in the next table, ends it: OVS takes the target link-layer
+// address only in a flow that matches an advertisement, which the packet
+// is only after the first half. The option's address is set under both
+// its names, whichever the datapath writes first. OVS keeps the ICMPv6
+// checksum right as it rewrites.
+func naReply(mac string, ip netip.Addr) string {
+	return strings.Join([]string{
+		"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]", "mod_dl_src:" + mac,
+		"move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[]", "set_field:" + ip.String() + "->ipv6_src",
+		"set_field:255->nw_ttl",
+		"set_field:" + mac + "->nd_sll",
+		"set_field:136->icmpv6_type", "set_field:0->icmpv6_code",
+		"set_field:0x60000000->nd_reserved", "set_field:2->nd_options_type",
+		fmt.Sprintf("resubmit(,%d)", tableNDReply),
+	}, ",")
+}
+
+func naFinish(mac string) string {
+	return "set_field:" + mac + "->nd_tll,IN_PORT"
 }
 
 // family holds the match field names of an IP family.

@@ -220,4 +220,22 @@ func TestEgressIPFlows(t *testing.T) {
 	if got := pick(Flows(input()), "192.168.100.150"); len(got) != 0 {
 		t.Errorf("flows for an egress IP the node does not hold: %v", got)
 	}
+	// IPv6: the solicitation is answered in two tables (OVS sets the
+	// target link-layer address only in a flow matching an
+	// advertisement), and duplicate address detection is not.
+	in.EgressIPs = []netip.Addr{netip.MustParseAddr("fd00:192:168:100::150")}
+	nd := pick(Flows(in), "nd_target=fd00:192:168:100::150")
+	if len(nd) != 3 {
+		t.Fatalf("neighbour flows for the IPv6 egress IP: %v", nd)
+	}
+	for _, want := range []string{
+		"table=0,priority=451,in_port=1,icmp6,icmp_type=135,ipv6_src=::,nd_target=fd00:192:168:100::150,actions=drop",
+		"table=0,priority=450,in_port=1,icmp6,icmp_type=135,nd_target=fd00:192:168:100::150,actions=",
+		"set_field:136->icmpv6_type,set_field:0->icmpv6_code,set_field:0x60000000->nd_reserved,set_field:2->nd_options_type,resubmit(,5)",
+		"table=5,priority=450,in_port=1,icmp6,icmp_type=136,nd_target=fd00:192:168:100::150,actions=set_field:02:00:c0:a8:64:0b->nd_tll,IN_PORT",
+	} {
+		if !strings.Contains(strings.Join(nd, "\n"), want) {
+			t.Errorf("neighbour flows lack %q:\n%s", want, strings.Join(nd, "\n"))
+		}
+	}
 }
