@@ -70,3 +70,72 @@ spec: {nodeName: node1, containers: [{name: app, image: pause}]}
 		t.Errorf("no warning that the nodes were assumed Ready: %v", res.Warnings)
 	}
 }
+
+// TestEgressIPSeveralPrimaries: for a namespace with two primary networks
+// (seed 003: "egress IP routes and policies must exist on each router"),
+// node1 reroutes each pod on its own network's router: the Layer3 pod on
+// trees' cluster router, the Layer2 pod on rows' transit router.
+func TestEgressIPSeveralPrimaries(t *testing.T) {
+	res := run(t, docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: orchard
+  labels: {k8s.ovn.org/primary-user-defined-network: ""}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: trees, namespace: orchard}
+spec: {topology: Layer3, role: Primary, subnets: [10.136.0.0/16/24]}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: rows, namespace: orchard}
+spec: {topology: Layer2, role: Primary, subnets: [10.137.0.0/24]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node1}
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node2
+  labels: {k8s.ovn.org/egress-assignable: ""}
+---
+apiVersion: k8s.ovn.org/v1
+kind: EgressIP
+metadata: {name: orchard}
+spec:
+  egressIPs: [172.18.0.51]
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: orchard}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: a
+  namespace: orchard
+  annotations: {k8s.ovn.org/requested-primary-udn: trees}
+spec: {nodeName: node1, containers: [{name: app, image: pause}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: c
+  namespace: orchard
+  annotations: {k8s.ovn.org/requested-primary-udn: rows}
+spec: {nodeName: node1, containers: [{name: app, image: pause}]}
+`), render.Options{Zones: []string{"node1"}})
+	if res.Invalid() {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	out := output(t, res, "nbctl")
+	for _, want := range []string{
+		"## EgressIPs of network orchard.rows\nadds to Logical_Router orchard.rows_transit_router policies:\n  policy 100 ip4.src == 10.137.0.",
+		"## EgressIPs of network orchard.trees\nadds to Logical_Router orchard.trees_ovn_cluster_router policies:\n  policy 100 ip4.src == 10.136.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the rendering lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -22,18 +22,23 @@ import (
 
 // egressTenantsAndFailover is the EgressIP table's second part, with node2
 // and node3 labelled: l2-blue and l2-red, two Layer2 tenants with the same
-// subnet, get an EgressIP each and are seen from their own address; then
-// the link of the node holding l2-blue's is pulled, and l2-blue/a's new
+// subnet, and plain, a namespace of the default network, get an EgressIP
+// each and are seen from their own address, and so is a pod of l2-red on
+// its egress node; then the link of the node holding l2-blue's is pulled, and l2-blue/a's new
 // connections leave from its egress IP again through the other node
 // (cluster-manager's probes of the egress nodes, docs/egressip.md
 // "Failover"). The link is put back, and the EgressIPs deleted.
 func egressTenantsAndFailover(ctx context.Context, dir, binary string, c client.Client) []AppCheck {
 	server := fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort)
-	tenants := []struct{ ns, addr string }{{"l2-blue", "192.168.100.202"}, {"l2-red", "192.168.100.203"}}
+	tenants := []struct{ ns, addr, name string }{
+		{"l2-blue", "192.168.100.202", "same-subnet Layer2 tenants, an EgressIP each"},
+		{"l2-red", "192.168.100.203", "same-subnet Layer2 tenants, an EgressIP each"},
+		{"plain", "192.168.100.204", "a namespace of the default network"},
+	}
 	var checks []AppCheck
 	for _, tn := range tenants {
 		from := tn.ns + "/a"
-		check := AppCheck{Name: "same-subnet Layer2 tenants, an EgressIP each", From: from, Target: server, Want: tn.addr}
+		check := AppCheck{Name: tn.name, From: from, Target: server, Want: tn.addr}
 		var p corev1.Pod
 		if err := c.Get(ctx, client.ObjectKey{Namespace: tn.ns, Name: "a"}, &p); err != nil {
 			continue // other manifests than the examples
@@ -49,10 +54,39 @@ func egressTenantsAndFailover(ctx context.Context, dir, binary string, c client.
 		check.Got, check.Err = seenAs(ctx, dir, binary, from, server, tn.addr, 30*time.Second)
 		checks = append(checks, check)
 	}
-	if len(checks) == 0 || !checks[0].Pass() {
+	if len(checks) < 2 || !checks[0].Pass() {
 		return checks
 	}
+	if onHolder := egressNodePod(ctx, c, "demo-egress-l2-red", "l2-red"); onHolder != "" {
+		check := AppCheck{Name: "a pod on the egress node itself", From: onHolder, Target: server, Want: tenants[1].addr}
+		check.Got, check.Err = seenAs(ctx, dir, binary, onHolder, server, tenants[1].addr, 30*time.Second)
+		checks = append(checks, check)
+	}
 	return append(checks, failover(ctx, dir, binary, c, "l2-blue/a", "demo-egress-l2-blue", tenants[0].addr, server))
+}
+
+// egressNodePod returns a pod of namespace ("<namespace>/<name>") on the
+// node holding EgressIP name's first address ("" when none).
+func egressNodePod(ctx context.Context, c client.Client, name, namespace string) string {
+	var holder string
+	_ = proc.WaitFor(30*time.Second, 100*time.Millisecond, func() (bool, error) {
+		var e v1.EgressIP
+		if err := c.Get(ctx, client.ObjectKey{Name: name}, &e); err != nil || len(e.Status.Items) == 0 {
+			return false, nil
+		}
+		holder = e.Status.Items[0].Node
+		return true, nil
+	})
+	var pods corev1.PodList
+	if holder == "" || c.List(ctx, &pods, client.InNamespace(namespace)) != nil {
+		return ""
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == holder && p.Status.Phase == corev1.PodRunning {
+			return namespace + "/" + p.Name
+		}
+	}
+	return ""
 }
 
 // seenAs probes server from pod until the outside sees want (or the
