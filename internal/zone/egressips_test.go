@@ -39,7 +39,9 @@ func TestEgressIPFeature(t *testing.T) {
 	}
 	ns, network := udnIn(t, c.Admin, "eipz", v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.128.0.0/16/24"}})
 	key := podnet.Key(ns, "net")
-	t.Cleanup(func() { _ = c.Admin.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0)) })
+	t.Cleanup(func() {
+		_ = c.Admin.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
+	})
 	web := newPod(ns, "web", "node-a", nil)
 	web.Labels = map[string]string{"app": "web"}
 	other := newPod(ns, "other", "node-a", nil)
