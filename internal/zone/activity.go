@@ -266,7 +266,7 @@ func (r *Reconciler) egressActivityKeys(ctx context.Context, before, after *v1.E
 	if assignable {
 		more, err := activity.AssignableNodes(ctx, r.Client)
 		if err != nil {
-			return r.egressNetworkKeys(ctx, after)
+			return r.egressNetworkKeys(ctx, before, after)
 		}
 		nodes = append(nodes, more...)
 	}
@@ -326,13 +326,58 @@ func (r *Reconciler) assignableActivityKeys(ctx context.Context, before, after *
 	}
 	var list v1.EgressIPList
 	if err := r.Client.List(ctx, &list); err != nil {
-		return nil
+		return r.allNetworkKeys(ctx)
 	}
 	eips := make([]*v1.EgressIP, len(list.Items))
 	for i := range list.Items {
 		eips[i] = &list.Items[i]
 	}
 	return r.egressNetworkKeys(ctx, eips...)
+}
+
+// namespaceEgressKeys returns a namespace's networks when its labels
+// change and an EgressIP selects it before or after: its networks are
+// used, or no longer, on the EgressIP's nodes.
+func (r *Reconciler) namespaceEgressKeys(ctx context.Context, before, after *corev1.Namespace) []feature.Key {
+	if r.RenderEverywhere {
+		return nil
+	}
+	ns := after
+	if ns == nil {
+		ns = before
+	}
+	if ns == nil {
+		return nil
+	}
+	var list v1.EgressIPList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return r.allNetworkKeys(ctx)
+	}
+	selected := func(n *corev1.Namespace) bool {
+		return n != nil && slices.ContainsFunc(list.Items, func(e v1.EgressIP) bool { return kubeobj.Selects(&e.Spec.NamespaceSelector, n.Labels) })
+	}
+	if !selected(before) && !selected(after) {
+		return nil
+	}
+	var out []feature.Key
+	for _, name := range r.namespaceNetworks(ctx, ns.Name) {
+		out = append(out, feature.NetworkKey(name))
+	}
+	return out
+}
+
+// allNetworkKeys returns every network's key: what a requeue falls back
+// to when it cannot tell which networks an event concerns.
+func (r *Reconciler) allNetworkKeys(ctx context.Context) []feature.Key {
+	names, err := r.Networks(ctx)
+	if err != nil {
+		return nil
+	}
+	out := make([]feature.Key, len(names))
+	for i, n := range names {
+		out[i] = feature.NetworkKey(n)
+	}
+	return out
 }
 
 // egressNetworkKeys returns the network keys of the namespaces the
@@ -350,7 +395,7 @@ func (r *Reconciler) egressNetworkKeys(ctx context.Context, eips ...*v1.EgressIP
 		}
 		var namespaces corev1.NamespaceList
 		if err := r.Client.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			continue
+			return r.allNetworkKeys(ctx)
 		}
 		for _, ns := range namespaces.Items {
 			for _, name := range r.namespaceNetworks(ctx, ns.Name) {

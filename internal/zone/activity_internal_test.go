@@ -173,6 +173,11 @@ func TestEgressActivityKeys(t *testing.T) {
 		}
 		return e
 	}
+	reselected := func(nodes ...string) *v1.EgressIP {
+		e := eip(nodes...)
+		e.Spec.NamespaceSelector.MatchLabels = map[string]string{"team": "red"}
+		return e
+	}
 	queued := []string{"net:ns1.net"}
 	for _, tc := range []struct {
 		name          string
@@ -188,6 +193,7 @@ func TestEgressActivityKeys(t *testing.T) {
 		{name: "deleted", set: setOf(activity.On("node-a", "node-b")), before: eip("node-b"), want: queued},
 		{name: "not planned yet", after: eip(), want: queued},
 		{name: "status unchanged", set: setOf(activity.On("node-a")), before: eip("node-b"), after: eip("node-b")},
+		{name: "its selector no longer selects the namespace", set: setOf(activity.On("node-a", "node-b")), before: eip("node-b"), after: reselected("node-b"), want: queued},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{Zone: "node-a", Client: c}

@@ -20,10 +20,12 @@ import (
 )
 
 // TestEgressIPFeature: the zone feature on real zones. An EgressIP whose
-// pod selector picks one of two pods on node-a, its address assigned to
-// node-b (Ready, egress-assignable, no pod of the network): node-b renders
+// namespace selector picks a label and whose pod selector picks one of two
+// pods on node-a, its address assigned to node-b (Ready, egress-assignable,
+// no pod of the network): once the namespace gets the label, node-b renders
 // the network for it, node-a reroutes that pod only, node-b SNATs it to the
-// egress IP; deleting the EgressIP takes both rows away.
+// egress IP; once the label goes, so do those rows and node-b's rendering
+// of the network; deleting the EgressIP (label back) takes the rows away.
 func TestEgressIPFeature(t *testing.T) {
 	c := clustertest.StartWith(t, env, config.Default(), func(o *zone.Options) { o.InactiveGracePeriod = time.Second }, "node-a", "node-b")
 	ctx := context.Background()
@@ -51,12 +53,28 @@ func TestEgressIPFeature(t *testing.T) {
 	otherIP := addr(t, waitAnnotated(t, c.Admin, other, "default", key)[key], true).Addr().String()
 
 	e := &v1.EgressIP{ObjectMeta: metav1.ObjectMeta{Name: "eipz"}, Spec: v1.EgressIPSpec{EgressIPs: []string{"172.18.0.60"},
-		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}},
+		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"egress": ns}},
 		PodSelector:       metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
 	if err := c.Admin.Create(ctx, e); err != nil {
 		t.Fatal(err)
 	}
 	za, zb := c.Zones["node-a"], c.Zones["node-b"]
+	label := func(on bool) {
+		t.Helper()
+		n := &corev1.Namespace{}
+		if err := c.Admin.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+			t.Fatal(err)
+		}
+		if on {
+			n.Labels["egress"] = ns
+		} else {
+			delete(n.Labels, "egress")
+		}
+		if err := c.Admin.Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	label(true)
 	find := func(z interface {
 		NBCtl(...string) (string, error)
 	}, table, columns string, cond ...string) string {
@@ -81,11 +99,7 @@ func TestEgressIPFeature(t *testing.T) {
 		t.Errorf("the pod the selector leaves out is rerouted: %q", got)
 	}
 	c.WaitNB("node-b", "Logical_Router:GR_"+network+"_node-b")
-
-	if err := c.Admin.Delete(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	cmtest.Eventually(t, time.Minute, func() error {
+	gone := func() error {
 		if got := reroute(); got != "" {
 			return fmt.Errorf("node-a still reroutes: %q", got)
 		}
@@ -93,5 +107,24 @@ func TestEgressIPFeature(t *testing.T) {
 			return fmt.Errorf("node-b still SNATs to the egress IP: %q", got)
 		}
 		return nil
+	}
+
+	// The namespace no longer selected: the rows go, and node-b, which has
+	// no pod of the network, stops rendering it after the grace period.
+	label(false)
+	cmtest.Eventually(t, time.Minute, func() error {
+		if err := gone(); err != nil {
+			return err
+		}
+		if out := zb.MustNBCtl("--bare", "--columns=_uuid", "find", "Logical_Router", "name=GR_"+network+"_node-b"); out != "" {
+			return fmt.Errorf("node-b still renders %s", network)
+		}
+		return nil
 	})
+	label(true)
+	c.WaitNB("node-b", "Logical_Router:GR_"+network+"_node-b")
+	if err := c.Admin.Delete(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	cmtest.Eventually(t, time.Minute, gone)
 }

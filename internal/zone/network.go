@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
@@ -59,6 +60,8 @@ func (f networkFeature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	if !r.noEgressIPs {
 		b.Watches(&v1.EgressIP{}, feature.KeysBeforeAfter(r.egressActivityKeys))
 		b.Watches(&corev1.Node{}, feature.KeysBeforeAfter(r.assignableActivityKeys))
+		// A namespace's labels decide which EgressIPs select it.
+		b.Watches(&corev1.Namespace{}, feature.KeysBeforeAfter(r.namespaceEgressKeys), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
 }
 

@@ -195,13 +195,30 @@ func (c *Controller) Reconcile(ctx context.Context, _ key) (ctrl.Result, error) 
 		if c.Reach != nil && n.Assignable {
 			if a, ok := probeAddr(&nodeList.Items[i]); ok {
 				probed[n.Name] = a
-				n.Unreachable = c.Reach.Unreachable(n.Name)
 			}
 		}
 		nodes = append(nodes, n)
 	}
 	if c.Reach != nil {
+		// Tracked first: a node whose address changed loses the old
+		// address's verdict before it is read.
 		c.Reach.Track(probed)
+		unreachable := 0
+		for i := range nodes {
+			if _, ok := probed[nodes[i].Name]; ok && c.Reach.Unreachable(nodes[i].Name) {
+				nodes[i].Unreachable = true
+				unreachable++
+			}
+		}
+		// Every probed node silent at once says more about
+		// cluster-manager's own network than about the nodes: readiness
+		// alone decides then, rather than every egress IP leaving.
+		if len(probed) > 1 && unreachable == len(probed) {
+			log.FromContext(ctx).Info("no egress node answers the probes: assigning by readiness alone", "nodes", len(probed))
+			for i := range nodes {
+				nodes[i].Unreachable = false
+			}
+		}
 	}
 	objs := make([]Object, 0, len(eips.Items))
 	for i := range eips.Items {

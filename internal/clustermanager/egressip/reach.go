@@ -95,6 +95,7 @@ func (r *Reachability) Track(nodes map[string]netip.Addr) {
 	if r.probes == nil {
 		r.probes, r.unreachable = map[string]*probe{}, map[string]bool{}
 	}
+	dropped := false
 	for name, p := range r.probes {
 		if a, ok := nodes[name]; ok && a == p.addr {
 			continue
@@ -103,7 +104,12 @@ func (r *Reachability) Track(nodes map[string]netip.Addr) {
 			p.cancel()
 		}
 		delete(r.probes, name)
+		dropped = dropped || r.unreachable[name]
 		delete(r.unreachable, name)
+	}
+	if dropped {
+		// A verdict that kept a node's IPs away is gone: assign again.
+		r.notifyLocked("")
 	}
 	for name, a := range nodes {
 		if _, ok := r.probes[name]; ok {
@@ -128,11 +134,12 @@ func (r *Reachability) Unreachable(node string) bool {
 func (r *Reachability) startLocked(name string, p *probe) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	p.cancel = cancel
-	go r.run(ctx, name, p.addr)
+	go r.run(ctx, name, p)
 }
 
 // run probes one node until ctx ends.
-func (r *Reachability) run(ctx context.Context, name string, addr netip.Addr) {
+func (r *Reachability) run(ctx context.Context, name string, p *probe) {
+	addr := p.addr
 	logger := log.FromContext(ctx).WithValues("node", name, "address", addr)
 	target := net.JoinHostPort(addr.String(), strconv.Itoa(r.Port))
 	dial := r.Dial
@@ -186,7 +193,7 @@ func (r *Reachability) run(ctx context.Context, name string, addr netip.Addr) {
 		} else {
 			missed++
 		}
-		if down := missed >= misses; r.set(name, down) {
+		if down := missed >= misses; r.set(name, p, down) {
 			logger.Info("egress node reachability changed", "reachable", !down, "lastError", err)
 		}
 		select {
@@ -197,24 +204,32 @@ func (r *Reachability) run(ctx context.Context, name string, addr netip.Addr) {
 	}
 }
 
-// set records a node's verdict and reports whether it changed (then an
-// event goes to Changes).
-func (r *Reachability) set(name string, down bool) bool {
+// set records a node's verdict from its probe p, and reports whether it
+// changed (then an event goes to Changes). A probe Track replaced records
+// nothing.
+func (r *Reachability) set(name string, p *probe, down bool) bool {
 	r.mu.Lock()
-	if r.probes[name] == nil || r.unreachable[name] == down {
-		r.mu.Unlock()
+	defer r.mu.Unlock()
+	if r.probes[name] != p || r.unreachable[name] == down {
 		return false
 	}
 	r.unreachable[name] = down
-	r.mu.Unlock()
-	ch := r.Changes()
+	r.notifyLocked(name)
+	return true
+}
+
+// notifyLocked sends a change event (r.mu held; the channel is made
+// here if Changes was not called yet).
+func (r *Reachability) notifyLocked(name string) {
+	if r.changes == nil {
+		r.changes = make(chan event.TypedGenericEvent[*corev1.Node], 64)
+	}
 	n := &corev1.Node{}
 	n.Name = name
 	select {
-	case ch <- event.TypedGenericEvent[*corev1.Node]{Object: n}:
+	case r.changes <- event.TypedGenericEvent[*corev1.Node]{Object: n}:
 	default: // a reconcile is queued already: it reads every verdict
 	}
-	return true
 }
 
 // refused reports whether a failed connect was answered by the node (a

@@ -115,9 +115,22 @@ func TestReachability(t *testing.T) {
 		t.Error("a refused connection made n2 unreachable")
 	}
 
-	// Untracked: forgotten.
+	// Untracked, or tracked at another address: the verdict is forgotten,
+	// and said (the IPs it kept away may come back).
 	a.echo.Store(false)
 	waitFor(t, "n1 unreachable", func() bool { return r.Unreachable("n1") })
+	for len(changes) > 0 {
+		<-changes
+	}
+	r.Track(map[string]netip.Addr{"n1": netip.MustParseAddr("127.0.0.2")})
+	if r.Unreachable("n1") {
+		t.Error("a node tracked at a new address keeps the old address's verdict")
+	}
+	select {
+	case <-changes:
+	case <-time.After(5 * time.Second):
+		t.Error("no change event when a verdict was dropped")
+	}
 	r.Track(nil)
 	if r.Unreachable("n1") {
 		t.Error("an untracked node keeps its verdict")

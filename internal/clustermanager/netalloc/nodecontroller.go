@@ -16,10 +16,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -95,7 +97,8 @@ func (r *NodeController) SetupWithManager(mgr ctrl.Manager) error {
 			b = b.Watches(&v1.ClusterNetworkConnect{}, handler.EnqueueRequestsFromMapFunc(r.allNodes))
 		}
 		if kubeobj.Installed(mgr.GetRESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
-			b = b.Watches(&v1.EgressIP{}, curOld(r.egressNodes))
+			b = b.Watches(&v1.EgressIP{}, curOld(r.egressNodes)).
+				Watches(&corev1.Namespace{}, curOld(r.namespaceEgressNodes), builder.WithPredicates(predicate.LabelChangedPredicate{}))
 		}
 	}
 	r.retries = make(chan event.TypedGenericEvent[*corev1.Node], 1024)

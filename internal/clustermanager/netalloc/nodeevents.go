@@ -5,6 +5,7 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/activity"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 )
 
 // What requeues which node (SetupWithManager).
@@ -72,6 +74,54 @@ func (r *NodeController) egressNodes(ctx context.Context, cur, old client.Object
 	for _, n := range nodes {
 		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
 	}
+}
+
+// namespaceEgressNodes requeues, when a namespace's labels change and an
+// EgressIP selects it before or after, the nodes that use its networks for
+// EgressIPs: those holding the selecting objects' IPs and the
+// egress-assignable ones.
+func (r *NodeController) namespaceEgressNodes(ctx context.Context, cur, old client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	var list v1.EgressIPList
+	if err := r.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).Error(err, "listing EgressIPs")
+		r.addAllNodes(ctx, q)
+		return
+	}
+	var nodes []string
+	selected := false
+	for i := range list.Items {
+		e := &list.Items[i]
+		if !selectsEither(&e.Spec.NamespaceSelector, cur, old) {
+			continue
+		}
+		selected = true
+		for _, it := range e.Status.Items {
+			nodes = append(nodes, it.Node)
+		}
+	}
+	if !selected {
+		return
+	}
+	more, err := activity.AssignableNodes(ctx, r.Client)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "listing the egress-assignable nodes")
+	}
+	for _, n := range append(nodes, more...) {
+		if n != "" {
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: n}})
+		}
+	}
+}
+
+// selectsEither reports whether sel selects either namespace (nil ones
+// skipped).
+func selectsEither(sel *metav1.LabelSelector, objs ...client.Object) bool {
+	for _, o := range objs {
+		if o != nil && kubeobj.Selects(sel, o.GetLabels()) {
+			return true
+		}
+	}
+	return false
 }
 
 // serviceChanged requeues every node when a Service starts or stops being

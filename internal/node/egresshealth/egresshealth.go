@@ -26,9 +26,10 @@ import (
 // Enabled reports whether the agent answers probes (a port is set).
 func Enabled(opts node.Options) bool { return opts.EgressIPHealthPort > 0 }
 
-// Setup listens on the probe port and answers until the manager stops.
-// Every replica answers (no leader election): each node's agent is its
-// node's only one.
+// Setup listens on the probe port and answers at once, before the
+// manager's caches have synced (a probe that connects and gets no echo
+// counts as a dead node), until the manager stops. Every replica answers
+// (no leader election): each node's agent is its node's only one.
 func Setup(mgr ctrl.Manager, opts node.Options) error {
 	addr := net.JoinHostPort("", strconv.Itoa(opts.EgressIPHealthPort))
 	var l net.Listener
@@ -41,10 +42,10 @@ func Setup(mgr ctrl.Manager, opts node.Options) error {
 	if err != nil {
 		return fmt.Errorf("egress IP health port: %w", err)
 	}
+	go Serve(l)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		go func() { <-ctx.Done(); _ = l.Close() }()
-		Serve(l)
-		return nil
+		<-ctx.Done()
+		return l.Close()
 	}))
 }
 

@@ -105,8 +105,17 @@ func TestEgressIPNeighbours(t *testing.T) {
 	for _, a := range moved {
 		ip("-n", extNS, "neigh", "replace", a.String(), "lladdr", "02:00:00:00:00:01", "dev", "eth0", "nud", "stale")
 	}
-	if err := r.announce(context.Background(), mac, phys, moved); err != nil {
-		t.Fatal(err)
+	for i := range Announcements {
+		pending, err := r.announce(context.Background(), mac, phys, moved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pending != (i < Announcements-1) {
+			t.Errorf("announcement %d: pending %v", i+1, pending)
+		}
+	}
+	if pending, _ := r.announce(context.Background(), mac, phys, moved); pending {
+		t.Error("announcements still pending after all their copies")
 	}
 	for _, a := range moved {
 		waitMAC(a.String(), mac, nil)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 )
@@ -77,20 +78,31 @@ func unsolicitedNA(mac net.HardwareAddr, ip netip.Addr) []byte {
 	return append(b, icmp...)
 }
 
+// Announcements is how many copies of a take-over's announcement go out,
+// AnnounceInterval apart: one lost frame does not leave the outside
+// pointing at the node that left.
+const (
+	Announcements    = 3
+	AnnounceInterval = 300 * time.Millisecond
+)
+
 // announce sends a gratuitous ARP (IPv4) or an unsolicited neighbour
 // advertisement (IPv6) out of the bridge's uplink port for each egress IP
-// the node holds and had not announced yet, and forgets the ones it no
-// longer holds (announced again if they come back).
-func (r *GatewayReconciler) announce(ctx context.Context, macText string, physical int, ips []netip.Addr) error {
+// the node holds and had not sent Announcements of yet, and forgets the
+// ones it no longer holds (announced again if they come back). pending
+// says copies are still due (the caller comes back after
+// AnnounceInterval).
+func (r *GatewayReconciler) announce(ctx context.Context, macText string, physical int, ips []netip.Addr) (pending bool, err error) {
 	mac, err := net.ParseMAC(macText)
 	if err != nil {
-		return fmt.Errorf("gateway MAC %q: %w", macText, err)
+		return false, fmt.Errorf("gateway MAC %q: %w", macText, err)
 	}
-	now := map[netip.Addr]bool{}
+	now := map[netip.Addr]int{}
 	var errs []string
 	for _, ip := range ips {
-		now[ip] = true
-		if r.announced[ip] {
+		sent := r.announced[ip]
+		now[ip] = sent
+		if sent >= Announcements {
 			continue
 		}
 		var pkt []byte
@@ -102,14 +114,17 @@ func (r *GatewayReconciler) announce(ctx context.Context, macText string, physic
 		out := fmt.Sprintf("in_port=controller,packet=%s,actions=output:%d", hex.EncodeToString(pkt), physical)
 		if b, err := r.ofctl("packet-out", r.mgmt(), out).CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v: %s", ip, err, strings.TrimSpace(string(b))))
-			now[ip] = false // again at the next reconcile
-			continue
+			continue // again at the next reconcile
 		}
-		ctrl.LoggerFrom(ctx).Info("egress IP announced", "address", ip, "bridge", r.bridge().Bridge)
+		now[ip] = sent + 1
+		if sent == 0 {
+			ctrl.LoggerFrom(ctx).Info("egress IP announced", "address", ip, "bridge", r.bridge().Bridge)
+		}
+		pending = pending || now[ip] < Announcements
 	}
 	r.announced = now
 	if len(errs) > 0 {
-		return fmt.Errorf("announcing egress IPs on %s: %s", r.bridge().Bridge, strings.Join(errs, "; "))
+		return pending, fmt.Errorf("announcing egress IPs on %s: %s", r.bridge().Bridge, strings.Join(errs, "; "))
 	}
-	return nil
+	return pending, nil
 }

@@ -60,9 +60,9 @@ type GatewayReconciler struct {
 	reported map[string]string
 	// egressIPsOn: the EgressIP CRD is installed (SetupWithManager).
 	egressIPsOn bool
-	// announced are the egress IPs a gratuitous ARP went out for since
-	// the node took them (garp.go).
-	announced map[netip.Addr]bool
+	// announced counts the announcements sent for each egress IP since
+	// the node took it (garp.go).
+	announced map[netip.Addr]int
 }
 
 // ReasonExternalAddressConflict is the Event reason on a Service whose
@@ -162,8 +162,12 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	}
 	// Once the bridge answers for them: announced, so the outside sends
 	// their replies here at once.
-	if err := r.announce(ctx, in.MAC, in.Physical, in.EgressIPs); err != nil {
+	pending, err := r.announce(ctx, in.MAC, in.Physical, in.EgressIPs)
+	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if pending {
+		return reconcile.Result{RequeueAfter: AnnounceInterval}, nil
 	}
 	if len(missing) > 0 {
 		return reconcile.Result{RequeueAfter: time.Second}, nil

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -148,7 +149,7 @@ func (f *Feature) objects(ctx context.Context, network string) ([]egressip.Objec
 	if len(list.Items) == 0 {
 		return nil, nil
 	}
-	namespaces, err := f.namespaces(ctx, network)
+	namespaces, err := f.namespaces(ctx, network, list.Items)
 	if err != nil || len(namespaces) == 0 {
 		return nil, err
 	}
@@ -188,17 +189,20 @@ type namespace struct {
 }
 
 // namespaces are the namespaces whose primary network is network, sorted:
-// among those holding its NADs for a user-defined network, among all for
-// the default network.
-func (f *Feature) namespaces(ctx context.Context, network string) ([]namespace, error) {
+// among those holding its NADs for a user-defined network; for the default
+// network, among those one of the EgressIPs selects (every namespace is a
+// candidate there, and most are never selected).
+func (f *Feature) namespaces(ctx context.Context, network string, eips []v1.EgressIP) ([]namespace, error) {
 	var names []string
 	if network == nodeinfo.DefaultNetwork {
 		var all corev1.NamespaceList
-		if err := f.host.Client.List(ctx, &all); err != nil {
+		if err := f.host.Client.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for _, ns := range all.Items {
-			names = append(names, ns.Name)
+			if slices.ContainsFunc(eips, func(e v1.EgressIP) bool { return kubeobj.Selects(&e.Spec.NamespaceSelector, ns.Labels) }) {
+				names = append(names, ns.Name)
+			}
 		}
 	} else {
 		var err error
