@@ -208,7 +208,16 @@ func loneTenant(t *testing.T, namespace, node string) {
 	}
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), ns) })
 	if err := demo.WaitPodsReady(ctx, dir, admin, []string{namespace + "/a"}, 3*time.Minute); err != nil {
-		t.Fatal(err)
+		// What the pod and its namespace's events say, for the post-mortem.
+		p := &corev1.Pod{}
+		_ = admin.Get(ctx, client.ObjectKeyFromObject(pod), p)
+		var events corev1.EventList
+		_ = admin.List(ctx, &events, client.InNamespace(namespace))
+		var said []string
+		for _, e := range events.Items {
+			said = append(said, fmt.Sprintf("%s %s/%s: %s", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message))
+		}
+		t.Fatalf("%v\npod status: %+v\nannotations: %v\nevents:\n%s", err, p.Status, p.Annotations, strings.Join(said, "\n"))
 	}
 }
 
