@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
@@ -41,8 +42,23 @@ func TestEgressIPFeature(t *testing.T) {
 	}
 	ns, network := udnIn(t, c.Admin, "eipz", v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.128.0.0/16/24"}})
 	key := podnet.Key(ns, "net")
+	// The network goes at the end (cluster-manager still runs then): the
+	// package's later zones render every network the API server holds,
+	// and each is one more Event on their left-out nodes, whose recorder
+	// allows 25 per node.
 	t.Cleanup(func() {
 		_ = c.Admin.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
+		_ = c.Admin.Delete(ctx, &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}})
+		cmtest.Eventually(t, time.Minute, func() error {
+			var nads nadv1.NetworkAttachmentDefinitionList
+			if err := c.Admin.List(ctx, &nads, client.InNamespace(ns)); err != nil {
+				return err
+			}
+			if len(nads.Items) > 0 {
+				return fmt.Errorf("%s's NAD is still there", network)
+			}
+			return nil
+		})
 	})
 	web := newPod(ns, "web", "node-a", nil)
 	web.Labels = map[string]string{"app": "web"}

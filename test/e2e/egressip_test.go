@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
@@ -201,12 +202,18 @@ func loneTenant(t *testing.T, namespace, node string) {
 		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.140.0.0/16/24"}}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "a"},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
-	for _, o := range []client.Object{ns, udn, pod} {
+	for _, o := range []client.Object{ns, udn} {
 		if err := admin.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
 	t.Cleanup(func() { _ = admin.Delete(context.Background(), ns) })
+	// A primary network comes before any pod of its namespace (a pod
+	// first makes the UDN refuse: PodsAlreadyExist).
+	cmtest.WaitNetworkCreated(t, admin, udn)
+	if err := admin.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
 	if err := demo.WaitPodsReady(ctx, dir, admin, []string{namespace + "/a"}, 3*time.Minute); err != nil {
 		// What the pod and its namespace's events say, for the post-mortem.
 		p := &corev1.Pod{}
