@@ -12,6 +12,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 )
 
 // ClientView answers Of from a Kubernetes client (a cache or the API
@@ -101,6 +102,33 @@ func AssignableNodes(ctx context.Context, r client.Reader) ([]string, error) {
 	out := make([]string, len(nodes.Items))
 	for i := range nodes.Items {
 		out[i] = nodes.Items[i].Name
+	}
+	return out, nil
+}
+
+// SelectedNamespaces returns the names of the namespaces the EgressIPs
+// (nil ones skipped) select, each once, in the order found.
+func SelectedNamespaces(ctx context.Context, r client.Reader, eips ...*v1.EgressIP) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range eips {
+		if e == nil {
+			continue
+		}
+		sel, err := kubeobj.Selector(&e.Spec.NamespaceSelector)
+		if err != nil {
+			continue // the API refuses selectors that do not parse
+		}
+		var namespaces corev1.NamespaceList
+		if err := r.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, err
+		}
+		for _, ns := range namespaces.Items {
+			if !seen[ns.Name] {
+				seen[ns.Name] = true
+				out = append(out, ns.Name)
+			}
+		}
 	}
 	return out, nil
 }

@@ -381,28 +381,20 @@ func (r *Reconciler) allNetworkKeys(ctx context.Context) []feature.Key {
 }
 
 // egressNetworkKeys returns the network keys of the namespaces the
-// EgressIPs (nil ones skipped) select.
+// EgressIPs (nil ones skipped) select; every network's when they cannot
+// be listed.
 func (r *Reconciler) egressNetworkKeys(ctx context.Context, eips ...*v1.EgressIP) []feature.Key {
+	namespaces, err := activity.SelectedNamespaces(ctx, r.Client, eips...)
+	if err != nil {
+		return r.allNetworkKeys(ctx)
+	}
 	seen := map[string]bool{}
 	var out []feature.Key
-	for _, e := range eips {
-		if e == nil {
-			continue
-		}
-		sel, err := kubeobj.Selector(&e.Spec.NamespaceSelector)
-		if err != nil {
-			continue
-		}
-		var namespaces corev1.NamespaceList
-		if err := r.Client.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return r.allNetworkKeys(ctx)
-		}
-		for _, ns := range namespaces.Items {
-			for _, name := range r.namespaceNetworks(ctx, ns.Name) {
-				if !seen[name] {
-					seen[name] = true
-					out = append(out, feature.NetworkKey(name))
-				}
+	for _, ns := range namespaces {
+		for _, name := range r.namespaceNetworks(ctx, ns) {
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, feature.NetworkKey(name))
 			}
 		}
 	}

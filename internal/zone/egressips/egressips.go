@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
@@ -367,26 +368,17 @@ func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 // EgressIPs (nil ones skipped) select: an object's selectors, status and
 // existence change only those networks' rows.
 func (f *Feature) selectedKeys(ctx context.Context, networkKeys func(context.Context, string) []feature.Key, eips ...*v1.EgressIP) []feature.Key {
+	namespaces, err := activity.SelectedNamespaces(ctx, f.host.Client, eips...)
+	if err != nil {
+		return f.keys(ctx) // every network, rather than miss one
+	}
 	seen := map[feature.Key]bool{}
 	var out []feature.Key
-	for _, e := range eips {
-		if e == nil {
-			continue
-		}
-		sel, err := kubeobj.Selector(&e.Spec.NamespaceSelector)
-		if err != nil {
-			continue
-		}
-		var namespaces corev1.NamespaceList
-		if err := f.host.Client.List(ctx, &namespaces, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return f.keys(ctx) // every network, rather than miss one
-		}
-		for _, ns := range namespaces.Items {
-			for _, k := range networkKeys(ctx, ns.Name) {
-				if !seen[k] {
-					seen[k] = true
-					out = append(out, k)
-				}
+	for _, ns := range namespaces {
+		for _, k := range networkKeys(ctx, ns) {
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
 			}
 		}
 	}
