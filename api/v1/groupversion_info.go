@@ -31,6 +31,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ClusterUserDefinedNetwork{}, &ClusterUserDefinedNetworkList{},
 		&ClusterNetworkConnect{}, &ClusterNetworkConnectList{},
 		&EgressIP{}, &EgressIPList{},
+		&EgressFirewall{}, &EgressFirewallList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -90,6 +90,7 @@ func TestValidation(t *testing.T) {
 	run(v1test.ValidationCases, false)
 	run(v1test.OVNKubernetesCases, false)
 	run(v1test.EgressIPCases, false)
+	run(v1test.EgressFirewallCases, false)
 	run(v1test.SoleErrorCases, true)
 }
 
