@@ -1,0 +1,144 @@
+package dnsresolve_test
+
+import (
+	"context"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/ovn-udn/ovn-udn/internal/dnsresolve"
+	"github.com/ovn-udn/ovn-udn/internal/dnsresolve/dnsserve"
+)
+
+// server serves the records file it returns, on a loopback port.
+func server(t *testing.T, records string) (addr, file string) {
+	t.Helper()
+	file = filepath.Join(t.TempDir(), "records")
+	if err := os.WriteFile(file, []byte(records), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	bound := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- (&dnsserve.Server{Path: file}).ListenAndServe(ctx, "127.0.0.1:0", func(a string) { bound <- a })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case addr = <-bound:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	return addr, file
+}
+
+func addrs(s ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, a := range s {
+		out = append(out, netip.MustParseAddr(a))
+	}
+	return out
+}
+
+func TestLookup(t *testing.T) {
+	addr, _ := server(t, "www.example.test. 30 198.51.100.10\nwww.example.test. 30 2001:db8::10\nwww.example.test. 60 198.51.100.11\nv6only.test. 30 2001:db8::20\n")
+	r := &dnsresolve.Resolver{Server: addr}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		want    []netip.Addr
+		wantErr string
+	}{
+		{"WWW.example.test", addrs("198.51.100.10", "198.51.100.11", "2001:db8::10"), ""},
+		{"v6only.test.", addrs("2001:db8::20"), ""},
+		{"missing.test", nil, "NXDOMAIN"},
+		{"*.example.test", nil, "wildcard"},
+	} {
+		got := r.Lookup(ctx, tc.name, "ns1")
+		if d := cmp.Diff(tc.want, got.Addrs, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
+			t.Errorf("%s: addresses (-want +got):\n%s", tc.name, d)
+		}
+		if (tc.wantErr == "") != (got.Err == nil) || (got.Err != nil && !strings.Contains(got.Err.Error(), tc.wantErr)) {
+			t.Errorf("%s: error %v, want one containing %q", tc.name, got.Err, tc.wantErr)
+		}
+	}
+	if d := cmp.Diff([]string{"*.example.test.", "missing.test.", "v6only.test.", "www.example.test."}, r.Names()); d != "" {
+		t.Errorf("names (-want +got):\n%s", d)
+	}
+	r.Lookup(ctx, "v6only.test", "ns2")
+	r.Release("ns1", "www.example.test")
+	if d := cmp.Diff([]string{"v6only.test.", "www.example.test."}, r.Names()); d != "" {
+		t.Errorf("after release, names (-want +got):\n%s", d)
+	}
+}
+
+// TestRefresh changes a name's records behind the resolver: the change is
+// seen once the TTL runs out and its users are told; a server that fails
+// leaves the last addresses in place.
+func TestRefresh(t *testing.T) {
+	addr, file := server(t, "moving.test. 1 198.51.100.10\n")
+	var mu sync.Mutex
+	var told [][]string
+	r := &dnsresolve.Resolver{Server: addr, MinTTL: 50 * time.Millisecond, MaxRetry: 100 * time.Millisecond,
+		Changed: func(users []string) { mu.Lock(); told = append(told, users); mu.Unlock() }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	if got := r.Lookup(ctx, "moving.test", "ns-a"); got.Err != nil || len(got.Addrs) != 1 {
+		t.Fatalf("first lookup: %+v", got)
+	}
+	r.Lookup(ctx, "moving.test", "ns-b")
+	write := func(s string) {
+		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !ok(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	write("moving.test. 1 198.51.100.20\n")
+	// The record's TTL is 1 s: the new address is asked for after it, not
+	// after MinTTL.
+	start := time.Now()
+	waitFor("the new address", func() bool {
+		a := r.Lookup(ctx, "moving.test", "ns-a").Addrs
+		return len(a) == 1 && a[0] == netip.MustParseAddr("198.51.100.20")
+	})
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the change was seen after %v, want about the record's TTL (1 s)", took)
+	}
+	waitFor("users told", func() bool { mu.Lock(); defer mu.Unlock(); return len(told) > 0 })
+	mu.Lock()
+	if d := cmp.Diff([]string{"ns-a", "ns-b"}, told[0]); d != "" {
+		t.Errorf("users told (-want +got):\n%s", d)
+	}
+	n := len(told)
+	mu.Unlock()
+	write("not a record file")
+	// The server fails from now on: over a window holding several failed
+	// refreshes (50, 100, 100 ms apart), the addresses stay.
+	deadline := time.Now().Add(1200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if a := r.Lookup(ctx, "moving.test", "ns-a"); a.Err != nil || len(a.Addrs) != 1 {
+			t.Fatalf("a failing server took the addresses away: %+v", a)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	if len(told) != n {
+		t.Errorf("a failing refresh told the users again: %v", told[n:])
+	}
+	mu.Unlock()
+}
