@@ -49,6 +49,7 @@ Services, NetworkPolicies and ClusterNetworkConnects.`,
 	fs.BoolVar(&connects, "enable-network-connect", true, "render ClusterNetworkConnects (connect routers) in the zone")
 	fs.BoolVar(&opts.RenderEverywhere, "render-everywhere", false, "render every network on this node; by default a primary user-defined network is rendered only on the nodes where it is used (docs/topology.md)")
 	fs.DurationVar(&opts.InactiveGracePeriod, "inactive-grace-period", activity.DefaultGracePeriod, "how long a network stays on a node after its last pod there is gone")
+	fs.StringVar(&opts.DNSServer, "dns-server", "", "DNS server (host:port) resolving EgressFirewall dnsName rules; default: the first nameserver of /etc/resolv.conf")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "0", "/metrics listen address, e.g. 127.0.0.1:9412 (0 disables; see docs/metrics.md)")
 	opts.Cluster.AddFlags(fs)
 	gw := config.DefaultGateway()

@@ -30,6 +30,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/connectcontroller"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/efstatus"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
@@ -155,6 +156,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := c.EgressIPs.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EgressIP assignment: %w", err)
 	}
+	if err := c.Firewalls.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up EgressFirewall status: %w", err)
+	}
 	if err := kubeobj.AddHealthChecks(mgr); err != nil {
 		return nil, err
 	}
@@ -180,6 +184,9 @@ type Controllers struct {
 	Connects *connectcontroller.Controller
 	// EgressIPs gives egress IPs to nodes.
 	EgressIPs *egressip.Controller
+	// Firewalls merges the zones' EgressFirewall messages into their
+	// status.
+	Firewalls *efstatus.Controller
 	// Recovery rebuilds the allocators' state from the API once.
 	Recovery *registry.Recovery
 }
@@ -198,6 +205,7 @@ func NewControllers(c client.Client, reader client.Reader, recorder record.Event
 		Slices:    &epslicemirror.Controller{Client: c},
 		Connects:  &connectcontroller.Controller{Client: c, Cluster: cfg, Networks: networks, Recovery: recovery, Recorder: recorder},
 		EgressIPs: &egressip.Controller{Client: c, Recorder: recorder},
+		Firewalls: &efstatus.Controller{Client: c, Recorder: recorder},
 		Recovery:  recovery,
 	}
 }

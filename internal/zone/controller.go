@@ -111,10 +111,12 @@ type Reconciler struct {
 	// primary user-defined network is rendered only on the nodes where it
 	// is used (activity.go).
 	RenderEverywhere bool
-	Client           client.Client // Kubernetes, cached
-	NB, SB           libovsdb.Client
-	nbWriter         libovsdb.Client
-	Syncer           *ovsdbsync.Syncer
+	// DNSServer resolves EgressFirewall dnsName rules ("": none).
+	DNSServer string
+	Client    client.Client // Kubernetes, cached
+	NB, SB    libovsdb.Client
+	nbWriter  libovsdb.Client
+	Syncer    *ovsdbsync.Syncer
 	// gate orders writes that create or delete datapaths (nil: no
 	// ordering, as in tests without northd).
 	gate     *northdgate.Gate

@@ -29,11 +29,13 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/dnsresolve"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
 	"github.com/ovn-udn/ovn-udn/internal/northdgate"
 	"github.com/ovn-udn/ovn-udn/internal/zone/chassis"
 	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
+	"github.com/ovn-udn/ovn-udn/internal/zone/egressfirewalls"
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressips"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
@@ -54,14 +56,15 @@ func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: 
 // are read (NewSyncer).
 func features(r *Reconciler, h *feature.Host) []feature.Feature {
 	return []feature.Feature{
-		chassis.New(h),    // other zones' chassis in the Southbound (chassis/)
-		networkFeature{r}, // each network's rows where it is used (network.go, controller.go)
-		podsFeature{r},    // Layer3 pod addresses and every pod's ports (pods.go, podports.go)
-		services.New(h),   // Services' load balancers (services/)
-		policies.New(h),   // NetworkPolicies, default denies, peers (policies/)
-		connects.New(h),   // ClusterNetworkConnects (connects/)
-		links.New(h),      // links between a namespace's primary networks (links/)
-		egressips.New(h),  // EgressIPs' reroutes and SNATs (egressips/)
+		chassis.New(h),         // other zones' chassis in the Southbound (chassis/)
+		networkFeature{r},      // each network's rows where it is used (network.go, controller.go)
+		podsFeature{r},         // Layer3 pod addresses and every pod's ports (pods.go, podports.go)
+		services.New(h),        // Services' load balancers (services/)
+		policies.New(h),        // NetworkPolicies, default denies, peers (policies/)
+		connects.New(h),        // ClusterNetworkConnects (connects/)
+		links.New(h),           // links between a namespace's primary networks (links/)
+		egressips.New(h),       // EgressIPs' reroutes and SNATs (egressips/)
+		egressfirewalls.New(h), // EgressFirewalls' port groups and ACLs (egressfirewalls/)
 	}
 }
 
@@ -97,6 +100,9 @@ type Options struct {
 	// InactiveGracePeriod keeps a network on a node this long after its
 	// last pod there is gone (0: it leaves at once).
 	InactiveGracePeriod time.Duration
+	// DNSServer resolves EgressFirewall dnsName rules, host:port ("": the
+	// first nameserver of /etc/resolv.conf).
+	DNSServer string
 }
 
 // Scheme returns the scheme a zone controller needs.
@@ -118,6 +124,14 @@ func (r *Reconciler) init(mgr manager.Manager, opts Options, nb, nbWriter, sb li
 	r.Gateway = opts.Gateway
 	r.DisableNetworkConnect = opts.DisableNetworkConnect
 	r.RenderEverywhere, r.grace.Period = opts.RenderEverywhere, opts.InactiveGracePeriod
+	r.DNSServer = opts.DNSServer
+	if r.DNSServer == "" {
+		if server, err := dnsresolve.ServerFromResolvConf("/etc/resolv.conf"); err == nil {
+			r.DNSServer = server
+		} else {
+			mgr.GetLogger().Info("no DNS server: EgressFirewall dnsName rules are not enforced", "reason", err.Error())
+		}
+	}
 	r.gate = &northdgate.Gate{NB: nbWriter}
 	r.Recorder = mgr.GetEventRecorderFor("ovn-udn-zone-" + opts.Zone)
 	return nil
@@ -140,6 +154,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 		WithOptions(controller.TypedOptions[feature.Key]{MaxConcurrentReconciles: workers})
 	for _, f := range r.features {
 		f.Watch(b)
+		if run, ok := f.(feature.Runner); ok {
+			if err := mgr.Add(manager.RunnableFunc(run.Start)); err != nil {
+				return err
+			}
+		}
 	}
 	allKeys := handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, _ client.Object) []feature.Key {
 		keys, err := r.Keys(ctx)
@@ -172,7 +191,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 func (r *Reconciler) setFeatures() {
 	r.host = &feature.Host{Zone: r.Zone, Cluster: r.Cluster, Client: r.Client, Recorder: r.Recorder, Queue: r.queue,
 		Northbound: r.NB, Southbound: r.SB, Syncer: r.Syncer, Gate: r.gate,
-		DisableNetworkConnect: r.DisableNetworkConnect, RenderEverywhere: r.RenderEverywhere, Networks: networksView{r}}
+		DisableNetworkConnect: r.DisableNetworkConnect, RenderEverywhere: r.RenderEverywhere, Networks: networksView{r},
+		DNSServer: r.DNSServer}
 	r.features = features(r, r.host)
 	for _, f := range r.features {
 		switch f := f.(type) {

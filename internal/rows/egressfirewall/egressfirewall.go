@@ -58,6 +58,13 @@ const (
 	RuleKey = "k8s.ovn.org/rule"
 )
 
+// OwnerPrefix starts the ovsdbsync owner (and reconcile key) of a
+// namespace's EgressFirewall rows.
+const OwnerPrefix = "egressfirewall:"
+
+// Owner is the owner of a namespace's EgressFirewall rows.
+func Owner(namespace string) string { return OwnerPrefix + namespace }
+
 // Action is a rule's verdict.
 type Action string
 
@@ -85,7 +92,11 @@ type Rule struct {
 	Resolved  bool
 	Addresses []netip.Addr
 	Source    string
-	Ports     []Port
+	// Unresolved, when set, is why the destination has no address (a DNS
+	// error, a malformed selector): the rule renders no ACL and its
+	// problem says this.
+	Unresolved string
+	Ports      []Port
 }
 
 // Input is one namespace's EgressFirewall on one network, as one zone
@@ -99,6 +110,9 @@ type Input struct {
 	// Ports are the row IDs of the namespace's pods' ports on the network
 	// in the zone.
 	Ports []string
+	// IDPrefix starts the rows' IDs: distinct per network when one owner
+	// writes a namespace's rows on several.
+	IDPrefix string
 }
 
 // Result is the rows and what was left out.
@@ -128,7 +142,7 @@ func Render(in Input) Result {
 	ports := slices.Clone(in.Ports)
 	sort.Strings(ports)
 	name := PortGroupName(in.Network.Name, in.Namespace)
-	pg := &nbdb.PortGroup{UUID: "pg:ef", Name: name, Ports: ports, ExternalIDs: ids(in)}
+	pg := &nbdb.PortGroup{UUID: in.IDPrefix + "pg:ef", Name: name, Ports: ports, ExternalIDs: ids(in)}
 	res := Result{Rows: []model.Model{pg}}
 	for i, r := range in.Rules {
 		dst, why := destination(r, in.Network)
@@ -144,7 +158,7 @@ func Render(in Input) Result {
 		if r.Action == Deny {
 			action = nbdb.ACLActionDrop
 		}
-		acl := &nbdb.ACL{UUID: fmt.Sprintf("acl:ef:%d", i), Direction: nbdb.ACLDirectionToLport, Tier: Tier,
+		acl := &nbdb.ACL{UUID: fmt.Sprintf("%sacl:ef:%d", in.IDPrefix, i), Direction: nbdb.ACLDirectionToLport, Tier: Tier,
 			Priority: StartPriority - i, Action: action, Match: match, Name: aclName(in.Namespace, i), ExternalIDs: ids(in)}
 		acl.ExternalIDs[RuleKey] = fmt.Sprint(i)
 		res.Rows = append(res.Rows, acl)
@@ -169,6 +183,9 @@ func destination(r Rule, n topology.Network) (string, string) {
 		} else {
 			v6 = append(v6, a.String())
 		}
+	}
+	if r.Unresolved != "" {
+		return "", r.Source + ": " + r.Unresolved
 	}
 	if len(v4)+len(v6) == 0 {
 		return "", r.Source + " has no address"

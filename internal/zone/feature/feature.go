@@ -120,6 +120,12 @@ type RemoteNodeDependent interface {
 	RemoteNodeKeys(ctx context.Context, node string, changed func(network string) bool) []Key
 }
 
+// Runner is a feature with work of its own beside its reconciles (a
+// refresh loop): the zone's manager starts it, and stops it by ending ctx.
+type Runner interface {
+	Start(ctx context.Context) error
+}
+
 // Queue is how a feature asks for keys to be reconciled from outside a
 // watch: now (Add), or through a mapping run on the controller's event
 // goroutine (Later), which lists what it needs from the caches there, not

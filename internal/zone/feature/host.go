@@ -54,6 +54,9 @@ type Host struct {
 	// Networks looks networks and nodes up as the network feature sees
 	// them.
 	Networks Networks
+	// DNSServer is where names in rules are resolved, host:port ("": no
+	// resolution, as in render).
+	DNSServer string
 }
 
 // Networks is the zone's one view of networks and nodes, shared by the

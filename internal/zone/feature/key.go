@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ovn-udn/ovn-udn/internal/rows/egressfirewall"
 	"github.com/ovn-udn/ovn-udn/internal/rows/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
@@ -37,6 +38,9 @@ const (
 	KindLink
 	// KindEgressIP: the EgressIP rows of a network (Network).
 	KindEgressIP
+	// KindEgressFirewall: a namespace's EgressFirewall rows on its
+	// networks (Namespace).
+	KindEgressFirewall
 )
 
 // Key is a reconcile key of the zone controller: what to reconcile, typed.
@@ -61,6 +65,7 @@ const (
 	connectPrefix   = "cnc:"
 	linkPrefix      = primarylinks.OwnerPrefix
 	egressIPPrefix  = egressip.OwnerPrefix
+	firewallPrefix  = egressfirewall.OwnerPrefix
 )
 
 // ChassisKey is the key of the zone's remote chassis.
@@ -105,6 +110,11 @@ func LinkKey(a, b string) Key {
 // EgressIPKey is the key of a network's EgressIP rows.
 func EgressIPKey(network string) Key { return Key{Kind: KindEgressIP, Network: network} }
 
+// EgressFirewallKey is the key of a namespace's EgressFirewall rows.
+func EgressFirewallKey(namespace string) Key {
+	return Key{Kind: KindEgressFirewall, Namespace: namespace}
+}
+
 // String is the key's OVSDB owner.
 func (k Key) String() string {
 	switch k.Kind {
@@ -128,6 +138,8 @@ func (k Key) String() string {
 		return primarylinks.Owner(k.Network, k.Name)
 	case KindEgressIP:
 		return egressip.Owner(k.Network)
+	case KindEgressFirewall:
+		return egressfirewall.Owner(k.Namespace)
 	}
 	return fmt.Sprintf("unknown-kind-%d:%s/%s/%s", k.Kind, k.Network, k.Namespace, k.Name)
 }
@@ -159,6 +171,8 @@ func (k Kind) Prefix() string {
 		return linkPrefix
 	case KindEgressIP:
 		return egressIPPrefix
+	case KindEgressFirewall:
+		return firewallPrefix
 	}
 	return fmt.Sprintf("unknown-kind-%d:", k)
 }
@@ -177,6 +191,9 @@ func ParseKey(owner string) (Key, bool) {
 	case strings.HasPrefix(owner, egressIPPrefix):
 		n := strings.TrimPrefix(owner, egressIPPrefix)
 		return EgressIPKey(n), n != ""
+	case strings.HasPrefix(owner, firewallPrefix):
+		ns := strings.TrimPrefix(owner, firewallPrefix)
+		return EgressFirewallKey(ns), ns != ""
 	case strings.HasPrefix(owner, networkPrefix):
 		return NetworkKey(strings.TrimPrefix(owner, networkPrefix)), true
 	case strings.HasPrefix(owner, podPrefix):
