@@ -74,6 +74,15 @@ func TestRender(t *testing.T) {
 			problems: []string{"rule 1: dnsName nowhere.example has no address"},
 		},
 		{
+			name: "an unresolved destination says why; the stale addresses it still has are not used",
+			in: Input{Namespace: "blue", Network: blue, Ports: []string{"p1"}, Rules: []Rule{
+				{Action: Allow, Resolved: true, Source: "dnsName gone.example", Unresolved: "10.0.0.53:53 answers NXDOMAIN", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.1")}},
+				{Action: Deny, CIDR: netip.MustParsePrefix("192.0.2.0/24")},
+			}},
+			want:     []string{"to-lport 2 9999 drop (ip4.dst == 192.0.2.0/24) && inport == @" + pg},
+			problems: []string{"rule 0: dnsName gone.example: 10.0.0.53:53 answers NXDOMAIN"},
+		},
+		{
 			name: "no pod of the namespace in the zone: nothing",
 			in:   Input{Namespace: "blue", Network: blue, Rules: []Rule{{Action: Deny, CIDR: netip.MustParsePrefix("0.0.0.0/0")}}},
 		},
