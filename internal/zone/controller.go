@@ -48,6 +48,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
+	"github.com/ovn-udn/ovn-udn/internal/zone/egressfirewalls"
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressips"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
@@ -156,6 +157,7 @@ type Reconciler struct {
 	// is used.
 	noEgressIPs bool
 	egressips   *egressips.Feature
+	firewalls   *egressfirewalls.Feature
 	// whole remembers each network's input when it was last planned
 	// whole, so a change of remote nodes alone plans only their rows.
 	whole wholePlans

@@ -2,6 +2,7 @@ package zone
 
 import (
 	"context"
+	"github.com/ovn-udn/ovn-udn/internal/zone/egressfirewalls"
 
 	svcrows "github.com/ovn-udn/ovn-udn/internal/rows/services"
 
@@ -61,4 +62,11 @@ func (r *Reconciler) PolicyKeys(ctx context.Context) []feature.Key {
 func (r *Reconciler) DesiredEgressIPs(ctx context.Context, network string) (egressip.Result, error) {
 	r.featuresOnce.Do(r.setFeatures)
 	return r.egressips.Desired(ctx, network)
+}
+
+// DesiredEgressFirewall returns a namespace's EgressFirewall rows in the
+// zone (egressfirewalls.Feature.Desired).
+func (r *Reconciler) DesiredEgressFirewall(ctx context.Context, namespace string) (egressfirewalls.Outcome, error) {
+	r.featuresOnce.Do(r.setFeatures)
+	return r.firewalls.Desired(ctx, namespace)
 }

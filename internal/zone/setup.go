@@ -206,6 +206,8 @@ func (r *Reconciler) setFeatures() {
 			r.policies = f
 		case *egressips.Feature:
 			r.egressips = f
+		case *egressfirewalls.Feature:
+			r.firewalls = f
 		}
 	}
 	r.byKind = map[feature.Kind]feature.Feature{}

@@ -78,6 +78,7 @@ var kinds = map[schema.GroupVersionKind]kind{
 	v1.GroupVersion.WithKind("ClusterUserDefinedNetwork"):            {func() client.Object { return &v1.ClusterUserDefinedNetwork{} }, false},
 	v1.GroupVersion.WithKind("ClusterNetworkConnect"):                {func() client.Object { return &v1.ClusterNetworkConnect{} }, false},
 	v1.GroupVersion.WithKind("EgressIP"):                             {func() client.Object { return &v1.EgressIP{} }, false},
+	v1.GroupVersion.WithKind("EgressFirewall"):                       {func() client.Object { return &v1.EgressFirewall{} }, true},
 }
 
 // Load reads the objects of manifest files and directories (see

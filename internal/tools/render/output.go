@@ -113,6 +113,10 @@ func writeNBCtl(w io.Writer, res *Result) error {
 			fmt.Fprintf(&b, "## EgressIPs of network %s\n", e.Network)
 			b.WriteString(describeOwned(e.Models, e.Contributions, e.Problems))
 		}
+		for _, e := range z.EgressFirewalls {
+			fmt.Fprintf(&b, "## EgressFirewall of namespace %s\n", e.Namespace)
+			b.WriteString(describeOwned(withPortNames(e.Models), nil, e.Problems))
+		}
 		if len(z.Policies) > 0 {
 			b.WriteString("## network policies\n")
 			b.WriteString(describePolicies(z.Policies))

@@ -105,6 +105,8 @@ type Zone struct {
 	Links []LinkRows `json:"links,omitempty"`
 	// EgressIPs are the networks' EgressIP rows.
 	EgressIPs []EgressIPRows `json:"egressIPs,omitempty"`
+	// EgressFirewalls are the namespaces' EgressFirewall rows.
+	EgressFirewalls []EgressFirewallRows `json:"egressFirewalls,omitempty"`
 	// Pods are the ports each pod writes as its own rows (already shown,
 	// merged, in Networks).
 	Pods []PodRows `json:"-"`
@@ -259,7 +261,12 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		if err != nil {
 			return err
 		}
-		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols, Connects: cns, Links: links, Pods: pods, EgressIPs: eips})
+		efs, err := egressFirewallRows(ctx, e.c, e.zones[name])
+		if err != nil {
+			return err
+		}
+		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols, Connects: cns, Links: links, Pods: pods,
+			EgressIPs: eips, EgressFirewalls: efs})
 	}
 	return nil
 }

@@ -1,0 +1,70 @@
+package render_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ovn-udn/ovn-udn/internal/rows/egressfirewall"
+	"github.com/ovn-udn/ovn-udn/internal/tools/render"
+)
+
+// TestEgressFirewall: a namespace's EgressFirewall renders where its pod
+// runs (node1), not where none does (node2): its port group holds the
+// pod's port, its ACLs keep the rules' order, the deny leaves the
+// network's subnet out, and the dnsName rule, which render does not
+// resolve, is a problem.
+func TestEgressFirewall(t *testing.T) {
+	res := run(t, docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: blue
+  labels: {k8s.ovn.org/primary-user-defined-network: ""}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: net, namespace: blue}
+spec: {topology: Layer3, role: Primary, subnets: [10.128.0.0/16/24]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node1}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node2}
+---
+apiVersion: k8s.ovn.org/v1
+kind: EgressFirewall
+metadata: {name: default, namespace: blue}
+spec:
+  egress:
+  - {type: Allow, to: {cidrSelector: 198.51.100.10/32}, ports: [{protocol: TCP, port: 9000}]}
+  - {type: Allow, to: {dnsName: www.example.com}}
+  - {type: Deny, to: {cidrSelector: 0.0.0.0/0}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: blue}
+spec: {nodeName: node1, containers: [{name: app, image: pause}]}
+`), render.Options{})
+	if res.Invalid() {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	out := output(t, res, "nbctl")
+	pg := egressfirewall.PortGroupName("blue.net", "blue")
+	node1, node2, _ := strings.Cut(out, "# zone node2")
+	for _, want := range []string{
+		"## EgressFirewall of namespace blue\nport-group " + pg + " [blue.net_blue_a]\n",
+		"  acl to-lport 10000 (ip4.dst == 198.51.100.10/32) && inport == @" + pg + " && ((tcp && (tcp.dst == 9000))) allow\n",
+		"  acl to-lport 9998 (ip4.dst == 0.0.0.0/0 && ip4.dst != 10.128.0.0/16) && inport == @" + pg + " drop\n",
+		"(left out: rule 1: dnsName www.example.com: no DNS server is configured (--dns-server))",
+	} {
+		if !strings.Contains(node1, want) {
+			t.Errorf("node1's rendering lacks %q:\n%s", want, node1)
+		}
+	}
+	if strings.Contains(node2, "EgressFirewall") {
+		t.Errorf("node2, with no pod of blue, renders its firewall:\n%s", node2)
+	}
+}
