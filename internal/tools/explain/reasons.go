@@ -7,9 +7,11 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/ovntrace"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
+	"github.com/ovn-udn/ovn-udn/internal/rows/egressfirewall"
 	"github.com/ovn-udn/ovn-udn/internal/rows/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
+	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 )
 
 // Row is the Northbound row a logical flow was made from.
@@ -79,6 +81,11 @@ func (r Row) Describe() string {
 			return fmt.Sprintf("network %s's EgressIP route to the egress node's gateway router", name)
 		}
 		return fmt.Sprintf("network %s's EgressIPs", name)
+	case strings.TrimSuffix(egressfirewall.OwnerPrefix, ":"):
+		if rule, ok := r.ExternalIDs[egressfirewall.RuleKey]; ok {
+			return fmt.Sprintf("EgressFirewall %s/default rule %s (%s, network %s)", name, rule, r.Action, orUnknown(r.ExternalIDs[topology.NetworkKey]))
+		}
+		return fmt.Sprintf("EgressFirewall %s/default", name)
 	case strings.TrimSuffix(primarylinks.OwnerPrefix, ":"):
 		a, b, _ := strings.Cut(name, "|")
 		return fmt.Sprintf("the link between primary networks %s and %s", a, b)
