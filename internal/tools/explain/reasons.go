@@ -83,7 +83,7 @@ func (r Row) Describe() string {
 		return fmt.Sprintf("network %s's EgressIPs", name)
 	case strings.TrimSuffix(egressfirewall.OwnerPrefix, ":"):
 		if rule, ok := r.ExternalIDs[egressfirewall.RuleKey]; ok {
-			return fmt.Sprintf("EgressFirewall %s/default rule %s (%s, network %s)", name, rule, r.Action, orUnknown(r.ExternalIDs[topology.NetworkKey]))
+			return fmt.Sprintf("EgressFirewall %s/default rule %s (network %s)", name, rule, orUnknown(r.ExternalIDs[topology.NetworkKey]))
 		}
 		return fmt.Sprintf("EgressFirewall %s/default", name)
 	case strings.TrimSuffix(primarylinks.OwnerPrefix, ":"):

@@ -36,7 +36,7 @@ func TestRowDescribe(t *testing.T) {
 		{Row{Table: "Logical_Router_Policy", Action: "allow", ExternalIDs: ids("egressip:l3-blue.tenant")}, "network l3-blue.tenant's EgressIP allow policy: traffic within the cluster keeps its path"},
 		{Row{Table: "NAT", ExternalIDs: ids("egressip:default", "k8s.ovn.org/egressip", "prod")}, "EgressIP prod's SNAT to its egress IP (network default)"},
 		{Row{Table: "Logical_Router_Static_Route", ExternalIDs: ids("egressip:default")}, "network default's EgressIP route to the egress node's gateway router"},
-		{Row{Table: "ACL", Action: "drop", ExternalIDs: ids("egressfirewall:shop", "k8s.ovn.org/rule", "3", "k8s.ovn.org/network", "shop.net")}, "EgressFirewall shop/default rule 3 (drop, network shop.net)"},
+		{Row{Table: "ACL", Action: "drop", ExternalIDs: ids("egressfirewall:shop", "k8s.ovn.org/rule", "3", "k8s.ovn.org/network", "shop.net")}, "EgressFirewall shop/default rule 3 (network shop.net)"},
 		{Row{Table: "Port_Group", ExternalIDs: ids("egressfirewall:shop")}, "EgressFirewall shop/default"},
 		{Row{Table: "ACL"}, "a ACL row not written by ovn-udn"},
 		{Row{Table: "ACL", ExternalIDs: ids("other:x")}, "ACL (owner other:x)"},
