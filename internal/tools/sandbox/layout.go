@@ -93,6 +93,11 @@ func (l Layout) UnderlayNetns() string { return l.prefix() + "underlay" }
 // hop, running echo servers.
 func (l Layout) ExternalNetns() string { return l.prefix() + "external" }
 
+// ExternalDNSRecords is the outside world's DNS records file
+// (internal/dnsresolve/dnsserve's format), read on every question: a test
+// rewrites it to move a name.
+func (l Layout) ExternalDNSRecords() string { return filepath.Join(l.Dir, "external", "dns-records") }
+
 // NodeNetns is a node's network namespace.
 func (l Layout) NodeNetns(node string) string { return l.prefix() + node }
 
@@ -115,6 +120,13 @@ const (
 	// ExternalServerIP is an address outside the cluster, behind
 	// ExternalRouterIP, where echo servers listen.
 	ExternalServerIP = "198.51.100.10"
+	// ExternalServerIP2 is a second such address (the same servers
+	// answer there): a destination a rule about ExternalServerIP does not
+	// cover.
+	ExternalServerIP2 = "198.51.100.11"
+	// ExternalDNSName resolves to ExternalServerIP at the outside world's
+	// DNS server (State.ExternalDNS).
+	ExternalDNSName = "server.outside.test"
 	// ExternalPort is where the echo servers listen (TCP and UDP).
 	ExternalPort = 9000
 	// ExternalSinkPort is where the outside world counts the bytes a

@@ -36,8 +36,11 @@ type State struct {
 	Nodes    []NodeState `json:"nodes"`
 	// Routers are the outside routers' addresses on their segments with
 	// the nodes, router k at index k-1.
-	Routers   []string  `json:"routers,omitempty"`
-	Processes []Process `json:"processes"`
+	Routers []string `json:"routers,omitempty"`
+	// ExternalDNS is the outside world's DNS server (host:port), which
+	// the zone controllers resolve EgressFirewall names with.
+	ExternalDNS string    `json:"externalDNS,omitempty"`
+	Processes   []Process `json:"processes"`
 }
 
 // NodeState describes one node.

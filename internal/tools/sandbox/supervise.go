@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ovn-udn/ovn-udn/internal/dnsresolve/dnsserve"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -118,6 +121,9 @@ type supervisor struct {
 	images string
 	// imageRef names ovn-udn's image in deploy mode (Options.Image).
 	imageRef string
+	// dns is the outside world's DNS server's address (host:port on the
+	// loopback), answering from l.ExternalDNSRecords().
+	dns string
 }
 
 // component is a process the supervisor restarts when it exits: an ovn-udn
@@ -195,7 +201,7 @@ func (s *supervisor) start(ctx context.Context) error {
 	); err != nil {
 		return err
 	}
-	if err := s.startExternal(); err != nil {
+	if err := s.startExternal(ctx); err != nil {
 		return err
 	}
 	if err := s.startRouters(); err != nil {
@@ -266,7 +272,7 @@ func (s *supervisor) startControlPlane() {
 // underlay at the nodes' next hop (ExternalRouterIP), holding also
 // ExternalServerIP beyond it, where echo servers answer TCP and UDP on
 // ExternalPort with the client address they saw.
-func (s *supervisor) startExternal() error {
+func (s *supervisor) startExternal(ctx context.Context) error {
 	ext, ul := s.l.ExternalNetns(), s.l.UnderlayNetns()
 	if err := ipCmds(
 		[]string{"netns", "add", ext},
@@ -276,7 +282,11 @@ func (s *supervisor) startExternal() error {
 		[]string{"-n", ext, "link", "set", "eth0", "up"},
 		[]string{"-n", ext, "addr", "add", ExternalRouterIP + "/24", "dev", "eth0"},
 		[]string{"-n", ext, "addr", "add", ExternalServerIP + "/32", "dev", "lo"},
+		[]string{"-n", ext, "addr", "add", ExternalServerIP2 + "/32", "dev", "lo"},
 	); err != nil {
+		return err
+	}
+	if err := s.startExternalDNS(ctx); err != nil {
 		return err
 	}
 	// A veth hands the kernel's packets over with their checksums left to
@@ -290,6 +300,36 @@ func (s *supervisor) startExternal() error {
 		"sandbox", "serve", "--listen", "tcp:0.0.0.0:" + port, "--listen", "udp:0.0.0.0:" + port,
 		"--listen", "sink:0.0.0.0:" + strconv.Itoa(ExternalSinkPort), "--reply", ClientReply}})
 	return nil
+}
+
+// startExternalDNS serves the outside world's names (ExternalDNSName and
+// those a test adds to the records file) from the supervisor itself, on a
+// loopback port the zone controllers are given (--dns-server): the
+// sandbox's zones run on this host, as an operator's resolver would.
+func (s *supervisor) startExternalDNS(ctx context.Context) error {
+	file := s.l.ExternalDNSRecords()
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	records := dnsserve.Format([]dnsserve.Record{{Name: ExternalDNSName, TTL: 5, Addr: netip.MustParseAddr(ExternalServerIP)}})
+	if err := os.WriteFile(file, []byte(records), 0o644); err != nil {
+		return err
+	}
+	bound := make(chan string, 1)
+	failed := make(chan error, 1)
+	go func() {
+		if err := (&dnsserve.Server{Path: file}).ListenAndServe(ctx, "127.0.0.1:0", func(a string) { bound <- a }); err != nil {
+			s.log.Printf("outside DNS server: %v", err)
+			failed <- err
+		}
+	}()
+	select {
+	case s.dns = <-bound:
+		s.state.ExternalDNS = s.dns
+		return nil
+	case err := <-failed:
+		return fmt.Errorf("outside DNS server: %w", err)
+	}
 }
 
 // startNode brings up one node: its Node object, zone, namespace on the
@@ -406,6 +446,9 @@ func (s *supervisor) startNode(ctx context.Context, i int) error {
 	}
 	if s.opts.InactiveGracePeriod > 0 {
 		zone = append(zone, "--inactive-grace-period="+s.opts.InactiveGracePeriod.String())
+	}
+	if s.dns != "" {
+		zone = append(zone, "--dns-server="+s.dns)
 	}
 	s.addComponent(&component{name: "zone-controller/" + name, metrics: s.metricsAddr(), args: zone})
 	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB, UplinkIPs: s.uplinkIPs(i)})
