@@ -72,6 +72,7 @@ type chaosTenant struct {
 	second               string // the second primary network's topology ("" none)
 	pods                 map[string]bool
 	policy, service      bool
+	firewall             bool // holds an EgressFirewall
 	shared               bool // labelled into the shared CUDN's selection
 	foreign              bool // holds another CNI plugin's NAD (macvlan)
 }
@@ -185,6 +186,7 @@ func (r *chaosRun) step() {
 		{"pod-", 3, r.deletePod},
 		{"service", 1, r.toggleService},
 		{"policy", 1, r.togglePolicy},
+		{"firewall", 1, r.toggleFirewall},
 		{"shared", 1, r.toggleShared},
 		{"foreign", 1, r.toggleForeign},
 		{"kill", 2, r.kill},
@@ -349,6 +351,30 @@ func (r *chaosRun) togglePolicy() bool {
 	}
 	tn.policy = !tn.policy
 	r.record("deny-all ingress in %s: %v", tn.ns, tn.policy)
+	return true
+}
+
+// toggleFirewall adds or removes a tenant's EgressFirewall: an allowed
+// CIDR and port, a DNS name, a deny of the rest. Its rows are the
+// tenant's (the leak check finds them by namespace).
+func (r *chaosRun) toggleFirewall() bool {
+	tn := r.pick()
+	if tn == nil {
+		return false
+	}
+	ef := &v1.EgressFirewall{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "default"}, Spec: v1.EgressFirewallSpec{Egress: []v1.EgressFirewallRule{
+		{Type: v1.EgressFirewallRuleAllow, To: v1.EgressFirewallDestination{CIDRSelector: sandbox.ExternalServerIP + "/32"},
+			Ports: []v1.EgressFirewallPort{{Protocol: "TCP", Port: sandbox.ExternalPort}}},
+		{Type: v1.EgressFirewallRuleAllow, To: v1.EgressFirewallDestination{DNSName: sandbox.ExternalDNSName}},
+		{Type: v1.EgressFirewallRuleDeny, To: v1.EgressFirewallDestination{CIDRSelector: "0.0.0.0/0"}},
+	}}}
+	if tn.firewall {
+		r.must(admin.Delete(r.ctx, ef), "delete EgressFirewall in "+tn.ns)
+	} else {
+		r.must(admin.Create(r.ctx, ef), "create EgressFirewall in "+tn.ns)
+	}
+	tn.firewall = !tn.firewall
+	r.record("EgressFirewall in %s: %v", tn.ns, tn.firewall)
 	return true
 }
 
