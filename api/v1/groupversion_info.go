@@ -32,6 +32,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&ClusterNetworkConnect{}, &ClusterNetworkConnectList{},
 		&EgressIP{}, &EgressIPList{},
 		&EgressFirewall{}, &EgressFirewallList{},
+		&EgressQoS{}, &EgressQoSList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

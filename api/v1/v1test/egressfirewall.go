@@ -27,3 +27,20 @@ var EgressFirewallCases = []Case{
 	{"egressfirewall too many rules", EgressFirewall("default", "egress:\n"+strings.Repeat("- {type: Deny, to: {cidrSelector: 10.0.0.0/8}}\n", 8001)), "must have at most 8000 items"},
 	{"egressfirewall port zero", EgressFirewall("default", "egress:\n- {type: Allow, to: {cidrSelector: 10.0.0.0/8}, ports: [{protocol: TCP, port: 0}]}"), "should be greater than or equal to 1"},
 }
+
+// EgressQoS is an EgressQoS manifest named name in namespace default.
+func EgressQoS(name, spec string) string {
+	return fmt.Sprintf("apiVersion: k8s.ovn.org/v1\nkind: EgressQoS\nmetadata: {name: %s, namespace: default}\nspec:\n%s", name, indent(spec))
+}
+
+// EgressQoSCases are EgressQoSes as ovn-kubernetes' users write them, and
+// what validation says of each.
+var EgressQoSCases = []Case{
+	{"egressqos two rules", EgressQoS("default", "egress:\n- {dscp: 46, dstCIDR: 198.51.100.0/24, podSelector: {matchLabels: {app: voice}}}\n- {dscp: 10}"), ""},
+	{"egressqos ipv6", EgressQoS("default", "egress:\n- {dscp: 0, dstCIDR: '2001:db8::/32'}"), ""},
+	{"egressqos named otherwise", EgressQoS("second", "egress:\n- {dscp: 46}"), "an EgressQoS must be named default: one per namespace"},
+	{"egressqos dscp 64", EgressQoS("default", "egress:\n- {dscp: 64}"), "should be less than or equal to 63"},
+	{"egressqos negative dscp", EgressQoS("default", "egress:\n- {dscp: -1}"), "should be greater than or equal to 0"},
+	{"egressqos malformed cidr", EgressQoS("default", "egress:\n- {dscp: 46, dstCIDR: 198.51.100.0/33}"), "dstCIDR must be an IPv4 or IPv6 CIDR"},
+	{"egressqos without dscp", EgressQoS("default", "egress:\n- {dstCIDR: 198.51.100.0/24}"), "dscp: Required value"},
+}
