@@ -30,8 +30,8 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/connectcontroller"
-	"github.com/ovn-udn/ovn-udn/internal/clustermanager/efstatus"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressstatus"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/registry"
@@ -159,6 +159,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := c.Firewalls.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EgressFirewall status: %w", err)
 	}
+	if err := c.QoSes.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up EgressQoS status: %w", err)
+	}
 	if err := kubeobj.AddHealthChecks(mgr); err != nil {
 		return nil, err
 	}
@@ -186,7 +189,9 @@ type Controllers struct {
 	EgressIPs *egressip.Controller
 	// Firewalls merges the zones' EgressFirewall messages into their
 	// status.
-	Firewalls *efstatus.Controller
+	Firewalls *egressstatus.Firewalls
+	// QoSes merges the zones' EgressQoS conditions into their status.
+	QoSes *egressstatus.QoSes
 	// Recovery rebuilds the allocators' state from the API once.
 	Recovery *registry.Recovery
 }
@@ -205,7 +210,8 @@ func NewControllers(c client.Client, reader client.Reader, recorder record.Event
 		Slices:    &epslicemirror.Controller{Client: c},
 		Connects:  &connectcontroller.Controller{Client: c, Cluster: cfg, Networks: networks, Recovery: recovery, Recorder: recorder},
 		EgressIPs: &egressip.Controller{Client: c, Recorder: recorder},
-		Firewalls: &efstatus.Controller{Client: c, Recorder: recorder},
+		Firewalls: &egressstatus.Firewalls{Client: c, Recorder: recorder},
+		QoSes:     &egressstatus.QoSes{Client: c, Recorder: recorder},
 		Recovery:  recovery,
 	}
 }

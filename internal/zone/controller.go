@@ -50,6 +50,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressfirewalls"
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressips"
+	"github.com/ovn-udn/ovn-udn/internal/zone/egressqoses"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
@@ -60,7 +61,7 @@ import (
 // NBTables are the Northbound tables a zone controller writes, referenced
 // tables first.
 var NBTables = []model.Model{
-	&nbdb.BFD{}, &nbdb.AddressSet{}, &nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.ACL{},
+	&nbdb.BFD{}, &nbdb.AddressSet{}, &nbdb.LoadBalancer{}, &nbdb.LoadBalancerGroup{}, &nbdb.GatewayChassis{}, &nbdb.NAT{}, &nbdb.LogicalRouterStaticRoute{}, &nbdb.LogicalRouterPolicy{}, &nbdb.ACL{}, &nbdb.QoS{},
 	&nbdb.LogicalRouterPort{}, &nbdb.LogicalSwitchPort{}, &nbdb.PortGroup{}, &nbdb.LogicalRouter{}, &nbdb.LogicalSwitch{},
 }
 
@@ -69,7 +70,7 @@ var NBTables = []model.Model{
 // (ovsdb.ClientOptions.Views) instead of libovsdb's cache: rows read
 // without a copy, stored once.
 var NBTableNames = []string{
-	nbdb.BFDTable, nbdb.AddressSetTable, nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.ACLTable,
+	nbdb.BFDTable, nbdb.AddressSetTable, nbdb.LoadBalancerTable, nbdb.LoadBalancerGroupTable, nbdb.GatewayChassisTable, nbdb.NATTable, nbdb.LogicalRouterStaticRouteTable, nbdb.LogicalRouterPolicyTable, nbdb.ACLTable, nbdb.QoSTable,
 	nbdb.LogicalRouterPortTable, nbdb.LogicalSwitchPortTable, nbdb.PortGroupTable, nbdb.LogicalRouterTable, nbdb.LogicalSwitchTable,
 }
 
@@ -158,6 +159,7 @@ type Reconciler struct {
 	noEgressIPs bool
 	egressips   *egressips.Feature
 	firewalls   *egressfirewalls.Feature
+	qoses       *egressqoses.Feature
 	// whole remembers each network's input when it was last planned
 	// whole, so a change of remote nodes alone plans only their rows.
 	whole wholePlans

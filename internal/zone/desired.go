@@ -3,6 +3,7 @@ package zone
 import (
 	"context"
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressfirewalls"
+	"github.com/ovn-udn/ovn-udn/internal/zone/egressqoses"
 
 	svcrows "github.com/ovn-udn/ovn-udn/internal/rows/services"
 
@@ -69,4 +70,11 @@ func (r *Reconciler) DesiredEgressIPs(ctx context.Context, network string) (egre
 func (r *Reconciler) DesiredEgressFirewall(ctx context.Context, namespace string) (egressfirewalls.Outcome, error) {
 	r.featuresOnce.Do(r.setFeatures)
 	return r.firewalls.Desired(ctx, namespace)
+}
+
+// DesiredEgressQoS returns a namespace's EgressQoS rows in the zone
+// (egressqoses.Feature.Desired).
+func (r *Reconciler) DesiredEgressQoS(ctx context.Context, namespace string) (egressqoses.Outcome, error) {
+	r.featuresOnce.Do(r.setFeatures)
+	return r.qoses.Desired(ctx, namespace)
 }

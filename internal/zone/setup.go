@@ -37,6 +37,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/zone/connects"
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressfirewalls"
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressips"
+	"github.com/ovn-udn/ovn-udn/internal/zone/egressqoses"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 	"github.com/ovn-udn/ovn-udn/internal/zone/policies"
@@ -65,6 +66,7 @@ func features(r *Reconciler, h *feature.Host) []feature.Feature {
 		links.New(h),           // links between a namespace's primary networks (links/)
 		egressips.New(h),       // EgressIPs' reroutes and SNATs (egressips/)
 		egressfirewalls.New(h), // EgressFirewalls' port groups and ACLs (egressfirewalls/)
+		egressqoses.New(h),     // EgressQoSes' DSCP marks (egressqoses/)
 	}
 }
 
@@ -208,6 +210,8 @@ func (r *Reconciler) setFeatures() {
 			r.egressips = f
 		case *egressfirewalls.Feature:
 			r.firewalls = f
+		case *egressqoses.Feature:
+			r.qoses = f
 		}
 	}
 	r.byKind = map[feature.Kind]feature.Feature{}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/rows/egressfirewall"
 	"github.com/ovn-udn/ovn-udn/internal/rows/egressip"
+	"github.com/ovn-udn/ovn-udn/internal/rows/egressqos"
 	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 )
@@ -41,6 +42,9 @@ const (
 	// KindEgressFirewall: a namespace's EgressFirewall rows on its
 	// networks (Namespace).
 	KindEgressFirewall
+	// KindEgressQoS: a namespace's EgressQoS rows on its networks
+	// (Namespace).
+	KindEgressQoS
 )
 
 // Key is a reconcile key of the zone controller: what to reconcile, typed.
@@ -66,6 +70,7 @@ const (
 	linkPrefix      = primarylinks.OwnerPrefix
 	egressIPPrefix  = egressip.OwnerPrefix
 	firewallPrefix  = egressfirewall.OwnerPrefix
+	qosPrefix       = egressqos.OwnerPrefix
 )
 
 // ChassisKey is the key of the zone's remote chassis.
@@ -115,6 +120,9 @@ func EgressFirewallKey(namespace string) Key {
 	return Key{Kind: KindEgressFirewall, Namespace: namespace}
 }
 
+// EgressQoSKey is the key of a namespace's EgressQoS rows.
+func EgressQoSKey(namespace string) Key { return Key{Kind: KindEgressQoS, Namespace: namespace} }
+
 // String is the key's OVSDB owner.
 func (k Key) String() string {
 	switch k.Kind {
@@ -140,6 +148,8 @@ func (k Key) String() string {
 		return egressip.Owner(k.Network)
 	case KindEgressFirewall:
 		return egressfirewall.Owner(k.Namespace)
+	case KindEgressQoS:
+		return egressqos.Owner(k.Namespace)
 	}
 	return fmt.Sprintf("unknown-kind-%d:%s/%s/%s", k.Kind, k.Network, k.Namespace, k.Name)
 }
@@ -173,6 +183,8 @@ func (k Kind) Prefix() string {
 		return egressIPPrefix
 	case KindEgressFirewall:
 		return firewallPrefix
+	case KindEgressQoS:
+		return qosPrefix
 	}
 	return fmt.Sprintf("unknown-kind-%d:", k)
 }
@@ -194,6 +206,9 @@ func ParseKey(owner string) (Key, bool) {
 	case strings.HasPrefix(owner, firewallPrefix):
 		ns := strings.TrimPrefix(owner, firewallPrefix)
 		return EgressFirewallKey(ns), ns != ""
+	case strings.HasPrefix(owner, qosPrefix):
+		ns := strings.TrimPrefix(owner, qosPrefix)
+		return EgressQoSKey(ns), ns != ""
 	case strings.HasPrefix(owner, networkPrefix):
 		return NetworkKey(strings.TrimPrefix(owner, networkPrefix)), true
 	case strings.HasPrefix(owner, podPrefix):

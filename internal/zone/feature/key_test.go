@@ -28,6 +28,7 @@ func TestKeyOwners(t *testing.T) {
 		{EgressIPKey("l2-blue.tenant"), "egressip:l2-blue.tenant"},
 		{EgressIPKey("default"), "egressip:default"},
 		{EgressFirewallKey("shop"), "egressfirewall:shop"},
+		{EgressQoSKey("shop"), "egressqos:shop"},
 	} {
 		if got := tc.key.String(); got != tc.owner {
 			t.Errorf("%+v.String() = %q, want %q", tc.key, got, tc.owner)
@@ -41,7 +42,7 @@ func TestKeyOwners(t *testing.T) {
 			t.Errorf("ParseKey(%q) (-want +got):\n%s", tc.owner, d)
 		}
 	}
-	for _, bad := range []string{"", "zone/chassis", "pod:noslash", "svc:/x", "npas:nobar", "other:thing", "primary-link:onlyone", "egressip:", "egressfirewall:"} {
+	for _, bad := range []string{"", "zone/chassis", "pod:noslash", "svc:/x", "npas:nobar", "other:thing", "primary-link:onlyone", "egressip:", "egressfirewall:", "egressqos:"} {
 		if k, ok := ParseKey(bad); ok {
 			t.Errorf("ParseKey(%q) = %+v, want not a key", bad, k)
 		}

@@ -1,5 +1,7 @@
-// Package efstatus is cluster-manager's controller of EgressFirewall
-// status: it merges the messages the zones write (each its own, "<zone>:
+// Package egressstatus is cluster-manager's controllers of the status of
+// EgressFirewalls and EgressQoSes, whose zones each write their own word.
+//
+// Firewalls merges the messages the zones write (each its own, "<zone>:
 // EgressFirewall Rules applied" or "... not correctly applied: <why>") into
 // status.status, as ovn-kubernetes does, drops the messages of zones whose
 // node is gone, and checks what needs no zone (a malformed node selector, a
@@ -10,7 +12,7 @@
 // there is nothing to enforce yet), else "EgressFirewall Rules not
 // correctly applied: " and the first problem, by zone name. A change to
 // not applied is also a Warning Event on the object.
-package efstatus
+package egressstatus
 
 import (
 	"context"
@@ -40,8 +42,8 @@ import (
 // status turns to not applied.
 const EventNotApplied = "EgressFirewallNotApplied"
 
-// Controller writes EgressFirewalls' status.status.
-type Controller struct {
+// Firewalls writes EgressFirewalls' status.status.
+type Firewalls struct {
 	Client   client.Client
 	Recorder record.EventRecorder
 }
@@ -49,7 +51,7 @@ type Controller struct {
 // SetupWithManager registers the controller: EgressFirewalls (their spec
 // and the zones' messages), and nodes that come and go (a gone zone's
 // message is dropped). Without the CRD it registers nothing.
-func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+func (c *Firewalls) SetupWithManager(mgr ctrl.Manager) error {
 	if !kubeobj.Installed(mgr.GetRESTMapper(), v1.GroupVersion.WithKind("EgressFirewall")) {
 		mgr.GetLogger().Info("the EgressFirewall CRD is not installed: no EgressFirewall status is written", "crd", "egressfirewalls.k8s.ovn.org")
 		return nil
@@ -69,7 +71,7 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(c)
 }
 
-func (c *Controller) addAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (c *Firewalls) addAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	var list v1.EgressFirewallList
 	if err := c.Client.List(ctx, &list); err != nil {
 		return
@@ -80,7 +82,7 @@ func (c *Controller) addAll(ctx context.Context, q workqueue.TypedRateLimitingIn
 }
 
 // Reconcile writes one object's status.
-func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (c *Firewalls) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var ef v1.EgressFirewall
 	if err := c.Client.Get(ctx, req.NamespacedName, &ef); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

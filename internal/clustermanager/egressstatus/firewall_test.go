@@ -1,4 +1,4 @@
-package efstatus
+package egressstatus
 
 import (
 	"testing"
