@@ -96,8 +96,11 @@ func describeOwned(models []model.Model, contributions []Contribution, problems 
 	routes := map[string]*nbdb.LogicalRouterStaticRoute{}
 	ports := map[string]*nbdb.LogicalRouterPort{}
 	nats := map[string]*nbdb.NAT{}
+	qoses := map[string]*nbdb.QoS{}
 	for _, m := range models {
 		switch x := m.(type) {
+		case *nbdb.QoS:
+			qoses[x.UUID] = x
 		case *nbdb.NAT:
 			nats[x.UUID] = x
 		case *nbdb.ACL:
@@ -138,6 +141,10 @@ func describeOwned(models []model.Model, contributions []Contribution, problems 
 					policy = "src-ip "
 				}
 				fmt.Fprintf(&b, "  route %s%s via %s%s\n", policy, r.IPPrefix, r.Nexthop, out)
+				continue
+			}
+			if q, ok := qoses[id]; ok {
+				fmt.Fprintf(&b, "  qos %s %d %s dscp=%d\n", q.Direction, q.Priority, q.Match, q.Action[nbdb.QoSActionDSCP])
 				continue
 			}
 			if n, ok := nats[id]; ok {

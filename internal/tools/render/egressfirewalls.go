@@ -67,3 +67,36 @@ func withPortNames(models []model.Model) []model.Model {
 	}
 	return out
 }
+
+// EgressQoSRows are one namespace's EgressQoS rows in one zone (owner
+// "egressqos:<namespace>"): a QoS row per rule on each of its networks'
+// switches there (docs/egressqos.md).
+type EgressQoSRows struct {
+	Namespace     string         `json:"namespace"`
+	Rows          []Row          `json:"rows,omitempty"`
+	Contributions []Contribution `json:"contributions,omitempty"`
+	Problems      []string       `json:"problems,omitempty"`
+	Models        []model.Model  `json:"-"`
+}
+
+// egressQoSRows renders every EgressQoS of the input in a zone, as the
+// zone controller would; those with nothing there are left out.
+func egressQoSRows(ctx context.Context, c client.Reader, r *zone.Reconciler) ([]EgressQoSRows, error) {
+	var list v1.EgressQoSList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, err
+	}
+	var out []EgressQoSRows
+	for _, q := range list.Items {
+		res, err := r.DesiredEgressQoS(ctx, q.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("zone %s, EgressQoS of namespace %s: %w", r.Zone, q.Namespace, err)
+		}
+		if len(res.Rows) == 0 {
+			continue
+		}
+		out = append(out, EgressQoSRows{Namespace: q.Namespace, Rows: toRows(res.Rows), Problems: res.Problems, Models: res.Rows,
+			Contributions: contributionsOf(res.Contributions)})
+	}
+	return out, nil
+}

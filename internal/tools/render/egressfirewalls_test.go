@@ -68,3 +68,53 @@ spec: {nodeName: node1, containers: [{name: app, image: pause}]}
 		t.Errorf("node2, with no pod of blue, renders its firewall:\n%s", node2)
 	}
 }
+
+// TestEgressQoS: a namespace's EgressQoS renders on node1, where its pods
+// run: a QoS row per rule on the network's switch there, the voice pod's
+// address in the first rule only.
+func TestEgressQoS(t *testing.T) {
+	res := run(t, docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: blue
+  labels: {k8s.ovn.org/primary-user-defined-network: ""}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: net, namespace: blue}
+spec: {topology: Layer3, role: Primary, subnets: [10.128.0.0/16/24]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node1}
+---
+apiVersion: k8s.ovn.org/v1
+kind: EgressQoS
+metadata: {name: default, namespace: blue}
+spec:
+  egress:
+  - {dscp: 46, dstCIDR: 198.51.100.0/24, podSelector: {matchLabels: {app: voice}}}
+  - {dscp: 10}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: blue, labels: {app: voice}}
+spec: {nodeName: node1, containers: [{name: app, image: pause}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: b, namespace: blue}
+spec: {nodeName: node1, containers: [{name: app, image: pause}]}
+`), render.Options{})
+	if res.Invalid() {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	out := output(t, res, "nbctl")
+	want := "## EgressQoS of namespace blue\nadds to Logical_Switch blue.net_node1 qos_rules:\n" +
+		"  qos to-lport 1000 ip4.src == {10.128.0.3} && ip4.dst == 198.51.100.0/24 dscp=46\n" +
+		"  qos to-lport 999 ip4.src == {10.128.0.3, 10.128.0.4} dscp=10\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("the rendering lacks %q:\n%s", want, out)
+	}
+}

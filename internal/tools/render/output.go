@@ -117,6 +117,10 @@ func writeNBCtl(w io.Writer, res *Result) error {
 			fmt.Fprintf(&b, "## EgressFirewall of namespace %s\n", e.Namespace)
 			b.WriteString(describeOwned(withPortNames(e.Models), nil, e.Problems))
 		}
+		for _, e := range z.EgressQoSes {
+			fmt.Fprintf(&b, "## EgressQoS of namespace %s\n", e.Namespace)
+			b.WriteString(describeOwned(e.Models, e.Contributions, e.Problems))
+		}
 		if len(z.Policies) > 0 {
 			b.WriteString("## network policies\n")
 			b.WriteString(describePolicies(z.Policies))

@@ -107,6 +107,8 @@ type Zone struct {
 	EgressIPs []EgressIPRows `json:"egressIPs,omitempty"`
 	// EgressFirewalls are the namespaces' EgressFirewall rows.
 	EgressFirewalls []EgressFirewallRows `json:"egressFirewalls,omitempty"`
+	// EgressQoSes are the namespaces' EgressQoS rows.
+	EgressQoSes []EgressQoSRows `json:"egressQoSes,omitempty"`
 	// Pods are the ports each pod writes as its own rows (already shown,
 	// merged, in Networks).
 	Pods []PodRows `json:"-"`
@@ -265,8 +267,12 @@ func (e *engine) collect(ctx context.Context, res *Result, zones []string) error
 		if err != nil {
 			return err
 		}
+		qoses, err := egressQoSRows(ctx, e.c, e.zones[name])
+		if err != nil {
+			return err
+		}
 		res.Zones = append(res.Zones, Zone{Name: name, Networks: rows, Services: svcs, Policies: pols, Connects: cns, Links: links, Pods: pods,
-			EgressIPs: eips, EgressFirewalls: efs})
+			EgressIPs: eips, EgressFirewalls: efs, EgressQoSes: qoses})
 	}
 	return nil
 }

@@ -132,7 +132,7 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 	// the field-managed one spends most of a small render computing.
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(testing.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())).
 		WithObjects(objs...).
-		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{}, &v1.ClusterNetworkConnect{}, &v1.EgressIP{}, &v1.EgressFirewall{})
+		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{}, &v1.ClusterNetworkConnect{}, &v1.EgressIP{}, &v1.EgressFirewall{}, &v1.EgressQoS{})
 	for _, i := range indexes() {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
 	}
