@@ -230,12 +230,21 @@ func sandboxProbeCommand() *cobra.Command {
 	var timeout time.Duration
 	var localPort, count int
 	var source string
+	var dscp bool
 	cmd := &cobra.Command{
 		Use:    "probe HOST:PORT",
 		Short:  "Connect over TCP and print the server's answer (run in a pod by the demo)",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if dscp {
+				d, err := demo.ProbeDSCP(args[0], timeout)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "dscp", d)
+				return nil
+			}
 			if count <= 1 {
 				answer, err := demo.ProbeFrom(args[0], source, localPort, timeout)
 				if err != nil {
@@ -268,6 +277,7 @@ func sandboxProbeCommand() *cobra.Command {
 	cmd.Flags().IntVar(&localPort, "local-port", 0, "connect from this source port (0: any)")
 	cmd.Flags().StringVar(&source, "source", "", "connect from this address (empty: any)")
 	cmd.Flags().IntVar(&count, "count", 1, "open this many connections at once (one attempt each), printing each answer or \"error: ...\" on a line")
+	cmd.Flags().BoolVar(&dscp, "dscp", false, "send one UDP datagram to a DSCP server (sandbox serve --listen dscp:...) and print the DSCP it saw")
 	return cmd
 }
 

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -73,6 +74,7 @@ type chaosTenant struct {
 	pods                 map[string]bool
 	policy, service      bool
 	firewall             bool // holds an EgressFirewall
+	qos                  bool // holds an EgressQoS
 	shared               bool // labelled into the shared CUDN's selection
 	foreign              bool // holds another CNI plugin's NAD (macvlan)
 }
@@ -187,6 +189,7 @@ func (r *chaosRun) step() {
 		{"service", 1, r.toggleService},
 		{"policy", 1, r.togglePolicy},
 		{"firewall", 1, r.toggleFirewall},
+		{"qos", 1, r.toggleQoS},
 		{"shared", 1, r.toggleShared},
 		{"foreign", 1, r.toggleForeign},
 		{"kill", 2, r.kill},
@@ -375,6 +378,26 @@ func (r *chaosRun) toggleFirewall() bool {
 	}
 	tn.firewall = !tn.firewall
 	r.record("EgressFirewall in %s: %v", tn.ns, tn.firewall)
+	return true
+}
+
+// toggleQoS adds or removes a tenant's EgressQoS (a mark to the outside
+// server, another for the rest). Its rows are the tenant's, on its
+// networks' switches (the leak check finds them by namespace).
+func (r *chaosRun) toggleQoS() bool {
+	tn := r.pick()
+	if tn == nil {
+		return false
+	}
+	q := &v1.EgressQoS{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "default"}, Spec: v1.EgressQoSSpec{Egress: []v1.EgressQoSRule{
+		{DSCP: 46, DstCIDR: ptr.To(sandbox.ExternalServerIP + "/32")}, {DSCP: 10}}}}
+	if tn.qos {
+		r.must(admin.Delete(r.ctx, q), "delete EgressQoS in "+tn.ns)
+	} else {
+		r.must(admin.Create(r.ctx, q), "create EgressQoS in "+tn.ns)
+	}
+	tn.qos = !tn.qos
+	r.record("EgressQoS in %s: %v", tn.ns, tn.qos)
 	return true
 }
 

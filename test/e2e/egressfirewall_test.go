@@ -125,3 +125,41 @@ func nbFind(db, table, cond string) (string, error) {
 	}
 	return strings.TrimSpace(string(out)), nil
 }
+
+// TestEgressQoS: the demo's EgressQoSes, seen from the outside: the DSCP
+// of each tenant's datagrams is its rule's, none on the same-subnet
+// neighbours, the status says applied, and once deleted nothing is marked;
+// no zone holds a QoS row of theirs after.
+func TestEgressQoS(t *testing.T) {
+	ctx := context.Background()
+	if err := demo.WaitPodsReady(ctx, dir, admin, demo.EgressFirewallPods, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	checks, err := demo.EgressQoSChecks(ctx, dir, binary, admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range checks {
+		if !c.Pass() {
+			t.Errorf("%s, %s to %s: got %q (%v), want %q", c.Name, c.From, c.Target, c.Got, c.Err, c.Want)
+		} else {
+			t.Logf("%s, %s to %s: %s", c.Name, c.From, c.Target, c.Got)
+		}
+	}
+	eventually(t, func() error {
+		st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
+		if err != nil {
+			return err
+		}
+		for _, n := range st.Nodes {
+			out, err := nbFind(n.NB, "QoS", "external_ids:k8s.ovn.org/owner!=\"\"")
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				return fmt.Errorf("zone %s still holds QoS rows: %s", n.Name, out)
+			}
+		}
+		return nil
+	})
+}

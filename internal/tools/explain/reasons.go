@@ -9,6 +9,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/rows/egressfirewall"
 	"github.com/ovn-udn/ovn-udn/internal/rows/egressip"
+	"github.com/ovn-udn/ovn-udn/internal/rows/egressqos"
 	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
@@ -86,6 +87,8 @@ func (r Row) Describe() string {
 			return fmt.Sprintf("EgressFirewall %s/default rule %s (network %s)", name, rule, orUnknown(r.ExternalIDs[topology.NetworkKey]))
 		}
 		return fmt.Sprintf("EgressFirewall %s/default", name)
+	case strings.TrimSuffix(egressqos.OwnerPrefix, ":"):
+		return fmt.Sprintf("EgressQoS %s/default rule %s (network %s)", name, orUnknown(r.ExternalIDs[egressqos.RuleKey]), orUnknown(r.ExternalIDs[topology.NetworkKey]))
 	case strings.TrimSuffix(primarylinks.OwnerPrefix, ":"):
 		a, b, _ := strings.Cut(name, "|")
 		return fmt.Sprintf("the link between primary networks %s and %s", a, b)

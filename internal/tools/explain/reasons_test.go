@@ -38,6 +38,7 @@ func TestRowDescribe(t *testing.T) {
 		{Row{Table: "Logical_Router_Static_Route", ExternalIDs: ids("egressip:default")}, "network default's EgressIP route to the egress node's gateway router"},
 		{Row{Table: "ACL", Action: "drop", ExternalIDs: ids("egressfirewall:shop", "k8s.ovn.org/rule", "3", "k8s.ovn.org/network", "shop.net")}, "EgressFirewall shop/default rule 3 (network shop.net)"},
 		{Row{Table: "Port_Group", ExternalIDs: ids("egressfirewall:shop")}, "EgressFirewall shop/default"},
+		{Row{Table: "QoS", ExternalIDs: ids("egressqos:shop", "k8s.ovn.org/rule", "0", "k8s.ovn.org/network", "shop.net")}, "EgressQoS shop/default rule 0 (network shop.net)"},
 		{Row{Table: "ACL"}, "a ACL row not written by ovn-udn"},
 		{Row{Table: "ACL", ExternalIDs: ids("other:x")}, "ACL (owner other:x)"},
 	}

@@ -132,6 +132,9 @@ const (
 	// ExternalSinkPort is where the outside world counts the bytes a
 	// connection sends (ServeSink, for throughput).
 	ExternalSinkPort = 9001
+	// ExternalDSCPPort is where the outside world answers a UDP datagram
+	// with the DSCP it arrived with (demo.ServeDSCP, for EgressQoS).
+	ExternalDSCPPort = 9002
 	// ClientReply, as a server's reply, answers with the client address
 	// the server saw.
 	ClientReply = "{client}"

@@ -298,7 +298,8 @@ func (s *supervisor) startExternal(ctx context.Context) error {
 	port := strconv.Itoa(ExternalPort)
 	s.addComponent(&component{name: "external-echo", path: deps.OVNProgram("ip"), args: []string{"netns", "exec", ext, s.opts.Binary,
 		"sandbox", "serve", "--listen", "tcp:0.0.0.0:" + port, "--listen", "udp:0.0.0.0:" + port,
-		"--listen", "sink:0.0.0.0:" + strconv.Itoa(ExternalSinkPort), "--reply", ClientReply}})
+		"--listen", "sink:0.0.0.0:" + strconv.Itoa(ExternalSinkPort), "--listen", "dscp:0.0.0.0:" + strconv.Itoa(ExternalDSCPPort),
+		"--reply", ClientReply}})
 	return nil
 }
 

@@ -43,7 +43,8 @@ var ReachListens = []string{"tcp:[::]:80", "tcp:[::]:81", "udp:[::]:80", "udp:[:
 // ServeAll runs, until ctx ends, a server on each of listens: "tcp:ADDR"
 // answers every connection with reply and a newline, "udp:ADDR" answers
 // every datagram with reply, "sink:ADDR" counts what each connection sends
-// (ServeSink); a bare "ADDR" is TCP (Serve's form). It runs
+// (ServeSink), "dscp:ADDR" answers every datagram with the DSCP it came
+// with (ServeDSCP); a bare "ADDR" is TCP (Serve's form). It runs
 // inside a pod's network namespace, so an answer names the pod reached.
 func ServeAll(ctx context.Context, listens []string, reply string) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -51,7 +52,7 @@ func ServeAll(ctx context.Context, listens []string, reply string) error {
 	errs := make(chan error, len(listens))
 	for _, l := range listens {
 		proto, addr := "tcp", l
-		if p, a, ok := strings.Cut(l, ":"); ok && (p == "tcp" || p == "udp" || p == "sink") {
+		if p, a, ok := strings.Cut(l, ":"); ok && (p == "tcp" || p == "udp" || p == "sink" || p == "dscp") {
 			proto, addr = p, a
 		}
 		go func() {
@@ -64,6 +65,8 @@ func ServeAll(ctx context.Context, listens []string, reply string) error {
 				err = serveUDP(ctx, addr, func(_ string, from net.Addr) string { return answer(reply, from) })
 			case "sink":
 				err = ServeSink(ctx, addr)
+			case "dscp":
+				err = ServeDSCP(ctx, addr)
 			default:
 				err = Serve(ctx, addr, reply)
 			}
