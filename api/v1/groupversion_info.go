@@ -33,6 +33,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&EgressIP{}, &EgressIPList{},
 		&EgressFirewall{}, &EgressFirewallList{},
 		&EgressQoS{}, &EgressQoSList{},
+		&EgressService{}, &EgressServiceList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

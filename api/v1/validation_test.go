@@ -92,6 +92,7 @@ func TestValidation(t *testing.T) {
 	run(v1test.EgressIPCases, false)
 	run(v1test.EgressFirewallCases, false)
 	run(v1test.EgressQoSCases, false)
+	run(v1test.EgressServiceCases, false)
 	run(v1test.SoleErrorCases, true)
 }
 

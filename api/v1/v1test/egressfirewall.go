@@ -44,3 +44,17 @@ var EgressQoSCases = []Case{
 	{"egressqos malformed cidr", EgressQoS("default", "egress:\n- {dscp: 46, dstCIDR: 198.51.100.0/33}"), "dstCIDR must be an IPv4 or IPv6 CIDR"},
 	{"egressqos without dscp", EgressQoS("default", "egress:\n- {dstCIDR: 198.51.100.0/24}"), "dscp: Required value"},
 }
+
+// EgressService is an EgressService manifest named name in namespace
+// default.
+func EgressService(name, spec string) string {
+	return fmt.Sprintf("apiVersion: k8s.ovn.org/v1\nkind: EgressService\nmetadata: {name: %s, namespace: default}\nspec:\n%s", name, indent(spec))
+}
+
+// EgressServiceCases are EgressServices as ovn-kubernetes' users write
+// them, and what validation says of each.
+var EgressServiceCases = []Case{
+	{"egressservice load balancer ip", EgressService("web", "sourceIPBy: LoadBalancerIP\nnodeSelector: {matchLabels: {egress: ok}}"), ""},
+	{"egressservice network", EgressService("web2", "sourceIPBy: Network\nnetwork: '100'"), ""},
+	{"egressservice unknown mode", EgressService("web3", "sourceIPBy: NodeIP"), "Unsupported value: \"NodeIP\""},
+}
