@@ -31,6 +31,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/connectcontroller"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressservice"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressstatus"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/epslicemirror"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
@@ -162,6 +163,9 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if err := c.QoSes.SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up EgressQoS status: %w", err)
 	}
+	if err := c.EgressServices.SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up EgressService hosts: %w", err)
+	}
 	if err := kubeobj.AddHealthChecks(mgr); err != nil {
 		return nil, err
 	}
@@ -192,6 +196,8 @@ type Controllers struct {
 	Firewalls *egressstatus.Firewalls
 	// QoSes merges the zones' EgressQoS conditions into their status.
 	QoSes *egressstatus.QoSes
+	// EgressServices elects EgressServices' hosts.
+	EgressServices *egressservice.Controller
 	// Recovery rebuilds the allocators' state from the API once.
 	Recovery *registry.Recovery
 }
@@ -206,13 +212,14 @@ func NewControllers(c client.Client, reader client.Reader, recorder record.Event
 		NADs:     &netalloc.NADController{Client: c, Networks: networks, Recovery: recovery, Recorder: recorder},
 		Nodes: &netalloc.NodeController{Client: c, Reader: reader, Config: cfg, Nodes: netalloc.NewNodes(cfg.MaxNodeID()),
 			Recorder: recorder, Reporter: &netalloc.SubnetReporter{Client: c, Recorder: recorder}},
-		Pods:      &podalloc.Controller{Client: c, Reader: reader, Cluster: cfg, Recorder: recorder},
-		Slices:    &epslicemirror.Controller{Client: c},
-		Connects:  &connectcontroller.Controller{Client: c, Cluster: cfg, Networks: networks, Recovery: recovery, Recorder: recorder},
-		EgressIPs: &egressip.Controller{Client: c, Recorder: recorder},
-		Firewalls: &egressstatus.Firewalls{Client: c, Recorder: recorder},
-		QoSes:     &egressstatus.QoSes{Client: c, Recorder: recorder},
-		Recovery:  recovery,
+		Pods:           &podalloc.Controller{Client: c, Reader: reader, Cluster: cfg, Recorder: recorder},
+		Slices:         &epslicemirror.Controller{Client: c},
+		Connects:       &connectcontroller.Controller{Client: c, Cluster: cfg, Networks: networks, Recovery: recovery, Recorder: recorder},
+		EgressIPs:      &egressip.Controller{Client: c, Recorder: recorder},
+		Firewalls:      &egressstatus.Firewalls{Client: c, Recorder: recorder},
+		QoSes:          &egressstatus.QoSes{Client: c, Recorder: recorder},
+		EgressServices: &egressservice.Controller{Client: c, Recorder: recorder},
+		Recovery:       recovery,
 	}
 }
 
