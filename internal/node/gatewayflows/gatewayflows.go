@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -60,6 +61,8 @@ type GatewayReconciler struct {
 	reported map[string]string
 	// egressIPsOn: the EgressIP CRD is installed (SetupWithManager).
 	egressIPsOn bool
+	// egressServicesOn: the EgressService CRD is installed.
+	egressServicesOn bool
 	// announced counts the announcements sent for each egress IP since
 	// the node took it (garp.go).
 	announced map[netip.Addr]int
@@ -120,6 +123,11 @@ func (r *GatewayReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if kubeobj.Installed(mgr.GetRESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
 		r.egressIPsOn = true
 		b = b.Watches(&v1.EgressIP{}, one)
+	}
+	// The load-balancer IPs of the EgressServices the node hosts.
+	if kubeobj.Installed(mgr.GetRESTMapper(), v1.GroupVersion.WithKind("EgressService")) {
+		r.egressServicesOn = true
+		b = b.Watches(&v1.EgressService{}, one)
 	}
 	return b.Complete(r)
 }
@@ -334,33 +342,57 @@ func (r *GatewayReconciler) input(ctx context.Context) (gateway.Input, map[strin
 	return in, svcs, missing, nil
 }
 
-// egressIPs are the egress IPs the EgressIPs' status gives this node within
-// the uplink's subnets, sorted.
+// egressIPs are the addresses this node holds for others within the
+// uplink's subnets, sorted: the egress IPs the EgressIPs' status gives it,
+// and the load-balancer IPs of the EgressServices it hosts. It answers
+// ARP/ND for them and announces them when it takes them.
 func (r *GatewayReconciler) egressIPs(ctx context.Context, subnets []netip.Prefix) ([]netip.Addr, error) {
-	if !r.egressIPsOn {
-		return nil, nil
-	}
-	var list v1.EgressIPList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil, err
-	}
 	var out []netip.Addr
-	for _, e := range list.Items {
-		for _, it := range e.Status.Items {
-			ip, err := netip.ParseAddr(it.EgressIP)
-			if err != nil || it.Node != r.Opts.Node {
-				continue
+	add := func(s string) {
+		ip, err := netip.ParseAddr(s)
+		if err != nil {
+			return
+		}
+		for _, p := range subnets {
+			if p.Masked().Contains(ip.Unmap()) {
+				out = append(out, ip.Unmap())
+				return
 			}
-			for _, s := range subnets {
-				if s.Masked().Contains(ip.Unmap()) {
-					out = append(out, ip.Unmap())
-					break
+		}
+	}
+	if r.egressIPsOn {
+		var list v1.EgressIPList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil, err
+		}
+		for _, e := range list.Items {
+			for _, it := range e.Status.Items {
+				if it.Node == r.Opts.Node {
+					add(it.EgressIP)
 				}
 			}
 		}
 	}
+	if r.egressServicesOn {
+		var list v1.EgressServiceList
+		if err := r.Client.List(ctx, &list); err != nil {
+			return nil, err
+		}
+		for _, es := range list.Items {
+			if es.Status.Host != r.Opts.Node {
+				continue
+			}
+			var svc corev1.Service
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: es.Namespace, Name: es.Name}, &svc); err != nil {
+				continue // gone: nothing to answer for
+			}
+			for _, in := range svc.Status.LoadBalancer.Ingress {
+				add(in.IP)
+			}
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
-	return out, nil
+	return slices.Compact(out), nil
 }
 
 // networks returns the networks with a gateway router on the node: the

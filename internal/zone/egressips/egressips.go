@@ -42,8 +42,9 @@ import (
 // Feature renders the EgressIPs in the zone.
 type Feature struct {
 	host *feature.Host
-	// off: the EgressIP CRD is not installed (set by Watch).
-	off bool
+	// off: neither the EgressIP nor the EgressService CRD is installed;
+	// noEIPs, noServices: one of them is not (set by Watch).
+	off, noEIPs, noServices bool
 }
 
 // New returns the feature on the zone's host (nil: only its declarations
@@ -107,8 +108,18 @@ func (f *Feature) Desired(ctx context.Context, network string) (egressip.Result,
 		return egressip.Result{}, err
 	}
 	objects, err := f.objects(ctx, network)
-	if err != nil || len(objects) == 0 {
+	if err != nil {
 		return egressip.Result{}, err
+	}
+	services, err := f.serviceObjects(ctx, network)
+	if err != nil {
+		return egressip.Result{}, err
+	}
+	// An EgressService's pods take its path before any EgressIP's (the
+	// builder gives a pod to the first object that selects it).
+	objects = append(services, objects...)
+	if len(objects) == 0 {
+		return egressip.Result{}, nil
 	}
 	nodes, _, err := nets.Nodes(ctx)
 	if err != nil {
@@ -139,6 +150,9 @@ func (f *Feature) Desired(ctx context.Context, network string) (egressip.Result,
 // namespaces are read once, and each object's selectors matched against
 // them in memory: only a namespace an object selects has its pods listed.
 func (f *Feature) objects(ctx context.Context, network string) ([]egressip.Object, error) {
+	if f.noEIPs {
+		return nil, nil
+	}
 	var list v1.EgressIPList
 	// Read only, never kept: the cache's objects themselves.
 	if err := f.host.Client.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
@@ -332,8 +346,9 @@ func (f *Feature) Keys(ctx context.Context) ([]feature.Key, error) {
 // addresses, node), those of the namespace's primary networks.
 // Nothing when the CRD is absent (checked once, at start).
 func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
-	if !kubeobj.Installed(f.host.Client.RESTMapper(), v1.GroupVersion.WithKind("EgressIP")) {
-		f.off = true
+	f.noEIPs = !kubeobj.Installed(f.host.Client.RESTMapper(), v1.GroupVersion.WithKind("EgressIP"))
+	f.noServices = !kubeobj.Installed(f.host.Client.RESTMapper(), v1.GroupVersion.WithKind("EgressService"))
+	if f.off = f.noEIPs && f.noServices; f.off {
 		return
 	}
 	networkKeys := func(ctx context.Context, namespace string) []feature.Key {
@@ -353,9 +368,14 @@ func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 		}
 		return networkKeys(ctx, namespace)
 	}
-	b.Watches(&v1.EgressIP{}, feature.KeysBeforeAfter(func(ctx context.Context, before, after *v1.EgressIP) []feature.Key {
-		return f.selectedKeys(ctx, networkKeys, before, after)
-	}))
+	if !f.noEIPs {
+		b.Watches(&v1.EgressIP{}, feature.KeysBeforeAfter(func(ctx context.Context, before, after *v1.EgressIP) []feature.Key {
+			return f.selectedKeys(ctx, networkKeys, before, after)
+		}))
+	}
+	if !f.noServices {
+		f.watchServices(b, networkKeys)
+	}
 	b.Watches(&corev1.Namespace{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
 		return namespaceKeys(ctx, o.GetName())
 	}), builder.WithPredicates(predicate.LabelChangedPredicate{}))
@@ -385,11 +405,22 @@ func (f *Feature) selectedKeys(ctx context.Context, networkKeys func(context.Con
 	return out
 }
 
-// any reports whether there is an EgressIP at all (pods and namespaces
-// then matter).
+// any reports whether there is an EgressIP or an EgressService at all
+// (pods and namespaces then matter).
 func (f *Feature) any(ctx context.Context) bool {
-	var list v1.EgressIPList
-	return f.host.Client.List(ctx, &list, client.Limit(1)) == nil && len(list.Items) > 0
+	if !f.noEIPs {
+		var list v1.EgressIPList
+		if f.host.Client.List(ctx, &list, client.Limit(1)) == nil && len(list.Items) > 0 {
+			return true
+		}
+	}
+	if !f.noServices {
+		var list v1.EgressServiceList
+		if f.host.Client.List(ctx, &list, client.Limit(1)) == nil && len(list.Items) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // NetworkChanged implements feature.NetworkDependent: the network's
