@@ -46,9 +46,15 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		return nil
 	}
 	one := handler.TypedFuncs[client.Object, key]{
-		CreateFunc: func(_ context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[key]) { q.Add(key{}) },
-		UpdateFunc: func(_ context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[key]) { q.Add(key{}) },
-		DeleteFunc: func(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[key]) { q.Add(key{}) },
+		CreateFunc: func(_ context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[key]) {
+			q.Add(key{})
+		},
+		UpdateFunc: func(_ context.Context, _ event.UpdateEvent, q workqueue.TypedRateLimitingInterface[key]) {
+			q.Add(key{})
+		},
+		DeleteFunc: func(_ context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[key]) {
+			q.Add(key{})
+		},
 	}
 	return builder.TypedControllerManagedBy[key](mgr).
 		Named("egressservice").
