@@ -7,8 +7,14 @@
 // selects any of its pods, and on where each egress IP is assigned
 // (cluster-manager's status).
 //
-// The feature is off when the EgressIP CRD is not installed: it neither
-// watches nor renders, and rows left from before go.
+// EgressServices take the same path (services.go): an EgressService with
+// an elected host is an object whose one address is its Service's
+// load-balancer IP, held by the host, selecting the Service's endpoints;
+// it comes before the EgressIPs, so that its pods are its own.
+//
+// The feature is off when neither the EgressIP nor the EgressService CRD
+// is installed: it neither watches nor renders, and rows left from before
+// go.
 package egressips
 
 import (
