@@ -119,14 +119,21 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(bou
 		pc.Close()
 		return err
 	}
+	if ready != nil {
+		ready(bound)
+	}
+	return s.Serve(ctx, pc, ln)
+}
+
+// Serve answers on sockets already open (in another network namespace, say)
+// until ctx ends, and closes them.
+func (s *Server) Serve(ctx context.Context, pc net.PacketConn, ln net.Listener) error {
 	udp := &dns.Server{PacketConn: pc, Handler: s}
 	tcp := &dns.Server{Listener: ln, Handler: s}
 	errs := make(chan error, 2)
 	go func() { errs <- udp.ActivateAndServe() }()
 	go func() { errs <- tcp.ActivateAndServe() }()
-	if ready != nil {
-		ready(bound)
-	}
+	var err error
 	select {
 	case <-ctx.Done():
 	case err = <-errs:

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -433,6 +434,8 @@ func (s *supervisor) deploy(ctx context.Context, ref string) error {
 	if ms := int(s.opts.BFDInterval / time.Millisecond); ms > 0 {
 		set.ZoneArgs = append(set.ZoneArgs, fmt.Sprintf("--bfd-min-tx=%d", ms), fmt.Sprintf("--bfd-min-rx=%d", ms))
 	}
+	// The outside world's DNS server, over the underlay (startExternalDNS).
+	set.ZoneArgs = append(set.ZoneArgs, "--dns-server="+net.JoinHostPort(ExternalRouterIP, "53"))
 	dir, err := WriteDeployOverlay(s.l, set)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/dnsresolve/dnsserve"
+	"github.com/ovn-udn/ovn-udn/internal/netns"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -304,9 +306,11 @@ func (s *supervisor) startExternal(ctx context.Context) error {
 }
 
 // startExternalDNS serves the outside world's names (ExternalDNSName and
-// those a test adds to the records file) from the supervisor itself, on a
-// loopback port the zone controllers are given (--dns-server): the
-// sandbox's zones run on this host, as an operator's resolver would.
+// those a test adds to the records file) from the supervisor itself: on a
+// loopback port for the zone controllers it runs on this host
+// (--dns-server), and at ExternalRouterIP:53 inside the outside world's
+// namespace for those deployed as pods on the nodes, which reach it over
+// the underlay as they would an operator's resolver.
 func (s *supervisor) startExternalDNS(ctx context.Context) error {
 	file := s.l.ExternalDNSRecords()
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
@@ -316,10 +320,11 @@ func (s *supervisor) startExternalDNS(ctx context.Context) error {
 	if err := os.WriteFile(file, []byte(records), 0o644); err != nil {
 		return err
 	}
+	server := &dnsserve.Server{Path: file}
 	bound := make(chan string, 1)
 	failed := make(chan error, 1)
 	go func() {
-		if err := (&dnsserve.Server{Path: file}).ListenAndServe(ctx, "127.0.0.1:0", func(a string) { bound <- a }); err != nil {
+		if err := server.ListenAndServe(ctx, "127.0.0.1:0", func(a string) { bound <- a }); err != nil {
 			s.log.Printf("outside DNS server: %v", err)
 			failed <- err
 		}
@@ -327,10 +332,31 @@ func (s *supervisor) startExternalDNS(ctx context.Context) error {
 	select {
 	case s.dns = <-bound:
 		s.state.ExternalDNS = s.dns
-		return nil
 	case err := <-failed:
 		return fmt.Errorf("outside DNS server: %w", err)
 	}
+	var pc net.PacketConn
+	var ln net.Listener
+	addr := net.JoinHostPort(ExternalRouterIP, "53")
+	if err := netns.Do(s.l.ExternalNetns(), func() error {
+		var err error
+		if pc, err = net.ListenPacket("udp", addr); err != nil {
+			return err
+		}
+		ln, err = net.Listen("tcp", addr)
+		return err
+	}); err != nil {
+		if pc != nil {
+			pc.Close()
+		}
+		return fmt.Errorf("outside DNS server at %s: %w", addr, err)
+	}
+	go func() {
+		if err := server.Serve(ctx, pc, ln); err != nil {
+			s.log.Printf("outside DNS server at %s: %v", addr, err)
+		}
+	}()
+	return nil
 }
 
 // startNode brings up one node: its Node object, zone, namespace on the
