@@ -3,16 +3,19 @@
 // asked of one DNS server, refreshed when their records' TTL runs out.
 //
 // Contract:
-//   - Lookup resolves a name the first time a user asks for it (at once,
-//     so that the first rendering has its addresses) and answers from the
-//     cache after that; Release drops a user's other names, and a name with
-//     no user left is forgotten;
+//   - Lookup never waits for the server: the first time a user asks for a
+//     name it is Pending, and Run resolves it and tells Changed (a slow or
+//     unreachable server holds no caller); after that Lookup answers from
+//     the cache; Release drops a user's other names, and a name with no
+//     user left is forgotten;
 //   - a name is asked again when its shortest TTL runs out, never sooner
 //     than MinTTL; a name that failed is asked again after MinTTL, doubling
 //     up to MaxRetry while it keeps failing;
 //   - a refresh that fails keeps the addresses the name last had (a DNS
-//     outage does not turn an Allow rule off); one that changes them calls
-//     Changed with the name's users;
+//     outage does not turn an Allow rule off); one that changes them, or
+//     the kind of its error, calls Changed with the name's users; errors
+//     are worded without addresses or ports that change between asks;
+//   - answers are asked with EDNS0, and again over TCP when truncated;
 //   - Run is the one goroutine that refreshes; Lookup and Release are safe
 //     from any goroutine.
 package dnsresolve
@@ -26,6 +29,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -66,7 +70,12 @@ type entry struct {
 	next     time.Time
 	failures int
 	users    map[string]bool
+	// pending: never asked yet.
+	pending bool
 }
+
+// parallel bounds the names Run asks at once.
+const parallel = 8
 
 // ServerFromResolvConf is the first nameserver of a resolv.conf file, as
 // host:port.
@@ -86,36 +95,26 @@ type Result struct {
 	Addrs []netip.Addr
 	// Err is why the name has no address (nil when it has some).
 	Err error
+	// Pending: the name is not asked yet (Run will, and tell Changed).
+	Pending bool
 }
 
-// Lookup returns name's addresses for user, resolving it now when no user
-// asked for it before.
-func (r *Resolver) Lookup(ctx context.Context, name, user string) Result {
+// Lookup returns name's addresses for user from the cache; a name no user
+// asked for before is Pending until Run asks it.
+func (r *Resolver) Lookup(_ context.Context, name, user string) Result {
 	name = Canonical(name)
 	r.mu.Lock()
-	e, ok := r.entries[name]
-	if ok {
-		e.users[user] = true
-		res := Result{Addrs: slices.Clone(e.addrs), Err: e.err}
-		r.mu.Unlock()
-		return res
-	}
-	r.mu.Unlock()
-	addrs, minTTL, err := r.resolve(ctx, name)
-	r.mu.Lock()
 	defer r.mu.Unlock()
+	if e, ok := r.entries[name]; ok {
+		e.users[user] = true
+		return Result{Addrs: slices.Clone(e.addrs), Err: e.err, Pending: e.pending}
+	}
 	if r.entries == nil {
 		r.entries = map[string]*entry{}
 	}
-	if e, ok := r.entries[name]; ok { // resolved meanwhile by another user
-		e.users[user] = true
-		return Result{Addrs: slices.Clone(e.addrs), Err: e.err}
-	}
-	e = &entry{users: map[string]bool{user: true}}
-	r.record(e, addrs, minTTL, err)
-	r.entries[name] = e
+	r.entries[name] = &entry{users: map[string]bool{user: true}, pending: true}
 	r.poke()
-	return Result{Addrs: slices.Clone(e.addrs), Err: e.err}
+	return Result{Pending: true}
 }
 
 // Release forgets that user asks for any name but keep's.
@@ -186,21 +185,32 @@ func (r *Resolver) refreshDue(ctx context.Context) time.Duration {
 	}
 	r.mu.Unlock()
 	var users []string
+	var mu sync.Mutex
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
 	for _, name := range due {
-		addrs, minTTL, err := r.resolve(ctx, name)
-		r.mu.Lock()
-		e, ok := r.entries[name]
-		if ok {
-			before, beforeErr := e.addrs, e.err
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			addrs, minTTL, err := r.resolve(ctx, name)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			e, ok := r.entries[name]
+			if !ok {
+				return
+			}
+			wasPending, before, beforeErr := e.pending, e.addrs, e.err
 			r.record(e, addrs, minTTL, err)
-			if !slices.Equal(before, e.addrs) || (beforeErr == nil) != (e.err == nil) {
+			if wasPending || !slices.Equal(before, e.addrs) || errText(beforeErr) != errText(e.err) {
+				mu.Lock()
 				for u := range e.users {
 					users = append(users, u)
 				}
+				mu.Unlock()
 			}
-		}
-		r.mu.Unlock()
+		})
 	}
+	wg.Wait()
 	if len(users) > 0 && r.Changed != nil {
 		slices.Sort(users)
 		r.Changed(slices.Compact(users))
@@ -221,6 +231,7 @@ func (r *Resolver) refreshDue(ctx context.Context) time.Duration {
 // failure keeps the addresses e had.
 func (r *Resolver) record(e *entry, addrs []netip.Addr, minTTL time.Duration, err error) {
 	floor, ceiling := r.minTTL(), r.maxRetry()
+	e.pending = false
 	if err != nil {
 		e.failures++
 		wait := floor << min(e.failures-1, 16)
@@ -252,11 +263,13 @@ func (r *Resolver) resolve(ctx context.Context, name string) ([]netip.Addr, time
 		m := new(dns.Msg)
 		m.SetQuestion(name, qtype)
 		m.RecursionDesired = true
-		qctx, cancel := context.WithTimeout(ctx, timeout)
-		in, _, err := c.ExchangeContext(qctx, m, r.Server)
-		cancel()
+		m.SetEdns0(4096, false)
+		in, err := r.exchange(ctx, c, m, timeout)
+		if err == nil && in.Truncated {
+			in, err = r.exchange(ctx, &dns.Client{Net: "tcp", Timeout: timeout}, m, timeout)
+		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("asking %s: %w", r.Server, err))
+			errs = append(errs, r.describe(err))
 			continue
 		}
 		if in.Rcode != dns.RcodeSuccess {
@@ -294,6 +307,33 @@ func (r *Resolver) resolve(ctx context.Context, name string) ([]netip.Addr, time
 	}
 	slices.SortFunc(addrs, netip.Addr.Compare)
 	return slices.Compact(addrs), max(minTTL, 0), nil
+}
+
+func (r *Resolver) exchange(ctx context.Context, c *dns.Client, m *dns.Msg, timeout time.Duration) (*dns.Msg, error) {
+	qctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	in, _, err := c.ExchangeContext(qctx, m, r.Server)
+	return in, err
+}
+
+// describe words a failed exchange without the local address or port
+// (they change on every ask, and the words end up in objects' status).
+func (r *Resolver) describe(err error) error {
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s did not answer", r.Server)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Errorf("%s refused the question", r.Server)
+	}
+	return fmt.Errorf("%s could not be asked", r.Server)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func (r *Resolver) poke() {

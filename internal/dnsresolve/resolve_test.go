@@ -2,6 +2,7 @@ package dnsresolve_test
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -46,10 +47,39 @@ func addrs(s ...string) []netip.Addr {
 	return out
 }
 
+// resolved polls Lookup until name is no longer pending.
+func resolved(t *testing.T, r *dnsresolve.Resolver, name, user string) dnsresolve.Result {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if res := r.Lookup(context.Background(), name, user); !res.Pending {
+			return res
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still pending", name)
+		}
+	}
+}
+
+// TestLookup: a first Lookup never waits (Pending); Run asks, and tells
+// the users; then both families, NXDOMAIN, wildcards; Release.
 func TestLookup(t *testing.T) {
 	addr, _ := server(t, "www.example.test. 30 198.51.100.10\nwww.example.test. 30 2001:db8::10\nwww.example.test. 60 198.51.100.11\nv6only.test. 30 2001:db8::20\n")
-	r := &dnsresolve.Resolver{Server: addr}
-	ctx := context.Background()
+	told := make(chan []string, 16)
+	r := &dnsresolve.Resolver{Server: addr, Changed: func(users []string) { told <- users }}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if first := r.Lookup(ctx, "www.example.test", "ns1"); !first.Pending || first.Err != nil || len(first.Addrs) > 0 {
+		t.Fatalf("a first Lookup before Run: %+v, want pending", first)
+	}
+	go func() { _ = r.Run(ctx) }()
+	select {
+	case users := <-told:
+		if d := cmp.Diff([]string{"ns1"}, users); d != "" {
+			t.Errorf("told (-want +got):\n%s", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the users of a name resolved for the first time were not told")
+	}
 	for _, tc := range []struct {
 		name    string
 		want    []netip.Addr
@@ -57,10 +87,10 @@ func TestLookup(t *testing.T) {
 	}{
 		{"WWW.example.test", addrs("198.51.100.10", "198.51.100.11", "2001:db8::10"), ""},
 		{"v6only.test.", addrs("2001:db8::20"), ""},
-		{"missing.test", nil, "NXDOMAIN"},
+		{"missing.test", nil, addr + " answers NXDOMAIN"},
 		{"*.example.test", nil, "wildcard"},
 	} {
-		got := r.Lookup(ctx, tc.name, "ns1")
+		got := resolved(t, r, tc.name, "ns1")
 		if d := cmp.Diff(tc.want, got.Addrs, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); d != "" {
 			t.Errorf("%s: addresses (-want +got):\n%s", tc.name, d)
 		}
@@ -78,6 +108,25 @@ func TestLookup(t *testing.T) {
 	}
 }
 
+// TestUnreachable: a server that does not answer is worded the same on
+// every ask (no local port in it).
+func TestUnreachable(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0") // bound, never read: no answer
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	r := &dnsresolve.Resolver{Server: pc.LocalAddr().String(), Timeout: 100 * time.Millisecond, MinTTL: 50 * time.Millisecond, MaxRetry: 50 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	r.Lookup(ctx, "x.test", "ns1")
+	first := resolved(t, r, "x.test", "ns1").Err
+	if first == nil || first.Error() != pc.LocalAddr().String()+" did not answer" {
+		t.Fatalf("error %v, want %q", first, pc.LocalAddr().String()+" did not answer")
+	}
+}
+
 // TestRefresh changes a name's records behind the resolver: the change is
 // seen once the TTL runs out and its users are told; a server that fails
 // leaves the last addresses in place.
@@ -90,10 +139,23 @@ func TestRefresh(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = r.Run(ctx) }()
-	if got := r.Lookup(ctx, "moving.test", "ns-a"); got.Err != nil || len(got.Addrs) != 1 {
+	if got := resolved(t, r, "moving.test", "ns-a"); got.Err != nil || len(got.Addrs) != 1 {
 		t.Fatalf("first lookup: %+v", got)
 	}
 	r.Lookup(ctx, "moving.test", "ns-b")
+	// The first resolution's word to its users, then none yet.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(told)
+		told = nil
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first resolution was not told")
+		}
+	}
 	write := func(s string) {
 		if err := os.WriteFile(file, []byte(s), 0o644); err != nil {
 			t.Fatal(err)

@@ -26,10 +26,8 @@ import (
 // name that does not resolve is named in the status.
 func TestEgressFirewall(t *testing.T) {
 	ctx := context.Background()
-	if err := demo.WaitPodsReady(ctx, dir, admin, demo.EgressFirewallPods, 3*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	checks, err := demo.EgressFirewallChecks(ctx, dir, binary, admin)
+	neighbours := egressNeighbours(t)
+	checks, err := demo.EgressFirewallChecks(ctx, dir, binary, admin, neighbours)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,10 +130,8 @@ func nbFind(db, table, cond string) (string, error) {
 // no zone holds a QoS row of theirs after.
 func TestEgressQoS(t *testing.T) {
 	ctx := context.Background()
-	if err := demo.WaitPodsReady(ctx, dir, admin, demo.EgressFirewallPods, 3*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	checks, err := demo.EgressQoSChecks(ctx, dir, binary, admin)
+	neighbours := egressNeighbours(t)
+	checks, err := demo.EgressQoSChecks(ctx, dir, binary, admin, neighbours)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,4 +158,17 @@ func TestEgressQoS(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// egressNeighbours waits for the pods the egress checks send from, and
+// returns the same-subnet neighbours to check: l2-red/a, and a Layer3
+// tenant of l3-blue's subnet made for the test (the examples' l3-red is
+// gone once TestNetworkDeletion ran).
+func egressNeighbours(t *testing.T) []string {
+	t.Helper()
+	tenantWithPod(t, "egress-red", "node3", "10.128.0.0/16/24")
+	if err := demo.WaitPodsReady(context.Background(), dir, admin, []string{"l3-blue/a", "l2-blue/a", "l2-red/a"}, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"egress-red/a", "l2-red/a"}
 }

@@ -196,10 +196,16 @@ func setEgressAssignable(t *testing.T, name string, on bool) {
 // test's end.
 func loneTenant(t *testing.T, namespace, node string) {
 	t.Helper()
+	tenantWithPod(t, namespace, node, "10.140.0.0/16/24")
+}
+
+// tenantWithPod is loneTenant with the network's subnet.
+func tenantWithPod(t *testing.T, namespace, node string, subnet v1.NetworkSubnet) {
+	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: map[string]string{v1.PrimaryNetworkLabel: ""}}}
 	udn := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "tenant"},
-		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.140.0.0/16/24"}}}
+		Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer3, Role: v1.Primary, Subnets: []v1.NetworkSubnet{subnet}}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "a"},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	for _, o := range []client.Object{ns, udn} {

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +37,11 @@ type key struct{}
 type Controller struct {
 	Client   client.Client
 	Recorder record.EventRecorder
+
+	mu sync.Mutex
+	// said is why each object without a host has none, as its last Event
+	// said (an Event each time the reason changes, not each pass).
+	said map[types.NamespacedName]string
 }
 
 // SetupWithManager registers the controller: EgressServices, Services,
@@ -116,11 +123,14 @@ func (c *Controller) Reconcile(ctx context.Context, _ key) (ctrl.Result, error) 
 	hosted := map[string]map[string]bool{} // node -> labels it should carry
 	for i, in := range ins {
 		o, out := in.Object, outs[i]
+		c.tell(o, out)
 		if out.Host != "" && out.Host != v1.EgressServiceHostAll {
 			if hosted[out.Host] == nil {
 				hosted[out.Host] = map[string]bool{}
 			}
-			hosted[out.Host][Label(o.Namespace, o.Name)] = true
+			if l := Label(o.Namespace, o.Name); validLabel(l) {
+				hosted[out.Host][l] = true
+			}
 		}
 		if o.Status.Host == out.Host {
 			continue
@@ -134,9 +144,6 @@ func (c *Controller) Reconcile(ctx context.Context, _ key) (ctrl.Result, error) 
 			continue
 		}
 		log.FromContext(ctx).Info("EgressService host", "egressService", o.Namespace+"/"+o.Name, "host", out.Host, "was", was, "why", out.Why)
-		if out.Host == "" && c.Recorder != nil {
-			c.Recorder.Event(o, corev1.EventTypeWarning, EventNoHost, out.Why)
-		}
 	}
 	for i := range nodeList.Items {
 		if err := c.label(ctx, &nodeList.Items[i], hosted[nodeList.Items[i].Name]); err != nil {
@@ -144,6 +151,34 @@ func (c *Controller) Reconcile(ctx context.Context, _ key) (ctrl.Result, error) 
 		}
 	}
 	return ctrl.Result{}, errors.Join(errs...)
+}
+
+// tell emits a Warning Event when an object has no host, once per reason.
+func (c *Controller) tell(o *v1.EgressService, out Outcome) {
+	k := types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if out.Host != "" {
+		delete(c.said, k)
+		return
+	}
+	if c.said == nil {
+		c.said = map[types.NamespacedName]string{}
+	}
+	if c.said[k] == out.Why {
+		return
+	}
+	c.said[k] = out.Why
+	if c.Recorder != nil {
+		c.Recorder.Event(o, corev1.EventTypeWarning, EventNoHost, out.Why)
+	}
+}
+
+// validLabel reports whether a host label's name part fits the 63
+// characters a label name may have (a longer namespace and name go
+// without the label: the host is elected and written all the same).
+func validLabel(l string) bool {
+	return len(strings.TrimPrefix(l, v1.EgressServiceLabelPrefix)) <= 63
 }
 
 // label makes a node's egress-service labels want.

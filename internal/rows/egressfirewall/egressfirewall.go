@@ -10,8 +10,10 @@
 //     their match is "(destination) && inport == @<port group>", with the
 //     rule's ports, so a service's traffic is judged on the backend after
 //     load balancing;
-//   - a destination that overlaps the network's own subnets never covers
-//     them: traffic inside the network keeps its path;
+//   - a destination never covers the network's own subnets, nor those of
+//     the networks its pods reach inside the cluster (Input.Exclude): a
+//     CIDR that overlaps them leaves them out, a resolved address in them
+//     is dropped; traffic inside the cluster keeps its path;
 //   - the rows are a pure function of Input: no rule of another namespace
 //     or network is read, so two tenants with one subnet never see each
 //     other's rules (the port group and IDs are the network's and the
@@ -113,6 +115,9 @@ type Input struct {
 	// IDPrefix starts the rows' IDs: distinct per network when one owner
 	// writes a namespace's rows on several.
 	IDPrefix string
+	// Exclude are other in-cluster subnets no rule covers (the namespace's
+	// other primary networks', connected networks').
+	Exclude []netip.Prefix
 }
 
 // Result is the rows and what was left out.
@@ -145,7 +150,7 @@ func Render(in Input) Result {
 	pg := &nbdb.PortGroup{UUID: in.IDPrefix + "pg:ef", Name: name, Ports: ports, ExternalIDs: ids(in)}
 	res := Result{Rows: []model.Model{pg}}
 	for i, r := range in.Rules {
-		dst, why := destination(r, in.Network)
+		dst, why := destination(r, excluded(in))
 		if why != "" {
 			res.Problems = append(res.Problems, fmt.Sprintf("rule %d: %s", i, why))
 			continue
@@ -167,17 +172,43 @@ func Render(in Input) Result {
 	return res
 }
 
+// excluded are the subnets no rule of in covers: its network's and
+// in.Exclude, sorted, each once.
+func excluded(in Input) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range in.Network.Subnets {
+		out = append(out, s.CIDR.Masked())
+	}
+	for _, p := range in.Exclude {
+		out = append(out, p.Masked())
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int {
+		if c := a.Addr().Compare(b.Addr()); c != 0 {
+			return c
+		}
+		return a.Bits() - b.Bits()
+	})
+	return slices.Compact(out)
+}
+
 // destination is a rule's destination as an OVN expression, or why it
-// can match nothing.
-func destination(r Rule, n topology.Network) (string, string) {
+// can match nothing. Addresses are sorted, each once, so that the match is
+// the same whatever order they came in.
+func destination(r Rule, exclude []netip.Prefix) (string, string) {
 	if !r.Resolved {
 		if !r.CIDR.IsValid() {
 			return "", "no destination"
 		}
-		return cidrMatch(r.CIDR.Masked(), n), ""
+		return cidrMatch(r.CIDR.Masked(), exclude), ""
 	}
+	addrs := slices.Clone(r.Addresses)
+	slices.SortFunc(addrs, netip.Addr.Compare)
+	addrs = slices.Compact(addrs)
+	addrs = slices.DeleteFunc(addrs, func(a netip.Addr) bool {
+		return slices.ContainsFunc(exclude, func(p netip.Prefix) bool { return p.Contains(a) })
+	})
 	var v4, v6 []string
-	for _, a := range r.Addresses {
+	for _, a := range addrs {
 		if a.Is4() {
 			v4 = append(v4, a.String())
 		} else {
@@ -200,16 +231,15 @@ func destination(r Rule, n topology.Network) (string, string) {
 	return strings.Join(terms, " || "), ""
 }
 
-// cidrMatch is a CIDR destination, with the network's own subnets of its
+// cidrMatch is a CIDR destination, with the excluded subnets of its
 // family taken out where they overlap it.
-func cidrMatch(c netip.Prefix, n topology.Network) string {
+func cidrMatch(c netip.Prefix, exclude []netip.Prefix) string {
 	field := "ip4.dst"
 	if c.Addr().Is6() {
 		field = "ip6.dst"
 	}
 	out := field + " == " + c.String()
-	for _, s := range n.Subnets {
-		sub := s.CIDR.Masked()
+	for _, sub := range exclude {
 		if sub.Addr().Is4() != c.Addr().Is4() || !sub.Overlaps(c) {
 			continue
 		}

@@ -83,6 +83,17 @@ func TestRender(t *testing.T) {
 			problems: []string{"rule 0: dnsName gone.example: 10.0.0.53:53 answers NXDOMAIN"},
 		},
 		{
+			name: "other in-cluster subnets are left out too; resolved addresses sorted, those in the cluster dropped",
+			in: Input{Namespace: "blue", Network: blue, Ports: []string{"p1"}, Exclude: []netip.Prefix{netip.MustParsePrefix("10.129.0.0/16")}, Rules: []Rule{
+				{Action: Deny, CIDR: netip.MustParsePrefix("10.0.0.0/8")},
+				{Action: Allow, Resolved: true, Source: "dnsName svc.example", Addresses: []netip.Addr{netip.MustParseAddr("192.0.2.9"), netip.MustParseAddr("10.129.3.4"), netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.9")}},
+			}},
+			want: []string{
+				"to-lport 2 10000 drop (ip4.dst == 10.0.0.0/8 && ip4.dst != 10.128.0.0/16 && ip4.dst != 10.129.0.0/16) && inport == @" + pg,
+				"to-lport 2 9999 allow (ip4.dst == {192.0.2.1, 192.0.2.9}) && inport == @" + pg,
+			},
+		},
+		{
 			name: "no pod of the namespace in the zone: nothing",
 			in:   Input{Namespace: "blue", Network: blue, Rules: []Rule{{Action: Deny, CIDR: netip.MustParsePrefix("0.0.0.0/0")}}},
 		},

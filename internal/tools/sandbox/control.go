@@ -140,7 +140,7 @@ func removeState(l Layout, out io.Writer) error {
 		return nil
 	}
 	for _, p := range []string{l.StateFile(), l.StateFile() + ".tmp", l.Kubeconfig(), l.SupervisorLog(), l.KubeDir(), l.LogDir(), l.imagesArchive(), l.deployDir(),
-		filepath.Dir(l.ZoneDir("x")), filepath.Dir(l.NodeDir("x"))} {
+		filepath.Dir(l.ZoneDir("x")), filepath.Dir(l.NodeDir("x")), filepath.Dir(l.ExternalDNSRecords())} {
 		if err := os.RemoveAll(p); err != nil {
 			return err
 		}

@@ -112,6 +112,9 @@ type Outcome struct {
 	Enforcing bool
 	// Waiting are the pods' ports not in the Northbound yet.
 	Waiting []string
+	// Pending: a DNS name is not asked yet (the resolver requeues the
+	// key once it is); the zone says nothing in the status until then.
+	Pending bool
 	// Object is the namespace's EgressFirewall (nil: none).
 	Object *v1.EgressFirewall
 }
@@ -146,6 +149,10 @@ func (f *Feature) Reconcile(ctx context.Context, key feature.Key) (ctrl.Result, 
 	if len(out.Waiting) > 0 {
 		logger.V(1).Info("egress firewall waits for pods' ports", "ports", out.Waiting)
 		return ctrl.Result{RequeueAfter: 500 * time.Millisecond}, nil
+	}
+	if out.Pending {
+		logger.V(1).Info("egress firewall waits for DNS names")
+		return ctrl.Result{}, nil
 	}
 	if err := f.report(ctx, out); err != nil {
 		return ctrl.Result{}, err
@@ -184,8 +191,12 @@ func (f *Feature) Desired(ctx context.Context, namespace string) (Outcome, error
 			return nil
 		}
 		var err error
-		rules, err = f.rules(ctx, &ef)
+		rules, out.Pending, err = f.rules(ctx, &ef)
 		return err
+	}
+	exclude, err := f.inCluster(ctx, sc)
+	if err != nil {
+		return out, err
 	}
 	seen := map[string]bool{}
 	for i, net := range sc.Nets {
@@ -212,7 +223,8 @@ func (f *Feature) Desired(ctx context.Context, namespace string) (Outcome, error
 		if i > 0 {
 			prefix = net.Network.Name + "/"
 		}
-		res := egressfirewall.Render(egressfirewall.Input{Namespace: namespace, Network: net.Network, Rules: rules, Ports: ports, IDPrefix: prefix})
+		res := egressfirewall.Render(egressfirewall.Input{Namespace: namespace, Network: net.Network, Rules: rules, Ports: ports, IDPrefix: prefix,
+			Exclude: exclude})
 		out.Rows = append(out.Rows, res.Rows...)
 		for _, p := range res.Problems {
 			if !seen[p] {
@@ -227,10 +239,41 @@ func (f *Feature) Desired(ctx context.Context, namespace string) (Outcome, error
 	return out, nil
 }
 
+// inCluster are the subnets the namespace's pods reach inside the cluster
+// beyond each network's own: every primary network of the namespace (a pod
+// of one reaches the others through their link), and the networks
+// connected to them for pods.
+func (f *Feature) inCluster(ctx context.Context, sc feature.Scope) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	add := func(n topology.Network) {
+		for _, s := range n.Subnets {
+			out = append(out, s.CIDR)
+		}
+	}
+	for _, net := range sc.Nets {
+		add(net.Network)
+		peers, err := f.host.Networks.PodPeers(ctx, net.Network.Name)
+		if err != nil {
+			return nil, err
+		}
+		for name := range peers {
+			n, ok, err := f.host.Networks.Network(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				add(n)
+			}
+		}
+	}
+	return out, nil
+}
+
 // rules are the object's rules with their destinations read: CIDRs
 // parsed, DNS names resolved, node selectors' nodes' addresses.
-func (f *Feature) rules(ctx context.Context, ef *v1.EgressFirewall) ([]egressfirewall.Rule, error) {
+func (f *Feature) rules(ctx context.Context, ef *v1.EgressFirewall) ([]egressfirewall.Rule, bool, error) {
 	out := make([]egressfirewall.Rule, 0, len(ef.Spec.Egress))
+	pending := false
 	var names []string
 	var nodes []corev1.Node
 	var infos map[string]nodeinfo.Info
@@ -257,7 +300,10 @@ func (f *Feature) rules(ctx context.Context, ef *v1.EgressFirewall) ([]egressfir
 			names = append(names, to.DNSName)
 			res := f.dns.Lookup(ctx, to.DNSName, ef.Namespace)
 			rule.Addresses = res.Addrs
-			if res.Err != nil {
+			switch {
+			case res.Pending:
+				rule.Unresolved, pending = "not resolved yet", true
+			case res.Err != nil:
 				rule.Unresolved = res.Err.Error()
 			}
 		case to.NodeSelector != nil:
@@ -270,12 +316,12 @@ func (f *Feature) rules(ctx context.Context, ef *v1.EgressFirewall) ([]egressfir
 			if nodes == nil {
 				var list corev1.NodeList
 				if err := f.host.Client.List(ctx, &list); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 				nodes = list.Items
 				all, _, err := f.host.Networks.Nodes(ctx)
 				if err != nil {
-					return nil, err
+					return nil, false, err
 				}
 				infos = map[string]nodeinfo.Info{}
 				for _, in := range all {
@@ -301,7 +347,7 @@ func (f *Feature) rules(ctx context.Context, ef *v1.EgressFirewall) ([]egressfir
 	if f.dns != nil {
 		f.dns.Release(ef.Namespace, names...)
 	}
-	return out, nil
+	return out, pending, nil
 }
 
 // ports are the row IDs of the namespace's running pods' ports on the zone's

@@ -152,7 +152,11 @@ func (f *Feature) Desired(ctx context.Context, namespace string) (Outcome, error
 			rule := egressqos.Rule{DSCP: r.DSCP}
 			if r.DstCIDR != nil {
 				pfx, err := netip.ParsePrefix(*r.DstCIDR)
-				if err != nil { // the API refuses it
+				if err != nil { // the API refuses it: an object from before its rule
+					if i == 0 {
+						out.Problems = append(out.Problems, fmt.Sprintf("rule %d: dstCIDR %q is not a CIDR", ri, *r.DstCIDR))
+					}
+					in.Rules = append(in.Rules, egressqos.Rule{}) // no source: no row, the next rules keep their index
 					continue
 				}
 				rule.CIDR = pfx
@@ -181,15 +185,33 @@ func (f *Feature) Desired(ctx context.Context, namespace string) (Outcome, error
 			}
 			in.Rules = append(in.Rules, rule)
 		}
+		// A zone with pods of the namespace on the network reports, whether
+		// or not a rule selects them.
+		out.Enforcing = out.Enforcing || f.hasPods(pods.Items, net.Primary.Key)
 		if !selected {
 			continue
 		}
-		out.Enforcing = true
 		res := egressqos.Render(in)
 		out.Rows = append(out.Rows, res.Rows...)
 		out.Contributions = append(out.Contributions, res.Contributions...)
 	}
 	return out, nil
+}
+
+// hasPods reports whether any running pod of pods is attached to the
+// network of attachment key.
+func (f *Feature) hasPods(pods []corev1.Pod, key string) bool {
+	for i := range pods {
+		if feature.PodDone(&pods[i]) {
+			continue
+		}
+		if nets, err := podnet.ParsePod(&pods[i]); err == nil {
+			if _, ok := nets[key]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Keys implements feature.Keyer: every namespace with an EgressQoS, and
