@@ -26,7 +26,7 @@ import (
 // name that does not resolve is named in the status.
 func TestEgressFirewall(t *testing.T) {
 	ctx := context.Background()
-	neighbours := egressNeighbours(t)
+	neighbours := egressNeighbours(t, "ef-red")
 	checks, err := demo.EgressFirewallChecks(ctx, dir, binary, admin, neighbours)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func nbFind(db, table, cond string) (string, error) {
 // no zone holds a QoS row of theirs after.
 func TestEgressQoS(t *testing.T) {
 	ctx := context.Background()
-	neighbours := egressNeighbours(t)
+	neighbours := egressNeighbours(t, "qos-red")
 	checks, err := demo.EgressQoSChecks(ctx, dir, binary, admin, neighbours)
 	if err != nil {
 		t.Fatal(err)
@@ -162,13 +162,13 @@ func TestEgressQoS(t *testing.T) {
 
 // egressNeighbours waits for the pods the egress checks send from, and
 // returns the same-subnet neighbours to check: l2-red/a, and a Layer3
-// tenant of l3-blue's subnet made for the test (the examples' l3-red is
-// gone once TestNetworkDeletion ran).
-func egressNeighbours(t *testing.T) []string {
+// tenant of l3-blue's subnet made for the test in namespace ns (the
+// examples' l3-red is gone once TestNetworkDeletion ran).
+func egressNeighbours(t *testing.T, ns string) []string {
 	t.Helper()
-	tenantWithPod(t, "egress-red", "node3", "10.128.0.0/16/24")
+	tenantWithPod(t, ns, "node3", "10.128.0.0/16/24")
 	if err := demo.WaitPodsReady(context.Background(), dir, admin, []string{"l3-blue/a", "l2-blue/a", "l2-red/a"}, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	return []string{"egress-red/a", "l2-red/a"}
+	return []string{ns + "/a", "l2-red/a"}
 }
