@@ -31,13 +31,7 @@ func TestEgressFirewall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range checks {
-		if !c.Pass() {
-			t.Errorf("%s, %s to %s: got %q (%v), want %q", c.Name, c.From, c.Target, c.Got, c.Err, c.Want)
-		} else {
-			t.Logf("%s, %s to %s: %s", c.Name, c.From, c.Target, c.Got)
-		}
-	}
+	expectApps(t, checks)
 	eventually(t, func() error { return firewallRowsGone("l3-blue", "l2-blue") })
 
 	// explain, with l3-blue's object back.
@@ -135,13 +129,7 @@ func TestEgressQoS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range checks {
-		if !c.Pass() {
-			t.Errorf("%s, %s to %s: got %q (%v), want %q", c.Name, c.From, c.Target, c.Got, c.Err, c.Want)
-		} else {
-			t.Logf("%s, %s to %s: %s", c.Name, c.From, c.Target, c.Got)
-		}
-	}
+	expectApps(t, checks)
 	eventually(t, func() error {
 		st, err := sandbox.ReadState(sandbox.NewLayoutMust(dir))
 		if err != nil {
@@ -171,4 +159,17 @@ func egressNeighbours(t *testing.T, ns string) []string {
 		t.Fatal(err)
 	}
 	return []string{ns + "/a", "l2-red/a"}
+}
+
+// expectApps fails the test for each check not as expected, and logs the
+// others.
+func expectApps(t *testing.T, checks []demo.AppCheck) {
+	t.Helper()
+	for _, c := range checks {
+		if !c.Pass() {
+			t.Errorf("%s, %s to %s: got %q (%v), want %q", c.Name, c.From, c.Target, c.Got, c.Err, c.Want)
+		} else {
+			t.Logf("%s, %s to %s: %s", c.Name, c.From, c.Target, c.Got)
+		}
+	}
 }

@@ -20,11 +20,5 @@ func TestEgressService(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range checks {
-		if !c.Pass() {
-			t.Errorf("%s, %s to %s: got %q (%v), want %q", c.Name, c.From, c.Target, c.Got, c.Err, c.Want)
-		} else {
-			t.Logf("%s, %s to %s: %s", c.Name, c.From, c.Target, c.Got)
-		}
-	}
+	expectApps(t, checks)
 }

@@ -27,7 +27,6 @@ import (
 	"sync"
 	"time"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -431,25 +430,8 @@ func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 		f.off = true
 		return
 	}
-	b.Watches(&v1.EgressFirewall{}, feature.OwnKey(func(o client.Object) feature.Key {
-		return feature.EgressFirewallKey(o.GetNamespace())
-	}), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-	withFirewall := func(ctx context.Context, namespace string) []feature.Key {
-		var ef v1.EgressFirewall
-		if f.host.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: Name}, &ef) != nil {
-			return nil
-		}
-		return []feature.Key{feature.EgressFirewallKey(namespace)}
-	}
-	b.Watches(&corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
-		if o.(*corev1.Pod).Spec.NodeName != f.host.Zone {
-			return nil
-		}
-		return withFirewall(ctx, o.GetNamespace())
-	}), builder.WithPredicates(feature.AttachmentChanges))
-	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
-		return withFirewall(ctx, o.GetNamespace())
-	}))
+	feature.WatchPerNamespace(b, f.host, feature.PerNamespace{New: func() client.Object { return &v1.EgressFirewall{} }, Name: Name,
+		Key: feature.EgressFirewallKey, Pods: feature.AttachmentChanges})
 	b.Watches(&corev1.Node{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, _ client.Object) []feature.Key {
 		keys, _ := f.objectKeys(ctx, hasNodeSelector)
 		return keys

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"github.com/ovn-org/libovsdb/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,9 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
@@ -250,25 +247,8 @@ func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 		f.off = true
 		return
 	}
-	b.Watches(&v1.EgressQoS{}, feature.OwnKey(func(o client.Object) feature.Key {
-		return feature.EgressQoSKey(o.GetNamespace())
-	}), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-	withQoS := func(ctx context.Context, namespace string) []feature.Key {
-		var q v1.EgressQoS
-		if f.host.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: Name}, &q) != nil {
-			return nil
-		}
-		return []feature.Key{feature.EgressQoSKey(namespace)}
-	}
-	b.Watches(&corev1.Pod{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
-		if o.(*corev1.Pod).Spec.NodeName != f.host.Zone {
-			return nil
-		}
-		return withQoS(ctx, o.GetNamespace())
-	}), builder.WithPredicates(feature.PodChanges))
-	b.Watches(&nadv1.NetworkAttachmentDefinition{}, handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, o client.Object) []feature.Key {
-		return withQoS(ctx, o.GetNamespace())
-	}))
+	feature.WatchPerNamespace(b, f.host, feature.PerNamespace{New: func() client.Object { return &v1.EgressQoS{} }, Name: Name,
+		Key: feature.EgressQoSKey, Pods: feature.PodChanges})
 }
 
 // NetworkChanged implements feature.NetworkDependent: the rows go on the
