@@ -72,6 +72,12 @@ func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(kubeobj.RetryConflicts(reconcile.TypedReconciler[key](c)))
 }
 
+// ReconcileAll is one election (render runs it on its own).
+func (c *Controller) ReconcileAll(ctx context.Context) error {
+	_, err := c.Reconcile(ctx, key{})
+	return err
+}
+
 // Reconcile elects every object's host, writes the status of those whose
 // host changed, and the hosts' labels.
 func (c *Controller) Reconcile(ctx context.Context, _ key) (ctrl.Result, error) {

@@ -118,3 +118,61 @@ spec: {nodeName: node1, containers: [{name: app, image: pause}]}
 		t.Errorf("the rendering lacks %q:\n%s", want, out)
 	}
 }
+
+// TestEgressService: render elects the host as cluster-manager would (the
+// node of the Service's one endpoint, from its EndpointSlice) and renders
+// its rows with the EgressIPs': on node2, the host, the SNAT of the
+// endpoint to the load-balancer IP.
+func TestEgressService(t *testing.T) {
+	res := run(t, docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: blue
+  labels: {k8s.ovn.org/primary-user-defined-network: ""}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: net, namespace: blue}
+spec: {topology: Layer3, role: Primary, subnets: [10.128.0.0/16/24]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node1}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: a, namespace: blue, labels: {app: web}}
+spec: {nodeName: node2, containers: [{name: app, image: pause}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: blue}
+spec: {type: LoadBalancer, selector: {app: web}, clusterIP: 10.96.0.50, ports: [{port: 80, protocol: TCP}]}
+status: {loadBalancer: {ingress: [{ip: 172.18.0.50}]}}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-1, namespace: blue, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+endpoints: [{addresses: [10.128.1.3], nodeName: node2, conditions: {ready: true}}]
+ports: [{port: 80, protocol: TCP}]
+---
+apiVersion: k8s.ovn.org/v1
+kind: EgressService
+metadata: {name: web, namespace: blue}
+spec: {sourceIPBy: LoadBalancerIP}
+`), render.Options{})
+	if res.Invalid() {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	out := output(t, res, "nbctl")
+	_, node2, _ := strings.Cut(out, "# zone node2")
+	if want := "nat snat 10.128.1.3/32 -> 172.18.0.50"; !strings.Contains(node2, want) {
+		t.Errorf("node2's rendering lacks %q:\n%s", want, node2)
+	}
+}

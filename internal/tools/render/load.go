@@ -80,6 +80,7 @@ var kinds = map[schema.GroupVersionKind]kind{
 	v1.GroupVersion.WithKind("EgressIP"):                             {func() client.Object { return &v1.EgressIP{} }, false},
 	v1.GroupVersion.WithKind("EgressFirewall"):                       {func() client.Object { return &v1.EgressFirewall{} }, true},
 	v1.GroupVersion.WithKind("EgressQoS"):                            {func() client.Object { return &v1.EgressQoS{} }, true},
+	v1.GroupVersion.WithKind("EgressService"):                        {func() client.Object { return &v1.EgressService{} }, true},
 }
 
 // Load reads the objects of manifest files and directories (see

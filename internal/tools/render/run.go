@@ -28,6 +28,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressservice"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/whereused"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/podalloc"
@@ -80,6 +81,7 @@ type engine struct {
 	nodes    *netalloc.NodeController
 	pods     *podalloc.Controller
 	eips     *egressip.Controller
+	esvcs    *egressservice.Controller
 	zones    map[string]*zone.Reconciler
 	zoneOf   map[string]string // node -> zone
 
@@ -132,7 +134,7 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 	// the field-managed one spends most of a small render computing.
 	b := fake.NewClientBuilder().WithScheme(scheme).WithObjectTracker(testing.NewObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder())).
 		WithObjects(objs...).
-		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{}, &v1.ClusterNetworkConnect{}, &v1.EgressIP{}, &v1.EgressFirewall{}, &v1.EgressQoS{})
+		WithStatusSubresource(&v1.UserDefinedNetwork{}, &v1.ClusterUserDefinedNetwork{}, &v1.ClusterNetworkConnect{}, &v1.EgressIP{}, &v1.EgressFirewall{}, &v1.EgressQoS{}, &v1.EgressService{})
 	for _, i := range indexes() {
 		b = b.WithIndex(i.Object, i.Field, i.Extract)
 	}
@@ -234,7 +236,7 @@ func (e *engine) build(cfg config.Cluster, logger logr.Logger) {
 		c.Nodes.Usage = &whereused.Usage{Cache: view, Live: view} // no watches here: Connects does not apply
 	}
 	e.udns, e.cudns = &udncontroller.UDNReconciler{Controller: c.Networks}, &udncontroller.CUDNReconciler{Controller: c.Networks}
-	e.nads, e.nodes, e.pods, e.connects, e.eips = c.NADs, c.Nodes, c.Pods, c.Connects, c.EgressIPs
+	e.nads, e.nodes, e.pods, e.connects, e.eips, e.esvcs = c.NADs, c.Nodes, c.Pods, c.Connects, c.EgressIPs, c.EgressServices
 }
 
 // round passes every object once to each controller, in the order their
@@ -253,6 +255,7 @@ func (e *engine) round(ctx context.Context) error {
 		{"ClusterNetworkConnect", &v1.ClusterNetworkConnectList{}, e.reconciler(e.connects)},
 		{"Pod", &corev1.PodList{}, e.reconcilePod},
 		{"EgressIP", &v1.EgressIPList{}, e.assignEgressIPs},
+		{"EgressService", &v1.EgressServiceList{}, func(ctx context.Context, _ reconcile.Request) error { return e.esvcs.ReconcileAll(ctx) }},
 	}
 	for _, s := range steps {
 		if s.kind == "Node" {
@@ -522,11 +525,18 @@ func assumeNodeAgent(objs []client.Object, warn func(Problem)) {
 	}
 }
 
-// assumeReady gives the nodes of an input with EgressIPs a Ready
-// condition when they have none (a manifest rarely has status), with a
-// warning: cluster-manager gives egress IPs to Ready nodes only.
+// assumeReady gives the nodes of an input with EgressIPs or EgressServices
+// a Ready condition when they have none (a manifest rarely has status),
+// with a warning: cluster-manager gives egress IPs and EgressService hosts
+// to Ready nodes only.
 func assumeReady(objs []client.Object, warn func(Problem)) {
-	if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*v1.EgressIP); return ok }) {
+	if !slices.ContainsFunc(objs, func(o client.Object) bool {
+		switch o.(type) {
+		case *v1.EgressIP, *v1.EgressService:
+			return true
+		}
+		return false
+	}) {
 		return
 	}
 	for _, o := range objs {
@@ -535,7 +545,7 @@ func assumeReady(objs []client.Object, warn func(Problem)) {
 			continue
 		}
 		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue})
-		warn(Problem{Kind: "Node", Name: n.Name, Reason: "no Ready condition; assumed Ready (EgressIPs go to Ready nodes)"})
+		warn(Problem{Kind: "Node", Name: n.Name, Reason: "no Ready condition; assumed Ready (EgressIPs and EgressService hosts go to Ready nodes)"})
 	}
 }
 
