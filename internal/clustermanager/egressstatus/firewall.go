@@ -23,14 +23,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -56,29 +52,11 @@ func (c *Firewalls) SetupWithManager(mgr ctrl.Manager) error {
 		mgr.GetLogger().Info("the EgressFirewall CRD is not installed: no EgressFirewall status is written", "crd", "egressfirewalls.k8s.ovn.org")
 		return nil
 	}
-	all := handler.TypedFuncs[client.Object, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			c.addAll(ctx, q)
-		},
-		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			c.addAll(ctx, q)
-		},
-	}
 	return builder.ControllerManagedBy(mgr).
 		Named("egressfirewall-status").
 		For(&v1.EgressFirewall{}).
-		Watches(&corev1.Node{}, all).
+		Watches(&corev1.Node{}, onNodesComingAndGoing(c.Client, &v1.EgressFirewallList{})).
 		Complete(c)
-}
-
-func (c *Firewalls) addAll(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	var list v1.EgressFirewallList
-	if err := c.Client.List(ctx, &list); err != nil {
-		return
-	}
-	for _, ef := range list.Items {
-		q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ef.Namespace, Name: ef.Name}})
-	}
 }
 
 // Reconcile writes one object's status.

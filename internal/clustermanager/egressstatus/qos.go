@@ -10,14 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
@@ -44,25 +40,8 @@ func (c *QoSes) SetupWithManager(mgr ctrl.Manager) error {
 		mgr.GetLogger().Info("the EgressQoS CRD is not installed: no EgressQoS status is written", "crd", "egressqoses.k8s.ovn.org")
 		return nil
 	}
-	all := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		var list v1.EgressQoSList
-		if c.Client.List(ctx, &list) != nil {
-			return
-		}
-		for _, o := range list.Items {
-			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.Namespace, Name: o.Name}})
-		}
-	}
-	nodes := handler.TypedFuncs[client.Object, reconcile.Request]{
-		CreateFunc: func(ctx context.Context, _ event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			all(ctx, q)
-		},
-		DeleteFunc: func(ctx context.Context, _ event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			all(ctx, q)
-		},
-	}
 	return builder.ControllerManagedBy(mgr).Named("egressqos-status").For(&v1.EgressQoS{}).
-		Watches(&corev1.Node{}, nodes).Complete(c)
+		Watches(&corev1.Node{}, onNodesComingAndGoing(c.Client, &v1.EgressQoSList{})).Complete(c)
 }
 
 // Reconcile writes one object's status.
