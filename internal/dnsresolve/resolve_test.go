@@ -30,10 +30,11 @@ func server(t *testing.T, records string) (addr, file string) {
 	go func() {
 		done <- (&dnsserve.Server{Path: file}).ListenAndServe(ctx, "127.0.0.1:0", func(a string) { bound <- a })
 	}()
-	t.Cleanup(func() { cancel(); <-done })
 	select {
 	case addr = <-bound:
+		t.Cleanup(func() { cancel(); <-done })
 	case err := <-done:
+		cancel()
 		t.Fatal(err)
 	}
 	return addr, file

@@ -107,22 +107,44 @@ func (s *Server) ServeDNS(w dns.ResponseWriter, q *dns.Msg) {
 
 // ListenAndServe serves UDP and TCP on addr until ctx ends; ready, when
 // set, is told the bound address once both listen (addr may have port 0:
-// UDP picks it, TCP takes the same).
+// UDP picks it, TCP takes the same, and another pick is tried while that
+// port is taken for TCP).
 func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(bound string)) error {
-	pc, err := net.ListenPacket("udp", addr)
+	pc, ln, err := listenBoth(addr)
 	if err != nil {
 		return err
 	}
 	bound := pc.LocalAddr().String()
-	ln, err := net.Listen("tcp", bound)
-	if err != nil {
-		pc.Close()
-		return err
-	}
 	if ready != nil {
 		ready(bound)
 	}
 	return s.Serve(ctx, pc, ln)
+}
+
+// listenBoth opens UDP and TCP on one port of addr.
+func listenBoth(addr string) (net.PacketConn, net.Listener, error) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	tries := 1
+	if port == "0" {
+		tries = 20
+	}
+	for i := 0; ; i++ {
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		ln, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, ln, nil
+		}
+		pc.Close()
+		if i+1 >= tries {
+			return nil, nil, err
+		}
+	}
 }
 
 // Serve answers on sockets already open (in another network namespace, say)
