@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
@@ -53,6 +54,14 @@ type Port struct {
 	Isolated bool
 	// ExternalIDs identify the workload (pod, NAD).
 	ExternalIDs map[string]string
+	// MigrationTarget is the node a live-migrating VM moves to (Node is
+	// where it runs now), on a Layer2 network only. The port is then bound
+	// to both chassis (options:requested-chassis "<node>,<target>") with
+	// activation-strategy=rarp: the target's binding stays blocked until the
+	// VM sends a RARP there, and OVN then marks it activated in the target
+	// zone's Southbound (package kubevirt). Zones other than the two keep a
+	// remote port on Node's chassis.
+	MigrationTarget string
 }
 
 // layer2 renders a Layer2 network (seed 000): the distributed switch, and for
@@ -176,9 +185,22 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		}
 	}
 	extPorts, extRoutes, nats := b.external(local, gr, cfg)
+	opts := b.gatewayRouterOptions(local)
+	// The link's port holds two networks, and router_ip would take the
+	// address of the one the next hop is in: the /31's, which the transit
+	// router drops as a source (its broadcast). Load-balanced traffic from
+	// outside (NodePort, externalTrafficPolicy Cluster) leaves from the
+	// join address instead, as ovn-kubernetes does.
+	var joinIPs []string
+	for _, j := range grJoin {
+		joinIPs = append(joinIPs, j.Addr().String())
+	}
+	if len(joinIPs) > 0 {
+		opts["lb_force_snat_ip"] = strings.Join(joinIPs, " ")
+	}
 	b.gatewayRouter = &nbdb.LogicalRouter{UUID: lrID(gr), Name: gr, Ports: append(grPorts, extPorts...),
 		StaticRoutes: append(grRoutes, extRoutes...), Nat: nats,
-		Options:     b.gatewayRouterOptions(local),
+		Options:     opts,
 		ExternalIDs: b.ext(local.Name)}
 	b.add(b.gatewayRouter)
 	return nil

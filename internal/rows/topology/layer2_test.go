@@ -54,7 +54,7 @@ func TestLayer2SeedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `router GR_test12_namespace.scoped_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true lb_force_snat_ip=router_ip snat-ct-zone=61445}
+	want := `router GR_test12_namespace.scoped_node1 {always_learn_from_arp_request=false chassis=ch-node1 dynamic_neigh_routers=true lb_force_snat_ip=100.65.0.2 snat-ct-zone=61445}
   load-balancer-group test12_namespace.scoped_clusterLBGroup
   port rtoe-GR_test12_namespace.scoped_node1 mac 02:42:ac:12:00:03 networks 172.18.0.3/16
   port rtotr-GR_test12_namespace.scoped_node1 mac 0a:58:64:41:00:02 networks 100.65.0.2/16,100.88.0.5/31 peer trtor-GR_test12_namespace.scoped_node1 {gateway_mtu=1400}
