@@ -59,6 +59,11 @@ type ClientOptions struct {
 	// Their fields stay unset in the rows read. Without OwnMonitor every
 	// column is monitored.
 	Unmonitored []string
+	// Where limits the own monitor to the rows of a table that match every
+	// condition given for it (monitor_cond's "where"): a table monitored
+	// for a few of its rows costs the client those rows only. Monitored by
+	// libovsdb, the whole table is.
+	Where []Condition
 	// Indexes are client indexes to maintain in the cache (see
 	// ovsdbsync.Indexes).
 	Indexes map[string][]model.ClientIndex
@@ -69,6 +74,15 @@ type ClientOptions struct {
 	// transactions fail at once, so callers retry with their own backoff.
 	Reconnect   bool
 	OnReconnect func()
+}
+
+// Condition is a monitor_cond condition on a table's column, its value in
+// OVSDB's JSON notation (a map is ["map", [[key, value], ...]]).
+type Condition struct {
+	Table    model.Model
+	Column   string
+	Function string
+	Value    any
 }
 
 // ConnectNB connects to an OVN Northbound database and monitors it.
@@ -224,7 +238,7 @@ func (s *supervised) connectAndMonitor(ctx context.Context) error {
 		return nil
 	}
 	if s.opts.OwnMonitor {
-		m, err := startMonitor(ctx, s.opts.Endpoint, s.Client.Cache(), s.opts.Tables, s.opts.Views, s.opts.Unmonitored)
+		m, err := startMonitor(ctx, s.opts.Endpoint, s.Client.Cache(), s.opts.Tables, s.opts.Views, s.opts.Unmonitored, s.opts.Where)
 		if err == nil {
 			s.mon.Store(m)
 			return nil

@@ -61,8 +61,8 @@ func dialAddress(endpoint string) (network, address string, err error) {
 
 // monitorRequests are the monitor_cond requests for the given tables (all
 // of the database model's when none), every column as libovsdb asks for
-// but those unmonitored.
-func monitorRequests(dbModel model.DatabaseModel, tables []model.Model, unmonitored []string) (map[string]any, error) {
+// but those unmonitored, and only the rows matching where.
+func monitorRequests(dbModel model.DatabaseModel, tables []model.Model, unmonitored []string, where []Condition) (map[string]any, error) {
 	var names []string
 	if len(tables) == 0 {
 		for name := range dbModel.Types() {
@@ -90,19 +90,28 @@ func monitorRequests(dbModel model.DatabaseModel, tables []model.Model, unmonito
 		}
 		requests[name] = map[string]any{"columns": columns}
 	}
+	for _, c := range where {
+		name := dbModel.FindTable(reflect.TypeOf(c.Table))
+		req, ok := requests[name].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("a condition on %T, a table not monitored", c.Table)
+		}
+		conds, _ := req["where"].([]any)
+		req["where"] = append(conds, []any{c.Column, c.Function, c.Value})
+	}
 	return requests, nil
 }
 
 // startMonitor dials endpoint, monitors tables of the database and fills tc
 // from the server's reply before it returns; then it applies each update
 // until it stops.
-func startMonitor(ctx context.Context, endpoint string, tc *cache.TableCache, tables []model.Model, views, unmonitored []string) (*monitor, error) {
+func startMonitor(ctx context.Context, endpoint string, tc *cache.TableCache, tables []model.Model, views, unmonitored []string, where []Condition) (*monitor, error) {
 	network, address, err := dialAddress(endpoint)
 	if err != nil {
 		return nil, err
 	}
 	dbModel := tc.DatabaseModel()
-	requests, err := monitorRequests(dbModel, tables, unmonitored)
+	requests, err := monitorRequests(dbModel, tables, unmonitored, where)
 	if err != nil {
 		return nil, err
 	}

@@ -241,3 +241,44 @@ func TestViewOnlyOfMonitoredTables(t *testing.T) {
 			v.Follows("Logical_Switch"), v.Follows("Logical_Switch_Port"))
 	}
 }
+
+// TestWhere: a monitor with a condition holds the rows that match it only,
+// and follows rows into and out of it.
+func TestWhere(t *testing.T) {
+	z := ovntest.StartNB(t, "where")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, OwnMonitor: true, Tables: []model.Model{&nbdb.LogicalSwitchPort{}},
+		Where: []ovsdb.Condition{{Table: &nbdb.LogicalSwitchPort{}, Column: "options", Function: "includes",
+			Value: []any{"map", []any{[]any{"activation-strategy", "rarp"}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	z.MustNBCtl("ls-add", "sw0", "--", "lsp-add", "sw0", "p0", "--", "lsp-add", "sw0", "p1",
+		"--", "set", "logical_switch_port", "p1", "options:activation-strategy=rarp")
+	held := func(want ...string) {
+		t.Helper()
+		var names []string
+		err := proc.WaitFor(10*time.Second, 10*time.Millisecond, func() (bool, error) {
+			ports, err := ovsdb.List(ctx, c, func(*nbdb.LogicalSwitchPort) bool { return true })
+			if err != nil {
+				return false, err
+			}
+			names = names[:0]
+			for _, p := range ports {
+				names = append(names, p.Name)
+			}
+			sort.Strings(names)
+			return slices.Equal(names, want), nil
+		})
+		if err != nil {
+			t.Fatalf("the monitor holds %v, want %v", names, want)
+		}
+	}
+	held("p1")
+	z.MustNBCtl("set", "logical_switch_port", "p0", "options:activation-strategy=rarp")
+	held("p0", "p1")
+	z.MustNBCtl("remove", "logical_switch_port", "p1", "options", "activation-strategy")
+	held("p0")
+}
