@@ -34,6 +34,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/contract/kubevirt"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
@@ -51,7 +52,11 @@ type Controller struct {
 	mu        sync.Mutex
 	recovered bool
 	nets      map[string]*network
-	held      map[string]map[string]bool // pod key -> networks it holds addresses or keys in
+	held      map[string]map[string]bool // pod key (or VM owner) -> networks it holds addresses or keys in
+	// vmPods are the live pods of each VM owner (vmOwner), and vmOf the
+	// VM owner of a pod: what a VM holds goes with its last pod.
+	vmPods map[string]map[string]bool
+	vmOf   map[string]string
 }
 
 // network is one network's pools.
@@ -95,6 +100,17 @@ func (r *Controller) networkFor(c *netconf.NetConf) (*network, error) {
 
 // claimOwner is the name addresses held by an IPAMClaim are allocated to.
 func claimOwner(namespace, claim string) string { return "claim:" + namespace + "/" + claim }
+
+// vmOwner is the name a live-migratable VM's Layer2 addresses and port
+// tunnel keys are allocated to ("" for a pod that is not a VM's): every
+// pod of the VM shares them (package kubevirt), and they outlive the
+// migration's source pod.
+func vmOwner(pod *corev1.Pod) string {
+	if k := kubevirt.Key(pod); k != "" {
+		return "vm:" + k
+	}
+	return ""
+}
 
 // SetupWithManager registers the pod and IPAMClaim controllers.
 func (r *Controller) SetupWithManager(mgr ctrl.Manager) error {
@@ -217,13 +233,18 @@ func (r *Controller) recover(ctx context.Context) error {
 			if err != nil {
 				continue
 			}
+			owner := podKey
+			if vm := vmOwner(&p); vm != "" && n.keys != nil {
+				owner = vm
+				r.joinVM(podKey, vm, c.Name)
+			}
 			for _, s := range a.IPs {
-				if err := reserve(n, podKey, s); err != nil && !strings.Contains(err.Error(), "by claim:") {
+				if err := reserve(n, owner, s); err != nil && !strings.Contains(err.Error(), "by claim:") {
 					logger.Error(err, "pod address not recovered", "pod", podKey)
 				}
 			}
 			if n.keys != nil && a.TunnelID != 0 {
-				if err := n.keys.Reserve(podKey, a.TunnelID); err != nil {
+				if err := n.keys.Reserve(owner, a.TunnelID); err != nil {
 					logger.Error(err, "pod tunnel key not recovered", "pod", podKey)
 				}
 			}
@@ -258,8 +279,35 @@ func (r *Controller) hold(podKey, network string) {
 	r.held[podKey][network] = true
 }
 
-// release frees what a pod holds (not what its IPAMClaims hold).
+// joinVM records that pod podKey runs VM owner vm, which holds its
+// addresses on network.
+func (r *Controller) joinVM(podKey, vm, network string) {
+	if r.vmPods == nil {
+		r.vmPods, r.vmOf = map[string]map[string]bool{}, map[string]string{}
+	}
+	if r.vmPods[vm] == nil {
+		r.vmPods[vm] = map[string]bool{}
+	}
+	r.vmPods[vm][podKey], r.vmOf[podKey] = true, vm
+	r.hold(vm, network)
+}
+
+// release frees what a pod holds (not what its IPAMClaims hold), and what
+// its VM holds when it was the VM's last pod.
 func (r *Controller) release(podKey string) {
+	r.releaseOwner(podKey)
+	if vm, ok := r.vmOf[podKey]; ok {
+		delete(r.vmOf, podKey)
+		delete(r.vmPods[vm], podKey)
+		if len(r.vmPods[vm]) == 0 {
+			delete(r.vmPods, vm)
+			r.releaseOwner(vm)
+		}
+	}
+}
+
+// releaseOwner frees what an owner (a pod, a VM) holds.
+func (r *Controller) releaseOwner(podKey string) {
 	for network := range r.held[podKey] {
 		if n, ok := r.nets[network]; ok {
 			for _, p := range n.pools {
@@ -347,6 +395,25 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 	}
 	podKey := pod.Namespace + "/" + pod.Name
 	owner := podKey
+	// A VM's pods share its attachment on a Layer2 network: a migration
+	// target takes the one its VM's other pod has (address, MAC, key).
+	vm := vmOwner(pod)
+	if n.keys == nil {
+		vm = ""
+	}
+	var sibling *podnet.Attachment
+	if vm != "" {
+		owner = vm
+		if _, ok := current[rq.Key]; !ok {
+			if sibling, err = r.siblingAttachment(ctx, pod, rq.Key); err != nil {
+				return podnet.Attachment{}, err
+			}
+		}
+		if sibling != nil {
+			current = current.Clone()
+			current[rq.Key] = *sibling
+		}
+	}
 	var claim *ipamclaims.IPAMClaim
 	var want []string
 	if rq.Claim != "" {
@@ -365,7 +432,7 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 	replaceable := false
 	if cur, ok := current[rq.Key]; ok && len(want) == 0 {
 		want = cur.IPs
-		replaceable = claim == nil && (rq.Selection == nil || len(rq.Selection.IPs) == 0)
+		replaceable = claim == nil && sibling == nil && (rq.Selection == nil || len(rq.Selection.IPs) == 0)
 	} else if len(want) == 0 && rq.Selection != nil {
 		want = rq.Selection.IPs
 	}
@@ -379,7 +446,7 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 			a, err = take(pool, owner, nil)
 		}
 		if err != nil {
-			if owner == podKey {
+			if owner == podKey || (owner == vm && len(r.vmPods[vm]) == 0) {
 				for _, p := range n.pools[:i] {
 					p.Release(owner)
 				}
@@ -403,19 +470,26 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 	if rq.Selection != nil {
 		mac = rq.Selection.MAC
 	}
+	if sibling != nil {
+		mac = sibling.MAC // derived from nothing else when IPAM is off
+	}
 	if len(reassigned) > 0 {
 		log.FromContext(ctx).Info("pod address reassigned", "pod", podKey, "network", rq.Key, "was", reassigned, "now", addrs)
 		r.Recorder.Eventf(pod, corev1.EventTypeWarning, "AddressReassigned", "network %s: %s; now %v", rq.Key, strings.Join(reassigned, "; "), addrs)
 	}
-	a := podnet.Attach(rq, addrs, gws, mac, podKey, r.Cluster)
+	keyOwner := podKey
+	if vm != "" {
+		keyOwner = vm
+	}
+	a := podnet.Attach(rq, addrs, gws, mac, keyOwner, r.Cluster)
 	if n.keys != nil {
 		if cur, ok := current[rq.Key]; ok && cur.TunnelID != 0 {
-			if err := n.keys.Reserve(podKey, cur.TunnelID); err != nil {
+			if err := n.keys.Reserve(keyOwner, cur.TunnelID); err != nil {
 				return podnet.Attachment{}, err
 			}
 			a.TunnelID = cur.TunnelID
 		} else {
-			k, err := n.keys.Allocate(podKey)
+			k, err := n.keys.Allocate(keyOwner)
 			if err != nil {
 				return podnet.Attachment{}, fmt.Errorf("port tunnel key: %w", err)
 			}
@@ -423,7 +497,35 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 		}
 	}
 	r.hold(podKey, rq.Network)
+	if vm != "" {
+		r.joinVM(podKey, vm, rq.Network)
+	}
 	return a, nil
+}
+
+// siblingAttachment returns the attachment under key of another live pod
+// of pod's VM (the oldest that has one), or nil.
+func (r *Controller) siblingAttachment(ctx context.Context, pod *corev1.Pod, key string) (*podnet.Attachment, error) {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(pod.Namespace),
+		client.MatchingLabels{kubevirt.AppLabel: kubevirt.VirtLauncher}); err != nil {
+		return nil, fmt.Errorf("listing the pods of VM %s: %w", kubevirt.Key(pod), err)
+	}
+	kubeobj.SortOldestFirst(pods.Items)
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.UID == pod.UID || done(p) || kubevirt.Key(p) != kubevirt.Key(pod) {
+			continue
+		}
+		nets, err := podnet.ParsePod(p)
+		if err != nil {
+			continue
+		}
+		if a, ok := nets[key]; ok {
+			return &a, nil
+		}
+	}
+	return nil, nil
 }
 
 // take gives owner an address of pool: the wanted one of its family when

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ovn-udn/ovn-udn/internal/contract/kubevirt"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 )
 
@@ -130,6 +131,23 @@ func PortName(key, namespace, pod string) string {
 		return namespace + "_" + pod
 	}
 	return strings.Replace(key, "/", ".", 1) + "_" + namespace + "_" + pod
+}
+
+// VMPortName is the logical switch port every pod of a live-migratable VM
+// shares on a Layer2 network (package kubevirt): "<ns>.<nad>_<ns>_vm_<vm>"
+// ("_vm_" cannot be part of a pod's name, so it never names a pod's port).
+func VMPortName(key, namespace, vm string) string {
+	return strings.Replace(key, "/", ".", 1) + "_" + namespace + "_vm_" + vm
+}
+
+// PortNameOf is the logical switch port of a pod's attachment a under key:
+// the VM's shared port for a live-migratable VM's pod on a Layer2 network
+// (an attachment with a port tunnel key), else PortName.
+func PortNameOf(key string, pod *corev1.Pod, a Attachment) string {
+	if vm, ok := kubevirt.VMName(pod); ok && a.TunnelID != 0 && key != DefaultKey {
+		return VMPortName(key, pod.Namespace, vm)
+	}
+	return PortName(key, pod.Namespace, pod.Name)
 }
 
 // Request is one network attachment a pod needs.

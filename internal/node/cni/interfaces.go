@@ -24,7 +24,7 @@ func Interfaces(pod *corev1.Pod, nets podnet.Networks, mtu func(key string) int)
 	var out []Interface
 	add := func(key, name string) error {
 		a := nets[key]
-		i := Interface{Name: name, Port: podnet.PortName(key, pod.Namespace, pod.Name), MAC: a.MAC, Routes: a.Routes, MTU: mtu(key)}
+		i := Interface{Name: name, Port: podnet.PortNameOf(key, pod, a), MAC: a.MAC, Routes: a.Routes, MTU: mtu(key)}
 		ips, err := a.Prefixes()
 		if err != nil {
 			return fmt.Errorf("attachment %s: %w", key, err)

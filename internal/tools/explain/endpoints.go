@@ -92,7 +92,7 @@ func (e *Explainer) destination(ctx context.Context, t target, src Endpoint) (En
 	}
 	var same, primary string
 	for _, k := range slices.Sorted(maps.Keys(nets)) {
-		p, _, err := z.port(ctx, podnet.PortName(k, pod.Namespace, pod.Name))
+		p, _, err := z.port(ctx, podnet.PortNameOf(k, pod, nets[k]))
 		if err != nil {
 			return Endpoint{}, err
 		}
@@ -154,7 +154,7 @@ func (e *Explainer) endpoint(ctx context.Context, pod *corev1.Pod, key string, a
 	if !addr.IsValid() {
 		return Endpoint{}, fmt.Errorf("pod %s attachment %s has no address of the family of %s", ref, key, like)
 	}
-	ep := Endpoint{Pod: ref, Node: pod.Spec.NodeName, Port: podnet.PortName(key, pod.Namespace, pod.Name), MAC: a.MAC, Addr: addr.Addr(), onLink: addr.Masked()}
+	ep := Endpoint{Pod: ref, Node: pod.Spec.NodeName, Port: podnet.PortNameOf(key, pod, a), MAC: a.MAC, Addr: addr.Addr(), onLink: addr.Masked()}
 	ep.gateway = gatewayOf(a, addr)
 	z, err := e.zone(ctx, ep.Node)
 	if err != nil {

@@ -367,10 +367,11 @@ func (f *Feature) ports(ctx context.Context, namespace, node, key string) ([]str
 		if err != nil {
 			continue
 		}
-		if _, ok := nets[key]; !ok {
+		a, ok := nets[key]
+		if !ok {
 			continue
 		}
-		name := podnet.PortName(key, p.Namespace, p.Name)
+		name := podnet.PortNameOf(key, p, a)
 		if f.host.Northbound == nil { // render: the port's row ID among its network's rows
 			ids = append(ids, topology.PortRowID(name))
 			continue
@@ -386,7 +387,7 @@ func (f *Feature) ports(ctx context.Context, namespace, node, key string) ([]str
 		}
 	}
 	sort.Strings(ids)
-	return ids, waiting, nil
+	return slices.Compact(ids), waiting, nil // a VM's pods share their port
 }
 
 // Keys implements feature.Keyer: every namespace with an EgressFirewall,

@@ -289,6 +289,7 @@ func (f *Feature) policyPods(ctx context.Context, namespace string, local nodein
 	}
 	var out []netpol.Pod
 	var waiting []string
+	seen := map[string]bool{}
 	for i := range list.Items {
 		p := &list.Items[i]
 		if !keep(netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}) {
@@ -298,7 +299,11 @@ func (f *Feature) policyPods(ctx context.Context, namespace string, local nodein
 		if !ok {
 			continue
 		}
-		name := podnet.PortName(key, p.Namespace, p.Name)
+		name := policyPortName(p, key)
+		if seen[name] {
+			continue // a VM's pods share their port
+		}
+		seen[name] = true
 		if f.host.Northbound == nil {
 			// No database (render): the port's row ID among its network's rows.
 			pod.PortUUID = topology.PortRowID(name)
@@ -317,6 +322,13 @@ func (f *Feature) policyPods(ctx context.Context, namespace string, local nodein
 		out = append(out, pod)
 	}
 	return out, waiting, nil
+}
+
+// policyPortName is the name of pod p's port on the network of attachment
+// key (p is attached there).
+func policyPortName(p *corev1.Pod, key string) string {
+	nets, _ := podnet.ParsePod(p)
+	return podnet.PortNameOf(key, p, nets[key])
 }
 
 // policyPod returns a pod as policies see it on the network of attachment
