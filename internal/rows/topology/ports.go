@@ -69,9 +69,25 @@ func renderPorts(n Network, local nodeinfo.Info, remotes []nodeinfo.Info, ports 
 		if distributed && p.TunnelKey > 0 {
 			opts["requested-tnl-key"] = strconv.Itoa(p.TunnelKey)
 		}
+		target, migrating := remote[p.MigrationTarget]
+		if p.MigrationTarget == local.Name {
+			target, migrating = local, true
+		}
+		migrating = migrating && distributed && p.MigrationTarget != p.Node
 		switch r, isRemote := remote[p.Node]; {
 		case p.Node == local.Name:
 			opts["requested-chassis"] = local.ChassisID
+			if migrating {
+				opts["requested-chassis"] += "," + target.ChassisID
+				opts["activation-strategy"] = "rarp"
+			}
+			lsp.PortSecurity = []string{addr}
+		case isRemote && migrating && p.MigrationTarget == local.Name:
+			// The target's zone binds the port here as an additional
+			// chassis (blocked until the VM announces itself); northd
+			// binds the main chassis, a remote one, itself.
+			opts["requested-chassis"] = r.ChassisID + "," + local.ChassisID
+			opts["activation-strategy"] = "rarp"
 			lsp.PortSecurity = []string{addr}
 		case isRemote && distributed:
 			if p.TunnelKey == 0 {

@@ -13,6 +13,12 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 )
 
+// migrating is p with a live migration to target under way.
+func migrating(p Port, target string) Port {
+	p.MigrationTarget = target
+	return p
+}
+
 // TestRenderPorts: a pod's ports are its own rows, and its membership of
 // the network's rows is a contribution, per topology and node.
 func TestRenderPorts(t *testing.T) {
@@ -57,6 +63,40 @@ func TestRenderPorts(t *testing.T) {
 			Rows: []model.Model{&nbdb.LogicalSwitchPort{UUID: "lsp:ns1_a", Name: "ns1_a", Type: "remote", Addresses: []string{"0a:58:0a:80:01:05 203.203.0.11"},
 				Options: map[string]string{"requested-chassis": "ch-node2", "requested-tnl-key": "17"}, ExternalIDs: ext(seedNetwork(), "node2")}},
 			Contributions: []ovsdbsync.Contribution{toSwitch("test12_namespace.scoped_ovn_layer2_switch")},
+		},
+	}, {
+		name: "layer2, a VM migrating from here: bound here and, blocked until it announces itself, on the target",
+		net:  seedNetwork(), nodes: seedNodes(), port: migrating(port("node1", "203.203.0.11/24", 17, false), "node2"),
+		want: PortsResult{
+			Rows: []model.Model{&nbdb.LogicalSwitchPort{UUID: "lsp:ns1_a", Name: "ns1_a", Addresses: []string{"0a:58:0a:80:01:05 203.203.0.11"},
+				PortSecurity: []string{"0a:58:0a:80:01:05 203.203.0.11"},
+				Options:      map[string]string{"requested-chassis": "ch-node1,ch-node2", "activation-strategy": "rarp", "requested-tnl-key": "17"}, ExternalIDs: ext(seedNetwork(), "node1")}},
+			Contributions: []ovsdbsync.Contribution{toSwitch("test12_namespace.scoped_ovn_layer2_switch")},
+		},
+	}, {
+		name: "layer2, a VM migrating here: a local port, here the additional chassis",
+		net:  seedNetwork(), nodes: seedNodes(), port: migrating(port("node2", "203.203.0.11/24", 17, false), "node1"),
+		want: PortsResult{
+			Rows: []model.Model{&nbdb.LogicalSwitchPort{UUID: "lsp:ns1_a", Name: "ns1_a", Addresses: []string{"0a:58:0a:80:01:05 203.203.0.11"},
+				PortSecurity: []string{"0a:58:0a:80:01:05 203.203.0.11"},
+				Options:      map[string]string{"requested-chassis": "ch-node2,ch-node1", "activation-strategy": "rarp", "requested-tnl-key": "17"}, ExternalIDs: ext(seedNetwork(), "node2")}},
+			Contributions: []ovsdbsync.Contribution{toSwitch("test12_namespace.scoped_ovn_layer2_switch")},
+		},
+	}, {
+		name: "layer2, a VM migrating between two other nodes: a remote port on where it runs",
+		net:  seedNetwork(), nodes: seedNodes(), port: migrating(port("node2", "203.203.0.11/24", 17, false), "node3"),
+		want: PortsResult{
+			Rows: []model.Model{&nbdb.LogicalSwitchPort{UUID: "lsp:ns1_a", Name: "ns1_a", Type: "remote", Addresses: []string{"0a:58:0a:80:01:05 203.203.0.11"},
+				Options: map[string]string{"requested-chassis": "ch-node2", "requested-tnl-key": "17"}, ExternalIDs: ext(seedNetwork(), "node2")}},
+			Contributions: []ovsdbsync.Contribution{toSwitch("test12_namespace.scoped_ovn_layer2_switch")},
+		},
+	}, {
+		name: "layer3 has no migration: a local port as any",
+		net:  l3, nodes: l3nodes, port: migrating(port("node1", "10.128.1.5/24", 0, false), "node2"),
+		want: PortsResult{
+			Rows: []model.Model{&nbdb.LogicalSwitchPort{UUID: "lsp:ns1_a", Name: "ns1_a", Addresses: []string{"0a:58:0a:80:01:05 10.128.1.5"},
+				PortSecurity: []string{"0a:58:0a:80:01:05 10.128.1.5"}, Options: map[string]string{"requested-chassis": "ch-node1"}, ExternalIDs: ext(l3, "node1")}},
+			Contributions: []ovsdbsync.Contribution{toSwitch("ns1.blue_node1")},
 		},
 	}, {
 		name: "layer2, remote pod without a tunnel key: left out, said why",
