@@ -56,6 +56,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/zone/podaddr"
 	"github.com/ovn-udn/ovn-udn/internal/zone/policies"
 	"github.com/ovn-udn/ovn-udn/internal/zone/services"
+	"github.com/ovn-udn/ovn-udn/internal/zone/vms"
 )
 
 // NBTables are the Northbound tables a zone controller writes, referenced
@@ -160,6 +161,7 @@ type Reconciler struct {
 	egressips   *egressips.Feature
 	firewalls   *egressfirewalls.Feature
 	qoses       *egressqoses.Feature
+	vms         *vms.Feature
 	// whole remembers each network's input when it was last planned
 	// whole, so a change of remote nodes alone plans only their rows.
 	whole wholePlans

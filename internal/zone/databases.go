@@ -3,6 +3,7 @@ package zone
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	libovsdb "github.com/ovn-org/libovsdb/client"
@@ -11,6 +12,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdbsync"
 	"github.com/ovn-udn/ovn-udn/internal/zone/chassis"
+	"github.com/ovn-udn/ovn-udn/internal/zone/vms"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -30,8 +32,8 @@ func Connect(ctx context.Context, opts Options, onReconnect func()) (nb, nbWrite
 		Indexes: ovsdbsync.Indexes(NBTableNames...), Tables: NBTables, OwnMonitor: true, Views: NBTableNames,
 		Unmonitored: ovsdbsync.OthersColumns()}
 	writerOpts := ovsdb.ClientOptions{Endpoint: opts.NB, Logger: opts.OVSDBLogger, Reconnect: true, NoMonitor: true, OwnTransact: true}
-	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Log: log.WithValues("database", "sb"), Reconnect: true, OnReconnect: counted("sb"), Tables: chassis.SBTables,
-		OwnMonitor: true}
+	sbOpts := ovsdb.ClientOptions{Endpoint: opts.SB, Logger: opts.OVSDBLogger, Log: log.WithValues("database", "sb"), Reconnect: true, OnReconnect: counted("sb"), Tables: append(slices.Clone(chassis.SBTables), vms.SBTables...),
+		Where: vms.SBWhere, OwnMonitor: true}
 	clients, err := connectAll(ctx, opts.Zone, 200*time.Millisecond,
 		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectNB(ctx, nbOpts) },
 		func(ctx context.Context) (libovsdb.Client, error) { return ovsdb.ConnectNB(ctx, writerOpts) },

@@ -2,8 +2,10 @@ package zone
 
 import (
 	"context"
+
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressfirewalls"
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressqoses"
+	"github.com/ovn-udn/ovn-udn/internal/zone/vms"
 
 	svcrows "github.com/ovn-udn/ovn-udn/internal/rows/services"
 
@@ -77,4 +79,11 @@ func (r *Reconciler) DesiredEgressFirewall(ctx context.Context, namespace string
 func (r *Reconciler) DesiredEgressQoS(ctx context.Context, namespace string) (egressqoses.Outcome, error) {
 	r.featuresOnce.Do(r.setFeatures)
 	return r.qoses.Desired(ctx, namespace)
+}
+
+// vmsFeature is the VMs feature (a network's whole rendering merges the
+// VMs' ports).
+func (r *Reconciler) vmsFeature() *vms.Feature {
+	r.featuresOnce.Do(r.setFeatures)
+	return r.vms
 }

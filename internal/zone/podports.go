@@ -139,8 +139,13 @@ func (r *Reconciler) desiredPodPorts(ctx context.Context, pod *corev1.Pod) ([]mo
 	return rows, contribs, "", nil
 }
 
-// portOf is a pod's workload port on the network of attachment key k.
+// portOf is a pod's workload port on the network of attachment key k; ok
+// is false when it has none of its own: a live-migratable VM's port on a
+// Layer2 network is the VM's (internal/zone/vms).
 func portOf(p *corev1.Pod, k string, a podnet.Attachment) (topology.Port, bool) {
+	if podnet.PortNameOf(k, p, a) != podnet.PortName(k, p.Namespace, p.Name) {
+		return topology.Port{}, false
+	}
 	addrs, err := a.Prefixes()
 	if err != nil {
 		return topology.Port{}, false

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/contract/kubevirt"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
@@ -386,7 +387,17 @@ func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []strin
 				continue
 			}
 			port, ok := portOf(p, k, a)
-			if !ok || seen[port.Name] {
+			if !ok {
+				// A VM's port (internal/zone/vms), once per VM.
+				vm, isVM := kubevirt.VMName(p)
+				if !isVM {
+					continue
+				}
+				if port, ok, err = r.vmsFeature().Port(ctx, feature.VMKey(p.Namespace, vm), k); err != nil || !ok {
+					continue
+				}
+			}
+			if seen[port.Name] {
 				continue
 			}
 			seen[port.Name] = true
@@ -399,8 +410,8 @@ func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []strin
 
 // External IDs identifying a pod's port.
 const (
-	PodExternalID = "k8s.ovn.org/pod"
-	NADExternalID = "k8s.ovn.org/nad"
+	PodExternalID = feature.PodExternalID
+	NADExternalID = feature.NADExternalID
 )
 
 // networkKeys returns the attachment keys of a network: "default", or the

@@ -42,6 +42,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 	"github.com/ovn-udn/ovn-udn/internal/zone/policies"
 	"github.com/ovn-udn/ovn-udn/internal/zone/services"
+	"github.com/ovn-udn/ovn-udn/internal/zone/vms"
 )
 
 func objectMeta(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name} }
@@ -67,6 +68,7 @@ func features(r *Reconciler, h *feature.Host) []feature.Feature {
 		egressips.New(h),       // EgressIPs' reroutes and SNATs (egressips/)
 		egressfirewalls.New(h), // EgressFirewalls' port groups and ACLs (egressfirewalls/)
 		egressqoses.New(h),     // EgressQoSes' DSCP marks (egressqoses/)
+		vms.New(h),             // live-migratable VMs' shared ports (vms/)
 	}
 }
 
@@ -194,7 +196,7 @@ func (r *Reconciler) setFeatures() {
 	r.host = &feature.Host{Zone: r.Zone, Cluster: r.Cluster, Client: r.Client, Recorder: r.Recorder, Queue: r.queue,
 		Northbound: r.NB, Southbound: r.SB, Syncer: r.Syncer, Gate: r.gate,
 		DisableNetworkConnect: r.DisableNetworkConnect, RenderEverywhere: r.RenderEverywhere, Networks: networksView{r},
-		DNSServer: r.DNSServer}
+		DNSServer: r.DNSServer, PortsWritten: r.portsWritten}
 	r.features = features(r, r.host)
 	for _, f := range r.features {
 		switch f := f.(type) {
@@ -212,6 +214,8 @@ func (r *Reconciler) setFeatures() {
 			r.firewalls = f
 		case *egressqoses.Feature:
 			r.qoses = f
+		case *vms.Feature:
+			r.vms = f
 		}
 	}
 	r.byKind = map[feature.Kind]feature.Feature{}

@@ -57,7 +57,16 @@ type Host struct {
 	// DNSServer is where names in rules are resolved, host:port ("": no
 	// resolution, as in render).
 	DNSServer string
+	// PortsWritten tells the features waiting for workload ports
+	// (PortDependent) that some were just inserted (nil: nobody waits).
+	PortsWritten func(context.Context)
 }
+
+// External IDs identifying a workload's port.
+const (
+	PodExternalID = "k8s.ovn.org/pod"
+	NADExternalID = "k8s.ovn.org/nad"
+)
 
 // Networks is the zone's one view of networks and nodes, shared by the
 // features: what a network is, where it is rendered, and the nodes.

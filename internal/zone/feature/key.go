@@ -45,6 +45,9 @@ const (
 	// KindEgressQoS: a namespace's EgressQoS rows on its networks
 	// (Namespace).
 	KindEgressQoS
+	// KindVM: a live-migratable VM's ports, shared by its pods
+	// (Namespace, Name: the VM's).
+	KindVM
 )
 
 // Key is a reconcile key of the zone controller: what to reconcile, typed.
@@ -71,6 +74,7 @@ const (
 	egressIPPrefix  = egressip.OwnerPrefix
 	firewallPrefix  = egressfirewall.OwnerPrefix
 	qosPrefix       = egressqos.OwnerPrefix
+	vmPrefix        = "vm:"
 )
 
 // ChassisKey is the key of the zone's remote chassis.
@@ -123,6 +127,9 @@ func EgressFirewallKey(namespace string) Key {
 // EgressQoSKey is the key of a namespace's EgressQoS rows.
 func EgressQoSKey(namespace string) Key { return Key{Kind: KindEgressQoS, Namespace: namespace} }
 
+// VMKey is the key of a live-migratable VM's ports.
+func VMKey(namespace, name string) Key { return Key{Kind: KindVM, Namespace: namespace, Name: name} }
+
 // String is the key's OVSDB owner.
 func (k Key) String() string {
 	switch k.Kind {
@@ -150,6 +157,8 @@ func (k Key) String() string {
 		return egressfirewall.Owner(k.Namespace)
 	case KindEgressQoS:
 		return egressqos.Owner(k.Namespace)
+	case KindVM:
+		return vmPrefix + k.Namespace + "/" + k.Name
 	}
 	return fmt.Sprintf("unknown-kind-%d:%s/%s/%s", k.Kind, k.Network, k.Namespace, k.Name)
 }
@@ -185,6 +194,8 @@ func (k Kind) Prefix() string {
 		return firewallPrefix
 	case KindEgressQoS:
 		return qosPrefix
+	case KindVM:
+		return vmPrefix
 	}
 	return fmt.Sprintf("unknown-kind-%d:", k)
 }
@@ -211,6 +222,9 @@ func ParseKey(owner string) (Key, bool) {
 		return EgressQoSKey(ns), ns != ""
 	case strings.HasPrefix(owner, networkPrefix):
 		return NetworkKey(strings.TrimPrefix(owner, networkPrefix)), true
+	case strings.HasPrefix(owner, vmPrefix):
+		ns, name, ok := nsName(strings.TrimPrefix(owner, vmPrefix))
+		return VMKey(ns, name), ok
 	case strings.HasPrefix(owner, podPrefix):
 		ns, name, ok := nsName(strings.TrimPrefix(owner, podPrefix))
 		return PodKey(ns, name), ok

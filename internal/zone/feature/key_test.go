@@ -29,6 +29,7 @@ func TestKeyOwners(t *testing.T) {
 		{EgressIPKey("default"), "egressip:default"},
 		{EgressFirewallKey("shop"), "egressfirewall:shop"},
 		{EgressQoSKey("shop"), "egressqos:shop"},
+		{VMKey("shop", "vm-a"), "vm:shop/vm-a"},
 	} {
 		if got := tc.key.String(); got != tc.owner {
 			t.Errorf("%+v.String() = %q, want %q", tc.key, got, tc.owner)
@@ -42,7 +43,7 @@ func TestKeyOwners(t *testing.T) {
 			t.Errorf("ParseKey(%q) (-want +got):\n%s", tc.owner, d)
 		}
 	}
-	for _, bad := range []string{"", "zone/chassis", "pod:noslash", "svc:/x", "npas:nobar", "other:thing", "primary-link:onlyone", "egressip:", "egressfirewall:", "egressqos:"} {
+	for _, bad := range []string{"", "zone/chassis", "pod:noslash", "svc:/x", "npas:nobar", "other:thing", "primary-link:onlyone", "egressip:", "egressfirewall:", "egressqos:", "vm:noslash"} {
 		if k, ok := ParseKey(bad); ok {
 			t.Errorf("ParseKey(%q) = %+v, want not a key", bad, k)
 		}
