@@ -11,7 +11,9 @@
 //     unplumbs them);
 //   - mgmtport: the node's side of the default network's management port;
 //   - gatewayflows: each external bridge's flows (shared gateway mode);
-//   - egresshealth: the answer to cluster-manager's egress-node probes.
+//   - egresshealth: the answer to cluster-manager's egress-node probes;
+//   - vmmigration: the gateways' announcements to a VM that just migrated
+//     here.
 //
 // The kubelet and the runtime own everything else of a pod: its namespace,
 // containers and status.
@@ -40,6 +42,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/node/gatewayflows"
 	"github.com/ovn-udn/ovn-udn/internal/node/mgmtport"
 	"github.com/ovn-udn/ovn-udn/internal/node/pods"
+	"github.com/ovn-udn/ovn-udn/internal/node/vmmigration"
 )
 
 // Parts are the agent's features.
@@ -49,6 +52,7 @@ var Parts = []node.Part{
 	{Name: "management-port", Setup: mgmtport.Setup},
 	{Name: "gateway-flows", Enabled: gatewayflows.Enabled, Setup: gatewayflows.Setup},
 	{Name: "egressip-health", Enabled: egresshealth.Enabled, Setup: egresshealth.Setup},
+	{Name: "vm-migration", Setup: vmmigration.Setup},
 }
 
 // Scheme returns the scheme the agent needs.

@@ -1,0 +1,177 @@
+// Package vmmigration is the node agent's part of a VM's live migration
+// (package kubevirt): once the zone records that the VM announced itself
+// on this node (kubevirt.ActivatedAnnotation names it), the gateway of each
+// of the VM's Layer2 networks announces itself to the VM, as seed 002 asks
+// ("after live migration succeeds, OVN should send a GARP", and an
+// unsolicited router advertisement for IPv6): a gratuitous ARP for each
+// IPv4 gateway and a router advertisement from the gateway's link-local
+// address, both from the gateway's MAC, put straight into the VM's port
+// (ovs-ofctl packet-out on the integration bridge). The gateway's address
+// and MAC are the same on every node (the transit router), so the VM's
+// neighbour cache stays right either way; the announcements refresh it at
+// once, as they would after a move to a node with another gateway MAC.
+// Each pod is announced to once per agent run.
+package vmmigration
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/ovn-udn/ovn-udn/internal/contract/kubevirt"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/node"
+	"github.com/ovn-udn/ovn-udn/internal/node/announce"
+	"github.com/ovn-udn/ovn-udn/internal/node/cni"
+	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
+)
+
+// Reconciler announces the gateways to the VMs activated on its node.
+type Reconciler struct {
+	Client client.Client
+	Opts   node.Options
+
+	mu   sync.Mutex
+	sent map[types.UID]bool
+}
+
+// Setup registers the reconciler.
+func Setup(mgr ctrl.Manager, opts node.Options) error {
+	r := &Reconciler{Client: mgr.GetClient(), Opts: opts}
+	return ctrl.NewControllerManagedBy(mgr).Named("vm-migration").
+		For(&corev1.Pod{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return r.activatedHere(o.(*corev1.Pod))
+		}))).
+		Complete(r)
+}
+
+// activatedHere reports whether pod runs a VM that was activated on the
+// agent's node.
+func (r *Reconciler) activatedHere(p *corev1.Pod) bool {
+	_, vm := kubevirt.VMName(p)
+	return vm && p.Spec.NodeName == r.Opts.Node && p.Annotations[kubevirt.ActivatedAnnotation] == r.Opts.Node
+}
+
+// Reconcile announces the gateways to an activated VM's pod, once.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	pod := &corev1.Pod{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !r.activatedHere(pod) || kubevirt.Done(pod) {
+		return reconcile.Result{}, nil
+	}
+	r.mu.Lock()
+	sent := r.sent[pod.UID]
+	r.mu.Unlock()
+	if sent {
+		return reconcile.Result{}, nil
+	}
+	nets, err := podnet.ParsePod(pod)
+	if err != nil {
+		return reconcile.Result{}, nil // the zone tells the pod
+	}
+	keys := make([]string, 0, len(nets))
+	for k := range nets {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	n := 0
+	for _, k := range keys {
+		a := nets[k]
+		frames, err := Frames(a)
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("pod %s, attachment %s: %w", req, k, err)
+		}
+		port := podnet.PortNameOf(k, pod, a)
+		if len(frames) == 0 || port == podnet.PortName(k, pod.Namespace, pod.Name) {
+			continue // not the VM's shared port on a Layer2 network
+		}
+		if err := r.send(cni.HostVeth(port), frames); err != nil {
+			return reconcile.Result{}, err
+		}
+		n += len(frames)
+	}
+	r.mu.Lock()
+	if r.sent == nil {
+		r.sent = map[types.UID]bool{}
+	}
+	r.sent[pod.UID] = true
+	r.mu.Unlock()
+	if n > 0 {
+		ctrl.LoggerFrom(ctx).Info("announced the gateways to a migrated VM", "pod", req.String(), "frames", n)
+	}
+	return reconcile.Result{}, nil
+}
+
+// Frames are the announcements of an attachment's gateways to its
+// workload: a gratuitous ARP per IPv4 gateway, a router advertisement for
+// IPv6, all from the gateway MAC (derived as the transit router's port
+// MAC is); none for an attachment without gateways.
+func Frames(a podnet.Attachment) ([][]byte, error) {
+	var gws []netip.Prefix
+	for _, g := range a.Gateways {
+		addr, err := netip.ParseAddr(g)
+		if err != nil {
+			return nil, fmt.Errorf("gateway %q is not an address", g)
+		}
+		gws = append(gws, netip.PrefixFrom(addr, addr.BitLen()))
+	}
+	if len(gws) == 0 {
+		return nil, nil
+	}
+	gwMAC, err := net.ParseMAC(topology.PortMAC(gws))
+	if err != nil {
+		return nil, err
+	}
+	vmMAC, err := net.ParseMAC(a.MAC)
+	if err != nil {
+		return nil, fmt.Errorf("MAC %q: %w", a.MAC, err)
+	}
+	var out [][]byte
+	v6 := false
+	for _, g := range gws {
+		if g.Addr().Is4() {
+			out = append(out, announce.GARP(gwMAC, g.Addr()))
+		} else {
+			v6 = true
+		}
+	}
+	if v6 {
+		out = append(out, announce.RouterAdvertisement(gwMAC, announce.LinkLocal(gwMAC), vmMAC))
+	}
+	return out, nil
+}
+
+// send puts frames into the OVS interface veth (the VM pod's end on the
+// integration bridge) with packet-outs: they reach the VM only.
+func (r *Reconciler) send(veth string, frames [][]byte) error {
+	h := r.Opts.Host
+	out, err := h.Command("ovs-vsctl", "--db="+h.OVSDB, "--timeout=10", "get", "Interface", veth, "ofport").Output()
+	if err != nil {
+		return fmt.Errorf("the OpenFlow port of %s: %w", veth, err)
+	}
+	ofport := strings.TrimSpace(string(out))
+	mgmt := "unix:" + filepath.Join(filepath.Dir(strings.TrimPrefix(h.OVSDB, "unix:")), h.Bridge+".mgmt")
+	for _, f := range frames {
+		action := fmt.Sprintf("in_port=controller,packet=%s,actions=output:%s", hex.EncodeToString(f), ofport)
+		if b, err := h.Command("ovs-ofctl", "-O", "OpenFlow15", "packet-out", mgmt, action).CombinedOutput(); err != nil {
+			return fmt.Errorf("packet-out to %s: %v: %s", veth, err, strings.TrimSpace(string(b)))
+		}
+	}
+	return nil
+}
