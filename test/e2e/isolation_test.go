@@ -19,6 +19,7 @@ import (
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc"
+	"github.com/ovn-udn/ovn-udn/internal/contract/kubevirt"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
@@ -177,6 +178,11 @@ func TestTenantIsolation(t *testing.T) {
 		}
 		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(fmt.Sprint(err), "may not change it") {
 			t.Fatalf("tenant rewriting her pod's annotation: %v, want refused by the admission policy", err)
+		}
+		// Nor may she say where a VM's port lives (docs/kubevirt.md).
+		err = alice.Create(ctx, podOn("team-a", "activated", "node1", map[string]string{kubevirt.ActivatedAnnotation: "node1"}))
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || !strings.Contains(fmt.Sprint(err), kubevirt.ActivatedAnnotation+" is written by ovn-udn only") {
+			t.Fatalf("tenant creating a pod with %s: %v, want refused by the admission policy", kubevirt.ActivatedAnnotation, err)
 		}
 		// Without the policy (here: an administrator's write), the controllers
 		// still give the pod nothing on another namespace's network: the entry
