@@ -157,7 +157,7 @@ kubectl's flags from being read as this command's).`,
 		},
 	}
 	demo := sandboxDemoCommand(&dir)
-	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, kubectl, env, supervise, demo, sandboxServeCommand(), sandboxProbeCommand(), sandboxProbeEveryCommand(), sandboxProbeManyCommand(), sandboxHoldCommand(), sandboxBulkCommand())
+	cmd.AddCommand(up, down, status, kubeconfig, apply, exec, kubectl, env, supervise, demo, sandboxServeCommand(), sandboxProbeCommand(), sandboxProbeEveryCommand(), sandboxProbeManyCommand(), sandboxHoldCommand(), sandboxBulkCommand(), sandboxAnnounceCommand())
 	return cmd
 }
 
@@ -278,6 +278,21 @@ func sandboxProbeCommand() *cobra.Command {
 	cmd.Flags().StringVar(&source, "source", "", "connect from this address (empty: any)")
 	cmd.Flags().IntVar(&count, "count", 1, "open this many connections at once (one attempt each), printing each answer or \"error: ...\" on a line")
 	cmd.Flags().BoolVar(&dscp, "dscp", false, "send one UDP datagram to a DSCP server (sandbox serve --listen dscp:...) and print the DSCP it saw")
+	return cmd
+}
+
+func sandboxAnnounceCommand() *cobra.Command {
+	var iface string
+	cmd := &cobra.Command{
+		Use:    "announce",
+		Short:  "Send the RARP a live-migrated VM sends from its interface (run in a pod by the tests and the demo)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return demo.Announce(iface)
+		},
+	}
+	cmd.Flags().StringVar(&iface, "iface", "ovn-udn1", "the interface to send it from")
 	return cmd
 }
 

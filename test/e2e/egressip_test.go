@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -309,7 +308,7 @@ func TestEgressIPFailover(t *testing.T) {
 		}
 		gaps = append(gaps, gap)
 		setLink(t, l.UnderlayNetns(), link, "up")
-		p.stop()
+		p.Stop()
 		if got := holder(); got != to {
 			t.Errorf("round %d: %s on %q after %s's link went down, want %s", round, eip, got, from, to)
 		}
@@ -363,79 +362,37 @@ func setLink(t *testing.T, netns, link, state string) {
 	}
 }
 
-// prober is `sandbox probe-every` running in a pod: each attempt's answer
-// with the time it began.
-type prober struct {
-	cmd     *exec.Cmd
-	started time.Time
-	lines   chan probeLine
-}
+// prober is demo.Prober failing the test where it returns an error.
+type prober struct{ *demo.Prober }
 
-type probeLine struct {
-	began  time.Time
-	answer string
-}
-
+// probeEvery probes the outside echo server from a pod every interval.
 func probeEvery(t *testing.T, pod string, interval time.Duration) *prober {
 	t.Helper()
 	netns, err := sandbox.PodNetns(context.Background(), dir, admin, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := sandbox.Command(context.Background(), netns, []string{binary, "sandbox", "probe-every", "--interval", interval.String(),
-		"--timeout", "500ms", "--duration", "2m", fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort)})
-	out, err := cmd.StdoutPipe()
+	return probeEveryFrom(t, netns, fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort), interval, 500*time.Millisecond)
+}
+
+// probeEveryFrom probes target from a network namespace every interval.
+func probeEveryFrom(t *testing.T, netns, target string, interval, timeout time.Duration) *prober {
+	t.Helper()
+	p, err := demo.StartProber(netns, binary, target, interval, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &prober{cmd: cmd, lines: make(chan probeLine, 1024)}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p.started = time.Now()
-	t.Cleanup(p.stop)
-	go func() {
-		defer close(p.lines)
-		r := bufio.NewScanner(out)
-		for r.Scan() {
-			ms, answer, ok := strings.Cut(r.Text(), " ")
-			n, err := strconv.Atoi(ms)
-			if !ok || err != nil {
-				continue
-			}
-			p.lines <- probeLine{began: p.started.Add(time.Duration(n) * time.Millisecond), answer: answer}
-		}
-	}()
-	return p
+	t.Cleanup(p.Stop)
+	return &prober{p}
 }
 
 // waitAnswers waits for n attempts begun from now on to be answered from
 // want, and returns when the last answer arrived.
 func (p *prober) waitAnswers(t *testing.T, want string, n int) time.Time {
 	t.Helper()
-	since := time.Now()
-	deadline := time.After(time.Minute)
-	for got := 0; ; {
-		select {
-		case l, ok := <-p.lines:
-			if !ok {
-				t.Fatalf("the prober stopped before %d answers from %s", n, want)
-			}
-			if l.answer != want || l.began.Before(since) {
-				continue
-			}
-			if got++; got == n {
-				return time.Now()
-			}
-		case <-deadline:
-			t.Fatalf("no %d answers from %s within a minute", n, want)
-		}
+	at, err := p.WaitAnswers(want, n, time.Minute)
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-func (p *prober) stop() {
-	if p.cmd.Process != nil {
-		_ = p.cmd.Process.Kill()
-		_ = p.cmd.Wait()
-	}
+	return at
 }

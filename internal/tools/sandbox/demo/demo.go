@@ -181,6 +181,7 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 	merr = errors.Join(merr, EgressFirewallDemo(ctx, opts.Dir, opts.Binary, c, out))
 	merr = errors.Join(merr, EgressQoSDemo(ctx, opts.Dir, opts.Binary, c, out))
 	merr = errors.Join(merr, EgressServiceDemo(ctx, opts.Dir, opts.Binary, c, opts.Nodes, out))
+	merr = errors.Join(merr, VMMigrationDemo(ctx, opts.Dir, opts.Binary, c, opts.Nodes, out))
 	fmt.Fprintf(out, "\nsandbox up %s, %d pods ready %s after apply, matrix measured in %s (total %s)\n",
 		upTook.Round(100*time.Millisecond), len(pods), readyTook.Round(100*time.Millisecond),
 		time.Since(t).Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
