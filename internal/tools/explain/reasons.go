@@ -13,6 +13,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/rows/netpol"
 	"github.com/ovn-udn/ovn-udn/internal/rows/primarylinks"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
+	"github.com/ovn-udn/ovn-udn/internal/zone/egressips"
 )
 
 // Row is the Northbound row a logical flow was made from.
@@ -69,13 +70,18 @@ func (r Row) Describe() string {
 		return "ClusterNetworkConnect " + name
 	case strings.TrimSuffix(egressip.OwnerPrefix, ":"):
 		object := r.ExternalIDs[egressip.ObjectKey]
+		// An EgressService takes the EgressIP path under a name of its own.
+		what, addr, via := "EgressIP "+object, "its egress IP", "its egress nodes"
+		if svc, ok := strings.CutPrefix(object, egressips.ServiceObjectPrefix); ok {
+			what, addr, via = "EgressService "+svc, "its load-balancer IP", "its host"
+		}
 		switch {
 		case r.Table == "NAT" && object != "":
-			return fmt.Sprintf("EgressIP %s's SNAT to its egress IP (network %s)", object, name)
+			return fmt.Sprintf("%s's SNAT to %s (network %s)", what, addr, name)
 		case r.Table == "Logical_Router_Policy" && object != "" && r.Action == "reroute":
-			return fmt.Sprintf("EgressIP %s's reroute to its egress nodes (network %s)", object, name)
+			return fmt.Sprintf("%s's reroute to %s (network %s)", what, via, name)
 		case r.Table == "Logical_Router_Policy" && object != "":
-			return fmt.Sprintf("EgressIP %s's policy (network %s)", object, name)
+			return fmt.Sprintf("%s's policy (network %s)", what, name)
 		case r.Table == "Logical_Router_Policy":
 			return fmt.Sprintf("network %s's EgressIP allow policy: traffic within the cluster keeps its path", name)
 		case r.Table == "Logical_Router_Static_Route":
@@ -89,6 +95,8 @@ func (r Row) Describe() string {
 		return fmt.Sprintf("EgressFirewall %s/default", name)
 	case strings.TrimSuffix(egressqos.OwnerPrefix, ":"):
 		return fmt.Sprintf("EgressQoS %s/default rule %s (network %s)", name, orUnknown(r.ExternalIDs[egressqos.RuleKey]), orUnknown(r.ExternalIDs[topology.NetworkKey]))
+	case "vm":
+		return fmt.Sprintf("VM %s's port, shared by its pods (live migration)", name)
 	case strings.TrimSuffix(primarylinks.OwnerPrefix, ":"):
 		a, b, _ := strings.Cut(name, "|")
 		return fmt.Sprintf("the link between primary networks %s and %s", a, b)

@@ -39,6 +39,10 @@ func TestRowDescribe(t *testing.T) {
 		{Row{Table: "ACL", Action: "drop", ExternalIDs: ids("egressfirewall:shop", "k8s.ovn.org/rule", "3", "k8s.ovn.org/network", "shop.net")}, "EgressFirewall shop/default rule 3 (network shop.net)"},
 		{Row{Table: "Port_Group", ExternalIDs: ids("egressfirewall:shop")}, "EgressFirewall shop/default"},
 		{Row{Table: "QoS", ExternalIDs: ids("egressqos:shop", "k8s.ovn.org/rule", "0", "k8s.ovn.org/network", "shop.net")}, "EgressQoS shop/default rule 0 (network shop.net)"},
+		{Row{Table: "NAT", ExternalIDs: ids("egressip:shop.net", "k8s.ovn.org/egressip", "egressservice:shop/web")}, "EgressService shop/web's SNAT to its load-balancer IP (network shop.net)"},
+		{Row{Table: "Logical_Router_Policy", Action: "reroute", ExternalIDs: ids("egressip:shop.net", "k8s.ovn.org/egressip", "egressservice:shop/web")}, "EgressService shop/web's reroute to its host (network shop.net)"},
+		{Row{Table: "Logical_Router_Policy", Action: "reroute", ExternalIDs: ids("egressip:shop.net", "k8s.ovn.org/egressip", "eip1")}, "EgressIP eip1's reroute to its egress nodes (network shop.net)"},
+		{Row{Table: "Logical_Switch_Port", ExternalIDs: ids("vm:shop/vm1")}, "VM shop/vm1's port, shared by its pods (live migration)"},
 		{Row{Table: "ACL"}, "a ACL row not written by ovn-udn"},
 		{Row{Table: "ACL", ExternalIDs: ids("other:x")}, "ACL (owner other:x)"},
 	}
