@@ -176,3 +176,77 @@ spec: {sourceIPBy: LoadBalancerIP}
 		t.Errorf("node2's rendering lacks %q:\n%s", want, node2)
 	}
 }
+
+// TestVMMigration: a VM's two virt-launcher pods render as one shared port
+// on their Layer2 network, bound in the source's and the target's zones to
+// both chassis with activation-strategy=rarp; neither pod has a port of its
+// own there, and a third node, without pods of the network, renders none.
+func TestVMMigration(t *testing.T) {
+	res := run(t, docsFrom(t, `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: blue
+  labels: {k8s.ovn.org/primary-user-defined-network: ""}
+---
+apiVersion: k8s.ovn.org/v1
+kind: UserDefinedNetwork
+metadata: {name: net, namespace: blue}
+spec: {topology: Layer2, role: Primary, subnets: [10.150.0.0/24]}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node1}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node2}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node3}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: virt-launcher-vm1-a
+  namespace: blue
+  creationTimestamp: "2026-11-28T00:00:00Z"
+  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: vm1}
+  annotations: {kubevirt.io/domain: vm1, kubevirt.io/allow-pod-bridge-network-live-migration: ""}
+spec: {nodeName: node1, containers: [{name: compute, image: pause}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: virt-launcher-vm1-b
+  namespace: blue
+  creationTimestamp: "2026-11-28T00:01:00Z"
+  labels: {kubevirt.io: virt-launcher, vm.kubevirt.io/name: vm1}
+  annotations: {kubevirt.io/domain: vm1, kubevirt.io/allow-pod-bridge-network-live-migration: ""}
+spec: {nodeName: node2, containers: [{name: compute, image: pause}]}
+`), render.Options{})
+	if res.Invalid() {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	out := output(t, res, "nbctl")
+	zones := map[string]string{}
+	for _, part := range strings.Split(out, "# zone ")[1:] {
+		name, body, _ := strings.Cut(part, "\n")
+		zones[strings.Fields(name)[0]] = body
+	}
+	want := "port blue.net_blue_vm_vm1 addresses [0a:58:0a:96:00:03 10.150.0.3] security [0a:58:0a:96:00:03 10.150.0.3] " +
+		"{activation-strategy=rarp requested-chassis=chassis-node1,chassis-node2 requested-tnl-key=16}"
+	for _, zone := range []string{"node1", "node2"} {
+		body := zones[zone]
+		if !strings.Contains(body, want) {
+			t.Errorf("zone %s lacks %q:\n%s", zone, want, body)
+		}
+		if strings.Contains(body, "port blue.net_blue_virt-launcher") {
+			t.Errorf("zone %s has a port of a virt-launcher pod's own on the network:\n%s", zone, body)
+		}
+	}
+	if strings.Contains(zones["node3"], "vm_vm1") {
+		t.Errorf("zone node3 renders the VM's port without pods of its network:\n%s", zones["node3"])
+	}
+}
