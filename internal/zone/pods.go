@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
-	"github.com/ovn-udn/ovn-udn/internal/contract/kubevirt"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
@@ -389,11 +388,10 @@ func (r *Reconciler) ports(ctx context.Context, n topology.Network, keys []strin
 			port, ok := portOf(p, k, a)
 			if !ok {
 				// A VM's port (internal/zone/vms), once per VM.
-				vm, isVM := kubevirt.VMName(p)
-				if !isVM {
+				if a.VM == "" {
 					continue
 				}
-				if port, ok, err = r.vmsFeature().Port(ctx, feature.VMKey(p.Namespace, vm), k); err != nil || !ok {
+				if port, ok, err = r.vmsFeature().Port(ctx, feature.VMKey(p.Namespace, a.VM), k); err != nil || !ok {
 					continue
 				}
 			}

@@ -102,14 +102,13 @@ func (r *Controller) networkFor(c *netconf.NetConf) (*network, error) {
 func claimOwner(namespace, claim string) string { return "claim:" + namespace + "/" + claim }
 
 // vmOwner is the name a live-migratable VM's Layer2 addresses and port
-// tunnel keys are allocated to ("" for a pod that is not a VM's): every
-// pod of the VM shares them (package kubevirt), and they outlive the
-// migration's source pod.
-func vmOwner(pod *corev1.Pod) string {
-	if k := kubevirt.Key(pod); k != "" {
-		return "vm:" + k
+// tunnel keys are allocated to ("" for no VM): every pod of the VM shares
+// them (package kubevirt), and they outlive the migration's source pod.
+func vmOwner(namespace, vm string) string {
+	if vm == "" {
+		return ""
 	}
-	return ""
+	return "vm:" + namespace + "/" + vm
 }
 
 // SetupWithManager registers the pod and IPAMClaim controllers.
@@ -234,7 +233,11 @@ func (r *Controller) recover(ctx context.Context) error {
 				continue
 			}
 			owner := podKey
-			if vm := vmOwner(&p); vm != "" && n.keys != nil {
+			if vm := vmOwner(p.Namespace, a.VM); vm != "" && n.keys != nil {
+				if err := r.vmHolds(n, vm, a); err != nil {
+					logger.Error(err, "pod address not recovered", "pod", podKey)
+					continue
+				}
 				owner = vm
 				r.joinVM(podKey, vm, c.Name)
 			}
@@ -397,21 +400,32 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 	owner := podKey
 	// A VM's pods share its attachment on a Layer2 network: a migration
 	// target takes the one its VM's other pod has (address, MAC, key).
-	vm := vmOwner(pod)
-	if n.keys == nil {
-		vm = ""
+	// Whether the pod is a VM's is decided once, at its first allocation:
+	// its attachment says so from then on, whatever its labels become.
+	vmName := ""
+	if cur, ok := current[rq.Key]; ok {
+		vmName = cur.VM
+	} else if name, isVM := kubevirt.VMName(pod); isVM {
+		vmName = name
 	}
+	if n.keys == nil {
+		vmName = ""
+	}
+	vm := vmOwner(pod.Namespace, vmName)
 	var sibling *podnet.Attachment
 	if vm != "" {
 		owner = vm
 		if _, ok := current[rq.Key]; !ok {
-			if sibling, err = r.siblingAttachment(ctx, pod, rq.Key); err != nil {
+			if sibling, err = r.siblingAttachment(ctx, pod, vmName, rq.Key); err != nil {
 				return podnet.Attachment{}, err
 			}
 		}
 		if sibling != nil {
 			current = current.Clone()
 			current[rq.Key] = *sibling
+		}
+		if err := r.vmHolds(n, vm, current[rq.Key]); err != nil {
+			return podnet.Attachment{}, err
 		}
 	}
 	var claim *ipamclaims.IPAMClaim
@@ -482,6 +496,7 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 		keyOwner = vm
 	}
 	a := podnet.Attach(rq, addrs, gws, mac, keyOwner, r.Cluster)
+	a.VM = vmName
 	if n.keys != nil {
 		if cur, ok := current[rq.Key]; ok && cur.TunnelID != 0 {
 			if err := n.keys.Reserve(keyOwner, cur.TunnelID); err != nil {
@@ -503,29 +518,57 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 	return a, nil
 }
 
-// siblingAttachment returns the attachment under key of another live pod
-// of pod's VM (the oldest that has one), or nil.
-func (r *Controller) siblingAttachment(ctx context.Context, pod *corev1.Pod, key string) (*podnet.Attachment, error) {
+// siblingAttachment returns the attachment under key of VM vm held by
+// another live pod of the namespace (the oldest that has one), or nil.
+func (r *Controller) siblingAttachment(ctx context.Context, pod *corev1.Pod, vm, key string) (*podnet.Attachment, error) {
 	var pods corev1.PodList
-	if err := r.Client.List(ctx, &pods, client.InNamespace(pod.Namespace),
-		client.MatchingLabels{kubevirt.AppLabel: kubevirt.VirtLauncher}); err != nil {
-		return nil, fmt.Errorf("listing the pods of VM %s: %w", kubevirt.Key(pod), err)
+	if err := r.Client.List(ctx, &pods, client.InNamespace(pod.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the pods of VM %s/%s: %w", pod.Namespace, vm, err)
 	}
 	kubeobj.SortOldestFirst(pods.Items)
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.UID == pod.UID || done(p) || kubevirt.Key(p) != kubevirt.Key(pod) {
+		if p.UID == pod.UID || done(p) {
 			continue
 		}
 		nets, err := podnet.ParsePod(p)
 		if err != nil {
 			continue
 		}
-		if a, ok := nets[key]; ok {
+		if a, ok := nets[key]; ok && a.VM == vm {
 			return &a, nil
 		}
 	}
 	return nil, nil
+}
+
+// vmHolds refuses an attachment of VM owner vm other than what the VM
+// already holds on network n: reserving it would move the VM's address or
+// key away from its running pod (the pools move a holder's address when
+// given another).
+func (r *Controller) vmHolds(n *network, vm string, a podnet.Attachment) error {
+	if len(r.vmPods[vm]) == 0 {
+		return nil // nothing held for a pod of the VM yet
+	}
+	for _, pool := range n.pools {
+		held, ok := pool.Get(vm)
+		if !ok {
+			continue
+		}
+		same := false
+		for _, s := range a.IPs {
+			if p, err := netip.ParsePrefix(s); err == nil && p.Addr() == held {
+				same = true
+			}
+		}
+		if len(a.IPs) > 0 && !same {
+			return fmt.Errorf("VM %s holds %s, not %v: its pods' attachments differ", strings.TrimPrefix(vm, "vm:"), held, a.IPs)
+		}
+	}
+	if id, ok := n.keys.Get(vm); ok && a.TunnelID != 0 && a.TunnelID != id {
+		return fmt.Errorf("VM %s holds port key %d, not %d: its pods' attachments differ", strings.TrimPrefix(vm, "vm:"), id, a.TunnelID)
+	}
+	return nil
 }
 
 // take gives owner an address of pool: the wanted one of its family when

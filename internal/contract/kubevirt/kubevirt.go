@@ -9,7 +9,9 @@
 // newer than the first; it ends when the source pod completes.
 //
 // Every pod of a VM has the same attachment on a Layer2 network (address,
-// MAC, port tunnel key) and the same logical switch port, which OVN binds
+// MAC, port tunnel key, and the VM's name, which cluster-manager records
+// at the pod's first allocation and which decides from then on) and the
+// same logical switch port, which OVN binds
 // to the source's chassis and, while a target exists, to the target's as
 // an additional chassis that stays blocked until the VM announces itself
 // there (activation-strategy=rarp). The zone that sees the activation
@@ -65,8 +67,8 @@ func Key(p *corev1.Pod) string {
 	return p.Namespace + "/" + vm
 }
 
-// Done reports whether a pod no longer runs the VM (completed, failed, or
-// being deleted with nothing to hand over).
+// Done reports whether a pod no longer runs the VM: completed or failed.
+// (Roles also leaves out pods being deleted.)
 func Done(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
@@ -102,7 +104,9 @@ func Roles(pods []*corev1.Pod) (active, target *corev1.Pod) {
 	return active, target
 }
 
-// older orders pods by creation, then name.
+// older orders pods by creation, then name. Creation times have a second's
+// resolution: a source and a target created in the same second are told
+// apart by name only (a migration's target comes long after its source).
 func older(a, b *corev1.Pod) bool {
 	ta, tb := a.CreationTimestamp, b.CreationTimestamp
 	if !ta.Equal(&tb) {

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"net/netip"
 	"strings"
 
@@ -19,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ovn-udn/ovn-udn/internal/contract/kubevirt"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 )
 
@@ -61,6 +61,12 @@ type Attachment struct {
 	Role     string   `json:"role"`
 	// TunnelID is the port's key on a Layer2 network's distributed switch.
 	TunnelID int `json:"tunnel_id,omitempty"`
+	// VM names the live-migratable VM (package kubevirt) whose attachment
+	// this is, on a Layer2 network: its pods share it and one port
+	// (VMPortName). cluster-manager decides it at the first allocation, from
+	// the pod's KubeVirt labels and annotations; from then on it, not
+	// them, decides the port.
+	VM string `json:"vm,omitempty"`
 }
 
 // Networks is the annotation: attachments by key.
@@ -141,13 +147,33 @@ func VMPortName(key, namespace, vm string) string {
 }
 
 // PortNameOf is the logical switch port of a pod's attachment a under key:
-// the VM's shared port for a live-migratable VM's pod on a Layer2 network
-// (an attachment with a port tunnel key), else PortName.
+// the VM's shared port for an attachment of a VM (Attachment.VM), else
+// PortName.
 func PortNameOf(key string, pod *corev1.Pod, a Attachment) string {
-	if vm, ok := kubevirt.VMName(pod); ok && a.TunnelID != 0 && key != DefaultKey {
-		return VMPortName(key, pod.Namespace, vm)
+	if a.VM != "" && key != DefaultKey {
+		return VMPortName(key, pod.Namespace, a.VM)
 	}
 	return PortName(key, pod.Namespace, pod.Name)
+}
+
+// VMs returns the VMs a pod's attachments name ("<ns>/<vm>"), sorted and
+// once each; none when its annotation does not parse.
+func VMs(pod metav1.Object) []string {
+	if !strings.Contains(pod.GetAnnotations()[Annotation], `"vm"`) {
+		return nil // no attachment names a VM: spare the parse
+	}
+	nets, err := ParsePod(pod)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for k, a := range nets {
+		if a.VM != "" && k != DefaultKey {
+			out = append(out, pod.GetNamespace()+"/"+a.VM)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Request is one network attachment a pod needs.

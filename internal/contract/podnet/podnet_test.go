@@ -261,3 +261,33 @@ func TestOverlapNamesBoth(t *testing.T) {
 		t.Fatalf("err = %#v\nwant %s: %s", err, WaitBadSelection, want)
 	}
 }
+
+// TestVMPortNames: an attachment that names a VM plugs into the VM's
+// shared port, whatever the pod's labels say; others into the pod's own.
+func TestVMPortNames(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "virt-launcher-vm1-x",
+		Annotations: map[string]string{Annotation: `{"default":{"mac_address":"0a:58:0a:f4:00:03"},` +
+			`"ns/l2":{"mac_address":"0a:58:0a:96:00:03","tunnel_id":16,"vm":"vm1"},` +
+			`"ns/other":{"mac_address":"0a:58:0a:97:00:03","tunnel_id":17,"vm":"vm2"},` +
+			`"ns/sec":{"mac_address":"0a:58:0a:98:00:03","tunnel_id":18}}`}}}
+	nets, err := ParsePod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"default":  "ns_virt-launcher-vm1-x",
+		"ns/l2":    "ns.l2_ns_vm_vm1",
+		"ns/other": "ns.other_ns_vm_vm2",
+		"ns/sec":   "ns.sec_ns_virt-launcher-vm1-x",
+	} {
+		if got := PortNameOf(key, pod, nets[key]); got != want {
+			t.Errorf("PortNameOf(%s) = %q, want %q", key, got, want)
+		}
+	}
+	if got, want := VMs(pod), []string{"ns/vm1", "ns/vm2"}; !slices.Equal(got, want) {
+		t.Errorf("VMs = %v, want %v", got, want)
+	}
+	if got := VMs(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain"}}); got != nil {
+		t.Errorf("VMs of a pod without attachments = %v", got)
+	}
+}

@@ -94,9 +94,15 @@ func (r *PodReconciler) poke(key string) {
 	}
 }
 
-// refreshPlugged reads a pod's plugged interfaces from OVS again.
+// refreshPlugged reads the plugged interfaces from OVS again, after a
+// change to key's.
 func (r *PodReconciler) refreshPlugged(key string) {
 	if all, err := r.Opts.Host.Ports(); err == nil {
-		r.setPlugged(key, all[key])
+		// Every key, not only this one: an ADD may have taken an
+		// interface over from another pod (a VM's pods share their port,
+		// and its veth's name), which must not remove it when it goes.
+		r.mu.Lock()
+		r.plugged = all
+		r.mu.Unlock()
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -45,8 +46,10 @@ type Reconciler struct {
 	Client client.Client
 	Opts   node.Options
 
-	mu   sync.Mutex
-	sent map[types.UID]bool
+	mu sync.Mutex
+	// sent is the pod (by UID) announced to, by pod key: one entry per
+	// activated VM pod of the node, gone with the pod.
+	sent map[string]types.UID
 }
 
 // Setup registers the reconciler.
@@ -62,21 +65,25 @@ func Setup(mgr ctrl.Manager, opts node.Options) error {
 // activatedHere reports whether pod runs a VM that was activated on the
 // agent's node.
 func (r *Reconciler) activatedHere(p *corev1.Pod) bool {
-	_, vm := kubevirt.VMName(p)
-	return vm && p.Spec.NodeName == r.Opts.Node && p.Annotations[kubevirt.ActivatedAnnotation] == r.Opts.Node
+	return p.Spec.NodeName == r.Opts.Node && p.Annotations[kubevirt.ActivatedAnnotation] == r.Opts.Node && len(podnet.VMs(p)) > 0
 }
 
 // Reconcile announces the gateways to an activated VM's pod, once.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	pod := &corev1.Pod{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.mu.Lock()
+			delete(r.sent, req.String())
+			r.mu.Unlock()
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if !r.activatedHere(pod) || kubevirt.Done(pod) {
 		return reconcile.Result{}, nil
 	}
 	r.mu.Lock()
-	sent := r.sent[pod.UID]
+	sent := r.sent[req.String()] == pod.UID
 	r.mu.Unlock()
 	if sent {
 		return reconcile.Result{}, nil
@@ -108,9 +115,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	r.mu.Lock()
 	if r.sent == nil {
-		r.sent = map[types.UID]bool{}
+		r.sent = map[string]types.UID{}
 	}
-	r.sent[pod.UID] = true
+	r.sent[req.String()] = pod.UID
 	r.mu.Unlock()
 	if n > 0 {
 		ctrl.LoggerFrom(ctx).Info("announced the gateways to a migrated VM", "pod", req.String(), "frames", n)

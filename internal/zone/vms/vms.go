@@ -52,8 +52,8 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
 
-// VMIndex lists virt-launcher pods by their VM's "<ns>/<vm>" (and every
-// one of them under AllVMs).
+// VMIndex lists pods by the VMs their attachments name ("<ns>/<vm>",
+// podnet.Attachment.VM), and every such pod under AllVMs.
 const (
 	VMIndex = "kubevirt.vm"
 	AllVMs  = "*"
@@ -101,33 +101,38 @@ func (*Feature) Shares() []feature.Share {
 // Indexes implements feature.Indexer.
 func (*Feature) Indexes() []kubeobj.Index {
 	return []kubeobj.Index{{Object: &corev1.Pod{}, Field: VMIndex, Extract: func(o client.Object) []string {
-		if k := kubevirt.Key(o.(*corev1.Pod)); k != "" {
-			return []string{k, AllVMs}
+		if vms := podnet.VMs(o); len(vms) > 0 {
+			return append(vms, AllVMs)
 		}
 		return nil
 	}}}
 }
 
-// vmChanges passes the pod events that change a VM's ports: its
-// attachments, node, phase, deletion or activation.
+// vmChanges passes the pod events that change a VM's ports: its pods'
+// attachments, nodes, phases, deletions or activation.
 var vmChanges = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 	o, ok1 := e.ObjectOld.(*corev1.Pod)
 	n, ok2 := e.ObjectNew.(*corev1.Pod)
 	if !ok1 || !ok2 {
 		return true
 	}
-	return feature.AttachmentChanged(o, n) || kubevirt.Key(o) != kubevirt.Key(n) ||
+	return feature.AttachmentChanged(o, n) ||
 		o.Annotations[kubevirt.ActivatedAnnotation] != n.Annotations[kubevirt.ActivatedAnnotation] ||
 		(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil)
 }}
 
-// Watch implements feature.Feature: a virt-launcher pod requeues its VM.
+// Watch implements feature.Feature: a pod requeues the VMs its
+// attachments name, before and after.
 func (f *Feature) Watch(b *builder.TypedBuilder[feature.Key]) {
 	b.Watches(&corev1.Pod{}, feature.KeysBeforeAfter(func(_ context.Context, before, after *corev1.Pod) []feature.Key {
 		var out []feature.Key
 		for _, p := range []*corev1.Pod{before, after} {
-			if vm, ok := kubevirt.VMName(p); ok {
-				out = append(out, feature.VMKey(p.Namespace, vm))
+			if p == nil {
+				continue
+			}
+			for _, vm := range podnet.VMs(p) {
+				ns, name, _ := strings.Cut(vm, "/")
+				out = append(out, feature.VMKey(ns, name))
 			}
 		}
 		return out
@@ -151,8 +156,9 @@ func (f *Feature) vmKeys(ctx context.Context) ([]feature.Key, error) {
 	}
 	var out []feature.Key
 	for i := range list.Items {
-		if vm, ok := kubevirt.VMName(&list.Items[i]); ok {
-			out = append(out, feature.VMKey(list.Items[i].Namespace, vm))
+		for _, vm := range podnet.VMs(&list.Items[i]) {
+			ns, name, _ := strings.Cut(vm, "/")
+			out = append(out, feature.VMKey(ns, name))
 		}
 	}
 	slices.SortFunc(out, feature.CompareKeys)
@@ -313,10 +319,10 @@ func (f *Feature) ports(ctx context.Context, key feature.Key) (Outcome, []vmPort
 	sort.Strings(keys)
 	for _, k := range keys {
 		a := nets[k]
-		name := podnet.PortNameOf(k, out.Active, a)
-		if name == podnet.PortName(k, out.Active.Namespace, out.Active.Name) {
-			continue // the pod's own port (the pods feature's)
+		if a.VM != key.Name || k == podnet.DefaultKey {
+			continue // the pod's own port (the pods feature's), or another VM's
 		}
+		name := podnet.PortNameOf(k, out.Active, a)
 		n, ok, err := f.network(ctx, k)
 		if err != nil || !ok {
 			if err != nil {
@@ -331,7 +337,7 @@ func (f *Feature) ports(ctx context.Context, key feature.Key) (Outcome, []vmPort
 		port := topology.Port{Name: name, Node: out.Active.Spec.NodeName, MAC: a.MAC, IPs: addrs, TunnelKey: a.TunnelID,
 			ExternalIDs: map[string]string{VMExternalID: key.Namespace + "/" + key.Name, feature.NADExternalID: k,
 				feature.PodExternalID: out.Active.Namespace + "/" + out.Active.Name}}
-		if ta, ok := targetNets[k]; ok && ta.TunnelID == a.TunnelID && ta.MAC == a.MAC {
+		if ta, ok := targetNets[k]; ok && ta.VM == a.VM && ta.TunnelID == a.TunnelID && ta.MAC == a.MAC {
 			port.MigrationTarget = out.Target.Spec.NodeName
 		}
 		ports = append(ports, vmPort{network: n, port: port})
@@ -383,9 +389,9 @@ func (f *Feature) activate(ctx context.Context, out Outcome) error {
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, kubevirt.ActivatedAnnotation, local.Name)
 	if err := f.host.Client.Patch(ctx, t, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		return fmt.Errorf("recording the activation of VM %s on pod %s: %w", kubevirt.Key(t), t.Name, err)
+		return fmt.Errorf("recording the activation of a VM on pod %s/%s: %w", t.Namespace, t.Name, err)
 	}
-	log.FromContext(ctx).Info("VM activated on its migration target", "vm", kubevirt.Key(t), "pod", t.Name, "node", local.Name)
+	log.FromContext(ctx).Info("VM activated on its migration target", "pod", t.Namespace+"/"+t.Name, "node", local.Name)
 	f.host.Recorder.Eventf(t, corev1.EventTypeNormal, "LiveMigrationActivated", "OVN saw the VM announce itself on node %s: its ports move here", local.Name)
 	return nil
 }
