@@ -11,8 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"net/netip"
+	"slices"
 	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
