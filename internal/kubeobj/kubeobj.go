@@ -125,3 +125,13 @@ func Installed(m meta.RESTMapper, gvk schema.GroupVersionKind) bool {
 	_, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
 	return !meta.IsNoMatchError(err)
 }
+
+// NodeReady reports whether a Node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -96,7 +96,7 @@ var nodeChanges = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
-		if !equalLabels(o, n) || ready(o) != ready(n) {
+		if !equalLabels(o, n) || kubeobj.NodeReady(o) != kubeobj.NodeReady(n) {
 			return true
 		}
 		for _, a := range []string{nodeinfo.PrimaryIfAddrAnnotation, nodeinfo.GatewayAnnotation} {
@@ -116,20 +116,11 @@ func equalLabels(a, b *corev1.Node) bool {
 
 func hasLabel(n *corev1.Node) bool { _, ok := n.Labels[v1.EgressAssignableLabel]; return ok }
 
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // NodeOf reads what assignment needs of a Node: readiness, the label, the
 // failure domain, and its external subnets (its primary interface's and
 // its uplinks', from the node agent's annotations).
 func NodeOf(n *corev1.Node) Node {
-	out := Node{Name: n.Name, Ready: ready(n), Assignable: hasLabel(n), FailureDomain: n.Labels[corev1.LabelTopologyZone]}
+	out := Node{Name: n.Name, Ready: kubeobj.NodeReady(n), Assignable: hasLabel(n), FailureDomain: n.Labels[corev1.LabelTopologyZone]}
 	info, _ := nodeinfo.Parse(n.Name, n.Annotations) // what parses is enough
 	add := func(p netip.Prefix) {
 		if !slices.Contains(out.Subnets, p) {

@@ -91,7 +91,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ key) (ctrl.Result, error) 
 	}
 	nodes := make([]Node, 0, len(nodeList.Items))
 	for _, n := range nodeList.Items {
-		nodes = append(nodes, Node{Name: n.Name, Labels: n.Labels, Ready: ready(&n)})
+		nodes = append(nodes, Node{Name: n.Name, Labels: n.Labels, Ready: kubeobj.NodeReady(&n)})
 	}
 	sort.Slice(objs.Items, func(i, j int) bool {
 		a, b := objs.Items[i], objs.Items[j]
@@ -213,13 +213,4 @@ func (c *Controller) label(ctx context.Context, n *corev1.Node, want map[string]
 		return fmt.Errorf("node %s's egress-service labels: %w", n.Name, err)
 	}
 	return nil
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -15,9 +15,8 @@ import (
 	"time"
 
 	"github.com/ovn-udn/ovn-udn/internal/dnsresolve/dnsserve"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/netns"
-
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
@@ -553,7 +552,7 @@ func (s *supervisor) waitReady(ctx context.Context) error {
 			if _, err := nodeinfo.Parse(n.Name, node.Annotations); err != nil {
 				return false, fmt.Errorf("node %s: %w", n.Name, err)
 			}
-			if !nodeReady(node) {
+			if !kubeobj.NodeReady(node) {
 				return false, fmt.Errorf("node %s does not report Ready yet", n.Name)
 			}
 			z := &ovnrun.Zone{Name: n.Name, Dir: s.l.ZoneDir(n.Name), NB: n.NB, SB: n.SB}
@@ -729,14 +728,4 @@ func ipCmds(cmds ...[]string) error {
 		}
 	}
 	return nil
-}
-
-// nodeReady reports whether a Node has the Ready condition.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
