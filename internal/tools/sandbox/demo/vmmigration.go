@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +58,7 @@ type Migration struct {
 	FirstAnswer, OutsideFirst time.Duration
 	// Gap and OutsideGap are the longest gaps in answers across the
 	// migration (from a second before the announcement to after the
-	// source pod's deletion). The source stops answering when the VM
+	// source pod's deletion). The source falls silent when the VM
 	// announces itself on the target, as a VM paused for its hand-over
 	// does: a gap is the time the network takes to follow.
 	Gap, OutsideGap time.Duration
@@ -96,7 +95,6 @@ type vmRun struct {
 	probes      *Prober
 	outside     *Prober
 	stops       []func()
-	servers     map[string]func() // each pod's probe server's stop
 }
 
 // VMMigrations sets the demo VM up on node1, migrates it n times between
@@ -239,8 +237,15 @@ func (r *vmRun) migrate(source, target *corev1.Pod, a podnet.Attachment, addr ne
 	if err != nil {
 		return m, err
 	}
-	// The VM stops on the source and announces itself on the target.
-	r.servers[ref(source)]()
+	// The VM pauses on the source (its interface falls silent: a paused VM
+	// neither answers nor refuses) and announces itself on the target.
+	sourceNetns, err := sandbox.PodNetns(r.ctx, r.dir, r.c, ref(source))
+	if err != nil {
+		return m, err
+	}
+	if out, err := sandbox.Command(r.ctx, sourceNetns, []string{"ip", "link", "set", "ovn-udn1", "down"}).CombinedOutput(); err != nil {
+		return m, fmt.Errorf("pausing the source: %v: %s", err, out)
+	}
 	announced := time.Now()
 	if out, err := sandbox.Command(r.ctx, netns, []string{r.binary, "sandbox", "announce", "--iface", "ovn-udn1"}).CombinedOutput(); err != nil {
 		return m, fmt.Errorf("announce: %v: %s", err, out)
@@ -286,18 +291,11 @@ func (r *vmRun) serve(refs ...string) error {
 	if err := WaitPodsReady(r.ctx, r.dir, r.c, refs, 2*time.Minute); err != nil {
 		return err
 	}
-	if r.servers == nil {
-		r.servers = map[string]func(){}
+	stop, err := Servers(r.ctx, r.dir, r.binary, r.c, refs)
+	if err != nil {
+		return err
 	}
-	for _, p := range refs {
-		stop, err := Servers(r.ctx, r.dir, r.binary, r.c, []string{p})
-		if err != nil {
-			return err
-		}
-		var once sync.Once
-		r.servers[p] = func() { once.Do(stop) }
-		r.stops = append(r.stops, r.servers[p])
-	}
+	r.stops = append(r.stops, stop)
 	return nil
 }
 
