@@ -443,7 +443,7 @@ func VMMigrationChecks(ms []Migration) []AppCheck {
 	// The figures are in the rows' names (the goals: the target answers
 	// within 100 ms, gaps under 200 ms); the verdicts are what must hold
 	// on any machine.
-	gap := AppCheck{Name: fmt.Sprintf("longest gap in answers, source stopped at the RARP, probing every %d ms", ProbeInterval.Milliseconds()),
+	gap := AppCheck{Name: fmt.Sprintf("longest gap in answers, the source silent from the RARP on, probing every %d ms", ProbeInterval.Milliseconds()),
 		From: "node3/client", Target: VMNamespace + "/" + VMName, Want: "under 1 s"}
 	outside := AppCheck{Name: "the same through the NodePort on node1, from outside", From: "outside",
 		Target: fmt.Sprintf("%s:%d", sandbox.NodeAddr("node1"), vmNodePort), Want: "under 1 s"}
