@@ -295,11 +295,10 @@ func (f *Feature) policyPods(ctx context.Context, namespace string, local nodein
 		if !keep(netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}) {
 			continue // selectors first: parsing annotations costs more
 		}
-		pod, ok := policyPod(p, key)
+		pod, name, ok := policyPod(p, key)
 		if !ok {
 			continue
 		}
-		name := policyPortName(p, key)
 		if seen[name] {
 			continue // a VM's pods share their port
 		}
@@ -324,31 +323,24 @@ func (f *Feature) policyPods(ctx context.Context, namespace string, local nodein
 	return out, waiting, nil
 }
 
-// policyPortName is the name of pod p's port on the network of attachment
-// key (p is attached there).
-func policyPortName(p *corev1.Pod, key string) string {
-	nets, _ := podnet.ParsePod(p)
-	return podnet.PortNameOf(key, p, nets[key])
-}
-
 // policyPod returns a pod as policies see it on the network of attachment
-// key; ok is false for pods that are done, not scheduled, or not (yet)
-// attached there.
-func policyPod(p *corev1.Pod, key string) (netpol.Pod, bool) {
+// key, and the name of its port there; ok is false for pods that are
+// done, not scheduled, or not (yet) attached there.
+func policyPod(p *corev1.Pod, key string) (netpol.Pod, string, bool) {
 	if feature.PodDone(p) || p.Spec.NodeName == "" {
-		return netpol.Pod{}, false
+		return netpol.Pod{}, "", false
 	}
 	nets, err := podnet.ParsePod(p)
 	if err != nil {
-		return netpol.Pod{}, false
+		return netpol.Pod{}, "", false
 	}
 	a, ok := nets[key]
 	if !ok {
-		return netpol.Pod{}, false
+		return netpol.Pod{}, "", false
 	}
 	prefixes, err := a.Prefixes()
 	if err != nil {
-		return netpol.Pod{}, false
+		return netpol.Pod{}, "", false
 	}
 	out := netpol.Pod{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels}
 	for _, pr := range prefixes {
@@ -361,7 +353,7 @@ func policyPod(p *corev1.Pod, key string) (netpol.Pod, bool) {
 			}
 		}
 	}
-	return out, true
+	return out, podnet.PortNameOf(key, p, a), true
 }
 
 // desiredPeer returns a peer's address sets on a network: while a policy of
@@ -473,7 +465,7 @@ func (f *Feature) peerPods(ctx context.Context, network string, p netpol.Peer) (
 				continue // selectors first: parsing annotations costs more
 			}
 			for _, key := range keys {
-				if pod, ok := policyPod(&list.Items[i], key); ok {
+				if pod, _, ok := policyPod(&list.Items[i], key); ok {
 					pods = append(pods, pod)
 				}
 			}
