@@ -57,16 +57,6 @@ func VMName(p *corev1.Pod) (string, bool) {
 	return vm, vm != ""
 }
 
-// Key is a VM's "<namespace>/<name>", or "" for a pod that is not a
-// live-migratable VM's.
-func Key(p *corev1.Pod) string {
-	vm, ok := VMName(p)
-	if !ok {
-		return ""
-	}
-	return p.Namespace + "/" + vm
-}
-
 // Done reports whether a pod no longer runs the VM: completed or failed.
 // (Roles also leaves out pods being deleted.)
 func Done(p *corev1.Pod) bool {

@@ -48,9 +48,6 @@ func TestVMName(t *testing.T) {
 			t.Errorf("%s: VMName = %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	if got := Key(launcher("a", "n1", 0)); got != "ns/vm1" {
-		t.Errorf("Key = %q, want ns/vm1", got)
-	}
 }
 
 func TestRoles(t *testing.T) {
