@@ -75,7 +75,9 @@ func TestVMPorts(t *testing.T) {
 		}
 	}
 
-	// ovn-controller on node-b saw the VM's RARP.
+	// ovn-controller on node-b saw the VM's RARP (once northd has made the
+	// port's binding).
+	c.Zones["node-b"].MustSync()
 	c.Zones["node-b"].MustSBCtl("set", "Port_Binding", port, "options:additional-chassis-activated=chassis-node-b")
 	cmtest.Eventually(t, time.Minute, func() error {
 		if err := c.Admin.Get(ctx, client.ObjectKeyFromObject(target), target); err != nil {
