@@ -9,6 +9,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 
@@ -51,6 +52,7 @@ Services, NetworkPolicies and ClusterNetworkConnects.`,
 	fs.DurationVar(&opts.InactiveGracePeriod, "inactive-grace-period", activity.DefaultGracePeriod, "how long a network stays on a node after its last pod there is gone")
 	fs.StringVar(&opts.DNSServer, "dns-server", "", "DNS server (host:port) resolving EgressFirewall dnsName rules; default: the first nameserver of /etc/resolv.conf")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "0", "/metrics listen address, e.g. 127.0.0.1:9412 (0 disables; see docs/metrics.md)")
+	fs.StringVar(&opts.Layer2TopologyVersion, "layer2-topology-version", nodeinfo.Layer2TopologyV2, "the topology to render Layer2 primary networks in on this node: 2.0 (transit router), or 1.0 to play a release before it; the node moves from 1.0 to 2.0 only at a start with no pod on such networks (docs/topology.md, \"Changing a topology\")")
 	opts.Cluster.AddFlags(fs)
 	gw := config.DefaultGateway()
 	opts.Gateway = &gw

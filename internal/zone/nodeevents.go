@@ -18,7 +18,8 @@ import (
 // renderedAnnotations are the Node annotations a zone renders from; a Node
 // event changing none of them requeues nothing (nodeChanges).
 var renderedAnnotations = []string{nodeinfo.NodeIDAnnotation, nodeinfo.NodeSubnetsAnnotation, nodeinfo.ChassisIDAnnotation,
-	nodeinfo.ZoneAnnotation, nodeinfo.PrimaryIfAddrAnnotation, nodeinfo.EncapIPAnnotation, nodeinfo.GatewayAnnotation}
+	nodeinfo.ZoneAnnotation, nodeinfo.PrimaryIfAddrAnnotation, nodeinfo.EncapIPAnnotation, nodeinfo.GatewayAnnotation,
+	nodeinfo.Layer2TopologyVersionAnnotation}
 
 // nodeEvents requeues what a Node's change can alter. The zone's own node
 // is every key of the zone (services included), but of the networks only

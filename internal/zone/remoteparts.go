@@ -159,11 +159,18 @@ func (w *wholePlans) remoteChanges(zone string, in topology.Input) (nodes []stri
 		}
 		seen[node.Name] = true
 		was, known := p.remotes[node.Name]
-		if !known || !reflect.DeepEqual(was, topology.RemoteOf(n, node)) {
+		now := topology.RemoteOf(n, node)
+		if was.Layer2V1 || now.Layer2V1 {
+			return nil, false // the upgrade ports depend on every node
+		}
+		if !known || !reflect.DeepEqual(was, now) {
 			nodes = append(nodes, node.Name)
 		}
 	}
-	for name := range p.remotes {
+	for name, was := range p.remotes {
+		if was.Layer2V1 {
+			return nil, false
+		}
 		if !seen[name] {
 			nodes = append(nodes, name)
 		}

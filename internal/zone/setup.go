@@ -29,6 +29,7 @@ import (
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/dnsresolve"
 	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/metrics"
@@ -39,6 +40,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressips"
 	"github.com/ovn-udn/ovn-udn/internal/zone/egressqoses"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
+	"github.com/ovn-udn/ovn-udn/internal/zone/l2version"
 	"github.com/ovn-udn/ovn-udn/internal/zone/links"
 	"github.com/ovn-udn/ovn-udn/internal/zone/policies"
 	"github.com/ovn-udn/ovn-udn/internal/zone/services"
@@ -107,6 +109,11 @@ type Options struct {
 	// DNSServer resolves EgressFirewall dnsName rules, host:port ("": the
 	// first nameserver of /etc/resolv.conf).
 	DNSServer string
+	// Layer2TopologyVersion is the topology the zone's node is to render
+	// Layer2 primary networks in ("" is 2.0); 1.0 plays a release before
+	// the transit router. The node moves to 2.0 only at a start with no
+	// pod on such networks (internal/zone/l2version).
+	Layer2TopologyVersion string
 }
 
 // Scheme returns the scheme a zone controller needs.
@@ -336,7 +343,10 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 	if err != nil {
 		return nil, nil, err
 	}
-	err = r.init(mgr, opts, nb, nbWriter, sb)
+	err = settleLayer2Version(ctx, cfg, nbWriter, opts)
+	if err == nil {
+		err = r.init(mgr, opts, nb, nbWriter, sb)
+	}
 	if err == nil {
 		err = r.SetupWithManager(ctx, mgr, opts.Workers)
 	}
@@ -348,4 +358,19 @@ func Build(ctx context.Context, cfg *rest.Config, opts Options) (*Reconciler, ma
 		return nil, nil, fmt.Errorf("zone %s: %w", opts.Zone, err)
 	}
 	return r, mgr, nil
+}
+
+// settleLayer2Version settles the node's Layer2 topology before any
+// controller runs (l2version.Settle).
+func settleLayer2Version(ctx context.Context, cfg *rest.Config, nb libovsdb.Client, opts Options) error {
+	want := opts.Layer2TopologyVersion
+	if want == "" {
+		want = nodeinfo.Layer2TopologyV2
+	}
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	if err != nil {
+		return err
+	}
+	_, err = l2version.Settle(ctx, c, nb, opts.Zone, want, ctrl.LoggerFrom(ctx).WithValues("zone", opts.Zone))
+	return err
 }

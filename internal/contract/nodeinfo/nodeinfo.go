@@ -123,6 +123,22 @@ const (
 	GatewayAnnotation = "k8s.ovn.org/l3-gateway-config"
 )
 
+// Written by the node's zone controller.
+const (
+	// Layer2TopologyVersionAnnotation is the topology the node's zone
+	// renders Layer2 primary networks in (seed 000, "Upgrade Details"):
+	// Layer2TopologyV1 (the gateway router on the network's switch) or
+	// Layer2TopologyV2 (the transit router). Absent means V2: ovn-udn has
+	// only ever shipped V2, and renders V1 only when a zone is told to play
+	// a release that predates the transit router (docs/topology.md,
+	// "Changing a topology").
+	Layer2TopologyVersionAnnotation = "k8s.ovn.org/layer2-topology-version"
+	// Layer2TopologyV1 is the topology without a transit router.
+	Layer2TopologyV1 = "1.0"
+	// Layer2TopologyV2 is the transit-router topology.
+	Layer2TopologyV2 = "2.0"
+)
+
 // Gateway is the node's external side: what every network's gateway router
 // on this node uses for its external ports. The top-level fields are the
 // first uplink (the only one of the original form, which stays valid);
@@ -170,6 +186,9 @@ type Info struct {
 	Subnets    Subnets
 	// Gateway is nil when the node publishes none.
 	Gateway *ParsedGateway
+	// Layer2V1 reports that the node's zone renders Layer2 primary networks
+	// in the old topology (Layer2TopologyVersionAnnotation).
+	Layer2V1 bool
 }
 
 // ParsedGateway is a validated Gateway.
@@ -273,6 +292,13 @@ func Parse(name string, a map[string]string) (Info, error) {
 			missing = append(missing, err.Error())
 		}
 		in.Gateway = gw
+	}
+	switch v := a[Layer2TopologyVersionAnnotation]; v {
+	case "", Layer2TopologyV2:
+	case Layer2TopologyV1:
+		in.Layer2V1 = true
+	default:
+		missing = append(missing, fmt.Sprintf("%s: %q is neither %s nor %s", Layer2TopologyVersionAnnotation, v, Layer2TopologyV1, Layer2TopologyV2))
 	}
 	if len(missing) > 0 {
 		return in, missing
@@ -412,6 +438,9 @@ func (in Info) Annotations() map[string]string {
 		}
 		b, _ := json.Marshal(g)
 		a[GatewayAnnotation] = string(b)
+	}
+	if in.Layer2V1 {
+		a[Layer2TopologyVersionAnnotation] = Layer2TopologyV1
 	}
 	return a
 }

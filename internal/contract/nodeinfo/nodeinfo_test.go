@@ -160,3 +160,31 @@ func parseGateway(t *testing.T, in, wantErr string) *ParsedGateway {
 	}
 	return g
 }
+
+// TestLayer2TopologyVersion: absent and 2.0 are the transit router, 1.0 the
+// old topology (and Annotations says it back), anything else is refused.
+func TestLayer2TopologyVersion(t *testing.T) {
+	for v, want := range map[string]bool{"": false, Layer2TopologyV2: false, Layer2TopologyV1: true} {
+		a := Example("node1", 0).Annotations()
+		a[NodeIDAnnotation] = "2"
+		if v != "" {
+			a[Layer2TopologyVersionAnnotation] = v
+		}
+		in, err := Parse("node1", a)
+		if err != nil {
+			t.Fatalf("%q: %v", v, err)
+		}
+		if in.Layer2V1 != want {
+			t.Errorf("%q: Layer2V1 = %v, want %v", v, in.Layer2V1, want)
+		}
+		if got := in.Annotations()[Layer2TopologyVersionAnnotation]; want != (got == Layer2TopologyV1) {
+			t.Errorf("%q: Annotations says %q", v, got)
+		}
+	}
+	a := Example("node1", 0).Annotations()
+	a[NodeIDAnnotation] = "2"
+	a[Layer2TopologyVersionAnnotation] = "3.0"
+	if _, err := Parse("node1", a); err == nil || !strings.Contains(err.Error(), "3.0") {
+		t.Errorf("3.0: err = %v, want one naming it", err)
+	}
+}

@@ -167,6 +167,10 @@ func Render(in Input) (Result, error) {
 			if !m.Active.Has(loc.Name) {
 				continue // its transit router is not in this zone
 			}
+			if loc.Layer2V1 {
+				b.problem("network %s: node %s is at the old Layer2 topology (%s=%s), which has no transit router to connect", n.Name, loc.Name, nodeinfo.Layer2TopologyVersionAnnotation, nodeinfo.Layer2TopologyV1)
+				continue
+			}
 			link, err := in.Layout.Layer2Link(m.Slice)
 			if err != nil {
 				b.problem("network %s: %v", n.Name, err)

@@ -189,6 +189,9 @@ func Render(in Input) Result {
 	switch {
 	case n.Topology == netconf.TopologyLayer3 && (n.IsPrimary() || n.IsDefault()):
 		b.router = n.ClusterRouter()
+	case n.Topology == netconf.TopologyLayer2 && n.IsPrimary() && in.Local.Layer2V1:
+		b.problems = append(b.problems, fmt.Sprintf("network %s: node %s is at the old Layer2 topology (%s=%s), which has no transit router for EgressIPs: they apply once it moves", n.Name, in.Local.Name, nodeinfo.Layer2TopologyVersionAnnotation, nodeinfo.Layer2TopologyV1))
+		return b.result()
 	case n.Topology == netconf.TopologyLayer2 && n.IsPrimary():
 		b.router = n.TransitRouter()
 	default:

@@ -25,11 +25,29 @@ const (
 	// ManagementPortKey is the key of the local management port on the switch.
 	ManagementPortKey = 2
 	// FirstPodPortKey is the smallest key of a pod port; keys up to
-	// MaxPortKey are cluster-manager's to allocate.
+	// MaxPodPortKey are cluster-manager's to allocate.
 	FirstPodPortKey = 16
+	// MaxPodPortKey is the largest key of a pod port. The keys above it
+	// are the nodes' (NodeRouterPortKey).
+	MaxPodPortKey = MaxPortKey - Layer2V1Nodes
+	// Layer2V1Nodes is how many node IDs (1..Layer2V1Nodes-1) have a key
+	// of their own on the switch, for the old topology's gateway router
+	// port and the upgrade port that stands in for it (layer2_v1.go).
+	Layer2V1Nodes = 4096
 	// MaxPortKey is the largest logical port tunnel key.
 	MaxPortKey = 1<<15 - 1
 )
+
+// NodeRouterPortKey is the key, on a Layer2 network's switch, of node id's
+// gateway router port in the old topology (stor-GR_<network>_<node>,
+// local in its zone and remote in the others) and of the upgrade port
+// that stands in for it once the node has moved (stotr-<switch>-upgrade).
+func NodeRouterPortKey(id int) (int, error) {
+	if id < 1 || id >= Layer2V1Nodes {
+		return 0, fmt.Errorf("node ID %d has no Layer2 gateway router port key (1..%d)", id, Layer2V1Nodes-1)
+	}
+	return MaxPodPortKey + id, nil
+}
 
 // Router policy priority rerouting pod traffic to the local node's address
 // into the node's management port (seed 000's 1004).
@@ -68,7 +86,9 @@ type Port struct {
 // primary networks the transit router holding the gateway address (the same
 // IP and MAC in every zone), peered with the local gateway router over the
 // node's /31 (/127), with a remote port toward every other node's gateway
-// router.
+// router. A zone whose node is at the old topology renders that instead
+// (layer2V1), and toward nodes still at it the upgrade ports
+// (upgradePorts).
 func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config.Cluster) error {
 	n := b.n
 	sw := n.Layer2Switch()
@@ -90,12 +110,14 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		}
 		gws, mgmt = append(gws, gw), append(mgmt, m)
 	}
+	if local.Layer2V1 {
+		return layer2V1(b, ls, local, remotes, cfg, gws, mgmt)
+	}
 	tr := n.TransitRouter()
 	trtos, stotr := "trtos-"+sw, "stotr-"+sw
-	keyOpt := func(k int) map[string]string { return map[string]string{"requested-tnl-key": strconv.Itoa(k)} }
 	ls.Ports = append(ls.Ports,
-		b.routerTypePort(stotr, trtos, "", keyOpt(RouterPortKey)),
-		b.managementPortWith(n.ManagementPort(local.Name), local.Name, mgmt, keyOpt(ManagementPortKey)))
+		b.routerTypePort(stotr, trtos, "", keyOption(RouterPortKey)),
+		b.managementPortWith(n.ManagementPort(local.Name), local.Name, mgmt, keyOption(ManagementPortKey)))
 
 	// The gateway port: the subnet's first address, the same in every zone; a
 	// distributed gateway port on the local chassis, for the management-port
@@ -103,15 +125,24 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	gc := &nbdb.GatewayChassis{UUID: "gc:" + trtos + "-" + local.ChassisID, Name: trtos + "-" + local.ChassisID,
 		ChassisName: local.ChassisID, Priority: 1, ExternalIDs: b.ext(local.Name)}
 	b.add(gc)
-	trPorts := []string{b.routerPort(trtos, "", gws, keyOpt(RouterPortKey))}
-	b.rows[len(b.rows)-1].(*nbdb.LogicalRouterPort).GatewayChassis = []string{gc.UUID}
+	trtosNetworks := gws
+	trPorts := []string{b.routerPort(trtos, "", trtosNetworks, keyOption(RouterPortKey))}
+	trtosRow := b.rows[len(b.rows)-1].(*nbdb.LogicalRouterPort)
+	trtosRow.GatewayChassis = []string{gc.UUID}
 
 	// Peer links to every node's gateway router; routes to each node's join
-	// address through its gateway router's side of the link.
+	// address through its gateway router's side of the link. A node still
+	// at the old topology has no transit router: the upgrade ports reach
+	// its gateway router over the switch instead.
 	var trRoutes []string
 	var localGW []netip.Prefix // the local gateway router's side of the link
 	var localRouterSide []netip.Prefix
+	var old []nodeinfo.Info
 	for i, node := range append([]nodeinfo.Info{local}, remotes...) {
+		if node.Layer2V1 {
+			old = append(old, node)
+			continue
+		}
 		port, routes, routerSide, gwSide, err := b.transitRouterPeer(RemoteOf(n, node), i == 0)
 		if err != nil {
 			return err
@@ -122,6 +153,15 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		trPorts = append(trPorts, port)
 		trRoutes = append(trRoutes, routes...)
 	}
+	if len(old) > 0 {
+		port, lsps, routes, masq, err := b.upgradePorts(local, old, cfg)
+		if err != nil {
+			return err
+		}
+		ls.Ports = append(ls.Ports, lsps...)
+		trPorts, trRoutes = append(trPorts, port), append(trRoutes, routes...)
+		trtosRow.Networks = PrefixStrings(append(append([]netip.Prefix{}, gws...), masq...))
+	}
 	// The network's egress leaves through the local gateway router.
 	for _, s := range n.Subnets {
 		if hop, ok := FamilyOf(localGW, s.CIDR.Addr()); ok {
@@ -129,50 +169,18 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		}
 	}
 	// Pods reach their node's address through the node's management port.
-	var trPolicies []string
-	for _, ip := range local.PrimaryIPs {
-		m, ok := FamilyOf(mgmt, ip.Addr())
-		if !ok {
-			continue
-		}
-		match := fmt.Sprintf("inport == %q && %s.dst == %s", trtos, IPMatch(ip), ip.Addr())
-		id := policyID(tr, NodeReroutePriority, match)
-		b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: NodeReroutePriority, Match: match,
-			Action: nbdb.LogicalRouterPolicyActionReroute, Nexthops: []string{m.Addr().String()}, ExternalIDs: b.ext(local.Name)})
-		trPolicies = append(trPolicies, id)
-	}
+	trPolicies := b.nodeReroutes(tr, trtos, local, mgmt)
 	trPolicies = append(trPolicies, b.isolation(tr, cfg)...)
 	// Traffic toward the management port is SNATed on the transit router to
 	// the network's management masquerade address (seed 000, "NAT").
-	var trNATs []string
-	mgmtMAC := PortMAC(mgmt)
-	for _, s := range n.Subnets {
-		m, ok := FamilyOf(cfg.MasqueradeSubnets, s.CIDR.Addr())
-		if !ok {
-			continue
-		}
-		_, mp, err := allocator.MasqueradeIPs(m, n.ID, config.MasqueradeReserved)
-		if err != nil {
-			continue
-		}
-		id := natID(tr, nbdb.NATTypeSNAT, s.CIDR.String())
-		gwPort := lrpID(trtos)
-		b.add(&nbdb.NAT{UUID: id, Type: nbdb.NATTypeSNAT, LogicalIP: s.CIDR.String(), ExternalIP: mp.String(),
-			GatewayPort: &gwPort, Match: "eth.dst == " + mgmtMAC, ExternalIDs: b.ext(local.Name)})
-		trNATs = append(trNATs, id)
-	}
+	trNATs := b.managementSNAT(tr, lrpID(trtos), local, mgmt, cfg)
 	b.add(&nbdb.LogicalRouter{UUID: lrID(tr), Name: tr, Ports: trPorts, StaticRoutes: trRoutes, Policies: trPolicies, Nat: trNATs,
 		Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelKeys[0])}, ExternalIDs: b.ext("")})
 
 	// The local gateway router: its side of the link also holds its join
 	// address; back to the network through the transit router.
 	gr := n.GatewayRouter(local.Name)
-	var grJoin []netip.Prefix
-	for _, j := range n.Join {
-		if ip, err := allocator.GatewayJoinIP(j, local.ID); err == nil {
-			grJoin = append(grJoin, ip)
-		}
-	}
+	grJoin := b.joinIPs(local.ID)
 	rtotr, peer := "rtotr-"+gr, "trtor-"+gr
 	grPorts := []string{lrpID(rtotr)}
 	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtotr), Name: rtotr, MAC: PortMAC(grJoin),
@@ -184,13 +192,38 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 			grRoutes = append(grRoutes, b.route(gr, "", s.CIDR, hop.Addr().String(), rtotr, local.Name))
 		}
 	}
-	extPorts, extRoutes, nats := b.external(local, gr, cfg)
+	b.layer2GatewayRouter(local, gr, grJoin, grPorts, grRoutes, nil, nil, cfg)
+	return nil
+}
+
+// keyOption is the options of a port with tunnel key k.
+func keyOption(k int) map[string]string {
+	return map[string]string{"requested-tnl-key": strconv.Itoa(k)}
+}
+
+// joinIPs are the join addresses of node id's gateway router.
+func (b *builder) joinIPs(id int) []netip.Prefix {
+	var out []netip.Prefix
+	for _, j := range b.n.Join {
+		if ip, err := allocator.GatewayJoinIP(j, id); err == nil {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// layer2GatewayRouter adds a Layer2 network's local gateway router: its
+// ports toward the network (ports) and the outside, its routes, policies
+// and NATs (the external ones added here).
+func (b *builder) layer2GatewayRouter(local nodeinfo.Info, gr string, grJoin []netip.Prefix, ports, routes, policies, nats []string, cfg config.Cluster) {
+	extPorts, extRoutes, extNATs := b.external(local, gr, cfg)
 	opts := b.gatewayRouterOptions(local)
-	// The link's port holds two networks, and router_ip would take the
-	// address of the one the next hop is in: the /31's, which the transit
-	// router drops as a source (its broadcast). Load-balanced traffic from
-	// outside (NodePort, externalTrafficPolicy Cluster) leaves from the
-	// join address instead, as ovn-kubernetes does.
+	// The port toward the network holds two networks, and router_ip would
+	// take the address of the one the next hop is in: in the transit
+	// topology the /31's, which the transit router drops as a source (its
+	// broadcast). Load-balanced traffic from outside (NodePort,
+	// externalTrafficPolicy Cluster) leaves from the join address instead,
+	// as ovn-kubernetes does.
 	var joinIPs []string
 	for _, j := range grJoin {
 		joinIPs = append(joinIPs, j.Addr().String())
@@ -198,12 +231,62 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	if len(joinIPs) > 0 {
 		opts["lb_force_snat_ip"] = strings.Join(joinIPs, " ")
 	}
-	b.gatewayRouter = &nbdb.LogicalRouter{UUID: lrID(gr), Name: gr, Ports: append(grPorts, extPorts...),
-		StaticRoutes: append(grRoutes, extRoutes...), Nat: nats,
+	b.gatewayRouter = &nbdb.LogicalRouter{UUID: lrID(gr), Name: gr, Ports: append(ports, extPorts...),
+		StaticRoutes: append(routes, extRoutes...), Policies: policies, Nat: append(nats, extNATs...),
 		Options:     opts,
 		ExternalIDs: b.ext(local.Name)}
 	b.add(b.gatewayRouter)
-	return nil
+}
+
+// nodeReroutes adds the policies of router sending what the network's pods
+// (entering by inport) send to the local node's address into the node's
+// management port (seed 000's 1004), and returns their IDs.
+func (b *builder) nodeReroutes(router, inport string, local nodeinfo.Info, mgmt []netip.Prefix) []string {
+	var out []string
+	for _, ip := range local.PrimaryIPs {
+		m, ok := FamilyOf(mgmt, ip.Addr())
+		if !ok {
+			continue
+		}
+		match := fmt.Sprintf("inport == %q && %s.dst == %s", inport, IPMatch(ip), ip.Addr())
+		id := policyID(router, NodeReroutePriority, match)
+		b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: NodeReroutePriority, Match: match,
+			Action: nbdb.LogicalRouterPolicyActionReroute, Nexthops: []string{m.Addr().String()}, ExternalIDs: b.ext(local.Name)})
+		out = append(out, id)
+	}
+	return out
+}
+
+// managementSNAT adds router's SNAT of the network's traffic toward the
+// management port (matched by its MAC) to the network's management
+// masquerade address, through gatewayPort when it is not "" (a distributed
+// router), and returns the NATs' IDs.
+func (b *builder) managementSNAT(router, gatewayPort string, local nodeinfo.Info, mgmt []netip.Prefix, cfg config.Cluster) []string {
+	n := b.n
+	var out []string
+	for _, s := range n.Subnets {
+		m, ok := FamilyOf(cfg.MasqueradeSubnets, s.CIDR.Addr())
+		if !ok {
+			continue
+		}
+		_, mp, err := allocator.MasqueradeIPs(m, n.ID, config.MasqueradeReserved)
+		if err != nil {
+			continue
+		}
+		id := natID(router, nbdb.NATTypeSNAT, s.CIDR.String())
+		nat := &nbdb.NAT{UUID: id, Type: nbdb.NATTypeSNAT, LogicalIP: s.CIDR.String(), ExternalIP: mp.String(),
+			Match: "eth.dst == " + PortMAC(mgmt), ExternalIDs: b.ext(local.Name)}
+		if gatewayPort != "" {
+			gp := gatewayPort
+			nat.GatewayPort = &gp
+		} else {
+			// A gateway router has the egress SNAT of the same subnet.
+			nat.UUID = natID(router, nbdb.NATTypeSNAT, s.CIDR.String()+"/management")
+		}
+		b.add(nat)
+		out = append(out, nat.UUID)
+	}
+	return out
 }
 
 // localnet renders a Localnet network: a switch per zone wired to the

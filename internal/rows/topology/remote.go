@@ -30,11 +30,16 @@ type Remote struct {
 	ChassisID string
 	// Subnets is the node's slice of the network.
 	Subnets []netip.Prefix
+	// Layer2V1 reports, for a Layer2 network, that the node is at the old
+	// topology (nodeinfo.Info.Layer2V1; layer2_v1.go). Its rows then
+	// depend on every node's version, so no part is rendered apart.
+	Layer2V1 bool
 }
 
 // RemoteOf returns what network n's rendering reads of node.
 func RemoteOf(n Network, node nodeinfo.Info) Remote {
-	return Remote{Name: node.Name, Zone: node.Zone, ID: node.ID, ChassisID: node.ChassisID, Subnets: node.Subnets[n.Name]}
+	return Remote{Name: node.Name, Zone: node.Zone, ID: node.ID, ChassisID: node.ChassisID, Subnets: node.Subnets[n.Name],
+		Layer2V1: node.Layer2V1 && n.Topology == netconf.TopologyLayer2}
 }
 
 // HasRemoteParts reports whether network n's rows for each remote node can
@@ -60,7 +65,9 @@ type RemotePart struct {
 
 // RenderRemote returns the part of Render(in)'s rows that the remote nodes
 // named make, for a network with remote parts (HasRemoteParts): the rows
-// of Render(in) tagged NodeKey with one of them, exactly. A node that is
+// of Render(in) tagged NodeKey with one of them, exactly. A Layer2 network
+// with a node at the old topology has none (an error): the upgrade ports
+// depend on all nodes. A node that is
 // not in in.Nodes, not active or not ready has no rows. It fails for the
 // zone's own node, for which the network must be rendered whole, and when
 // Render would render nothing (the zone's node not active or not ready).
@@ -75,6 +82,13 @@ func RenderRemote(in Input, nodes []string) (RemotePart, error) {
 	}
 	if slices.Contains(nodes, local.Name) {
 		return RemotePart{}, fmt.Errorf("network %s: node %s is the zone's own", n.Name, local.Name)
+	}
+	if n.Topology == netconf.TopologyLayer2 {
+		for _, node := range append([]nodeinfo.Info{local}, remotes...) {
+			if node.Layer2V1 {
+				return RemotePart{}, fmt.Errorf("network %s: node %s is at the old Layer2 topology: render the network whole", n.Name, node.Name)
+			}
+		}
 	}
 	b := &builder{n: n}
 	var ports, routes []string

@@ -220,3 +220,59 @@ func NorthdWarnings(ps []Process) []string {
 	}
 	return out
 }
+
+// SetZoneArgs sets the further arguments node's zone controller starts
+// with from now on (none: its usual ones), for tests that play a zone
+// controller of another release (Layout.ZoneArgsFile). It takes effect at
+// the controller's next start (RestartProcess).
+func SetZoneArgs(dir, node string, args ...string) error {
+	l, err := NewLayout(dir)
+	if err != nil {
+		return err
+	}
+	if len(args) == 0 {
+		if err := os.Remove(l.ZoneArgsFile(node)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return os.WriteFile(l.ZoneArgsFile(node), []byte(strings.Join(args, "\n")+"\n"), 0o644)
+}
+
+// RestartProcess kills one of the sandbox's processes (by its state name,
+// e.g. "zone-controller/node1") and waits, at most timeout, until the
+// supervisor runs it again.
+func RestartProcess(dir, name string, timeout time.Duration) error {
+	l, err := NewLayout(dir)
+	if err != nil {
+		return err
+	}
+	find := func() (Process, error) {
+		st, err := ReadState(l)
+		if err != nil {
+			return Process{}, err
+		}
+		for _, p := range st.Processes {
+			if p.Name == name {
+				return p, nil
+			}
+		}
+		return Process{}, fmt.Errorf("no process %s in the sandbox", name)
+	}
+	before, err := find()
+	if err != nil {
+		return err
+	}
+	if before.Running && before.PID != 0 {
+		if err := syscall.Kill(before.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("stopping %s: %w", name, err)
+		}
+	}
+	return proc.WaitFor(timeout, 100*time.Millisecond, func() (bool, error) {
+		p, err := find()
+		if err != nil {
+			return false, err
+		}
+		return p.Running && p.PID != 0 && p.PID != before.PID, nil
+	})
+}

@@ -72,6 +72,14 @@ func (l Layout) LogDir() string { return filepath.Join(l.Dir, "logs") }
 // ZoneDir holds a node's OVN zone (databases, northd, logs).
 func (l Layout) ZoneDir(node string) string { return filepath.Join(l.Dir, "zones", node) }
 
+// ZoneArgsFile holds further arguments of a node's zone controller, one a
+// line, read at each of its starts (SetZoneArgs): how a test plays a zone
+// controller of another release, such as one rendering the old Layer2
+// topology.
+func (l Layout) ZoneArgsFile(node string) string {
+	return filepath.Join(l.ZoneDir(node), "controller.args")
+}
+
 // NodeDir holds a node's Open vSwitch and ovn-controller.
 func (l Layout) NodeDir(node string) string { return filepath.Join(l.Dir, "nodes", node) }
 

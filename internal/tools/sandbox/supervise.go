@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -135,7 +136,10 @@ type component struct {
 	args []string
 	log  string
 	// metrics is the address its /metrics is served at ("" when none).
-	metrics  string
+	metrics string
+	// argsFile holds further arguments, one a line, read at each start
+	// ("" or missing: none).
+	argsFile string
 	p        *proc.Process
 	restarts int
 	// quickExits counts its exits in a row within crashLoopWindow of its
@@ -476,7 +480,7 @@ func (s *supervisor) startNode(ctx context.Context, i int) error {
 	if s.dns != "" {
 		zone = append(zone, "--dns-server="+s.dns)
 	}
-	s.addComponent(&component{name: "zone-controller/" + name, metrics: s.metricsAddr(), args: zone})
+	s.addComponent(&component{name: "zone-controller/" + name, metrics: s.metricsAddr(), args: zone, argsFile: s.l.ZoneArgsFile(name)})
 	s.state.Nodes = append(s.state.Nodes, NodeState{Name: name, IP: NodeIP(i), Netns: ns, NB: z.NB, SB: z.SB, OVSDB: n.DB, UplinkIPs: s.uplinkIPs(i)})
 	return nil
 }
@@ -517,7 +521,13 @@ func (s *supervisor) startComponent(c *component) error {
 	if path == "" {
 		path = s.opts.Binary
 	}
-	cmd := exec.Command(path, c.args...)
+	args := c.args
+	if c.argsFile != "" {
+		if b, err := os.ReadFile(c.argsFile); err == nil {
+			args = append(slices.Clone(args), strings.Fields(string(b))...)
+		}
+	}
+	cmd := exec.Command(path, args...)
 	p, err := proc.Start(c.name, cmd, c.log)
 	if err != nil {
 		return err

@@ -1,0 +1,79 @@
+package l2version_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
+	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
+	"github.com/ovn-udn/ovn-udn/internal/zone/l2version"
+)
+
+const (
+	v1 = nodeinfo.Layer2TopologyV1
+	v2 = nodeinfo.Layer2TopologyV2
+)
+
+// TestDecide: a node moves to 2.0 only when it runs no pod on a Layer2
+// primary network; a zone told 1.0 renders 1.0 whatever runs.
+func TestDecide(t *testing.T) {
+	for _, c := range []struct {
+		want, current string
+		running       int
+		out           string
+	}{
+		{v2, "", 0, v2},
+		{v2, "", 3, v2}, // no annotation: already 2.0
+		{v2, v2, 3, v2},
+		{v2, v1, 0, v2},
+		{v2, v1, 1, v1}, // pods run: it stays
+		{v1, "", 5, v1}, // the old release renders 1.0
+		{v1, v2, 0, v1},
+	} {
+		if got := l2version.Decide(c.want, c.current, c.running); got != c.out {
+			t.Errorf("Decide(%q, %q, %d) = %q, want %q", c.want, c.current, c.running, got, c.out)
+		}
+	}
+}
+
+// TestRunning counts, on a real Northbound, the node's local workload
+// ports on Layer2 primary networks: not another node's, not a remote
+// port, not the management port, not a secondary or Layer3 network's.
+func TestRunning(t *testing.T) {
+	z := ovntest.StartZone(t, "l2version")
+	z.MustNBCtl("ls-add", "sw")
+	port := func(name, typ, node, topo, role, nad string) {
+		args := []string{"lsp-add", "sw", name, "--", "set", "logical_switch_port", name,
+			"external_ids:k8s.ovn.org/node=" + node, "external_ids:k8s.ovn.org/topology=" + topo, "external_ids:k8s.ovn.org/role=" + role}
+		if nad != "" {
+			args = append(args, "external_ids:k8s.ovn.org/nad="+nad)
+		}
+		if typ != "" {
+			args = append(args, "type="+typ)
+		}
+		z.MustNBCtl(args...)
+	}
+	port("pod1", "", "node1", "layer2", "primary", "ns/net")
+	port("vm1", "", "node1", "layer2", "primary", "ns/net")
+	port("remote", "remote", "node1", "layer2", "primary", "ns/net")
+	port("other-node", "", "node2", "layer2", "primary", "ns/net")
+	port("mgmt", "", "node1", "layer2", "primary", "")
+	port("secondary", "", "node1", "layer2", "secondary", "ns/sec")
+	port("l3", "", "node1", "layer3", "primary", "ns/l3")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	nb, err := ovsdb.ConnectNB(ctx, ovsdb.ClientOptions{Endpoint: z.NB, NoMonitor: true, OwnTransact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nb.Close()
+	got, err := l2version.Running(ctx, nb, "node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 2 {
+		t.Errorf("Running = %d, want 2 (pod1, vm1)", got)
+	}
+}
