@@ -22,6 +22,7 @@ package l2version
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -36,6 +37,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
+	"github.com/ovn-udn/ovn-udn/internal/zone/vms"
 )
 
 // Decide returns the version a node renders: want when it is 1.0 (the
@@ -60,6 +62,13 @@ func Valid(v string) bool { return v == nodeinfo.Layer2TopologyV1 || v == nodein
 // with one select, so that no cache need be filled. The select names
 // _uuid: rows alike in the columns selected would otherwise count once.
 func Running(ctx context.Context, nb libovsdb.Client, node string) (int, error) {
+	ws, err := Workloads(ctx, nb, node)
+	return len(ws), err
+}
+
+// Workloads names what Running counts: each port's pod or VM
+// ("<namespace>/<name>", one per port).
+func Workloads(ctx context.Context, nb libovsdb.Client, node string) ([]string, error) {
 	op := ovsdb.Operation{Op: ovsdb.OperationSelect, Table: nbdb.LogicalSwitchPortTable,
 		Where: []ovsdb.Condition{{Column: "type", Function: ovsdb.ConditionEqual, Value: ""}}, Columns: []string{"_uuid", "external_ids"}}
 	res, err := nb.Transact(ctx, op)
@@ -67,17 +76,22 @@ func Running(ctx context.Context, nb libovsdb.Client, node string) (int, error) 
 		_, err = ovsdb.CheckOperationResults(res, []ovsdb.Operation{op})
 	}
 	if err != nil {
-		return 0, fmt.Errorf("listing the node's Layer2 ports: %w", err)
+		return nil, fmt.Errorf("listing the node's Layer2 ports: %w", err)
 	}
-	count := 0
+	var out []string
 	for _, row := range res[0].Rows {
 		x := stringMap(row["external_ids"])
 		if x[topology.NodeKey] == node && x[topology.TopologyKey] == netconf.TopologyLayer2 &&
 			x[topology.RoleKey] == netconf.RolePrimary && x[feature.NADExternalID] != "" {
-			count++
+			w := x[feature.PodExternalID]
+			if w == "" {
+				w = "vm " + x[vms.VMExternalID]
+			}
+			out = append(out, w)
 		}
 	}
-	return count, nil
+	sort.Strings(out)
+	return out, nil
 }
 
 // stringMap reads a map column of strings as a select returns it.
@@ -132,15 +146,16 @@ func Settle(ctx context.Context, c client.Client, nb libovsdb.Client, node, want
 		}
 	}
 	current := n.Annotations[nodeinfo.Layer2TopologyVersionAnnotation]
-	running, err := Running(ctx, nb, node)
+	workloads, err := Workloads(ctx, nb, node)
 	if err != nil {
 		return "", err
 	}
+	running := len(workloads)
 	v := Decide(want, current, running)
 	if v == current || v == nodeinfo.Layer2TopologyV2 && current == "" {
 		if v != want {
 			log.Info("layer2 topology kept: the node runs pods on Layer2 primary networks; it moves at a start with none (drain it)",
-				"version", v, "wanted", want, "runningPods", running)
+				"version", v, "wanted", want, "runningPods", running, "pods", workloads)
 		} else {
 			log.Info("layer2 topology", "version", v)
 		}

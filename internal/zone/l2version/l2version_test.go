@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
@@ -45,7 +47,11 @@ func TestRunning(t *testing.T) {
 	z := ovntest.StartZone(t, "l2version")
 	z.MustNBCtl("ls-add", "sw")
 	port := func(name, typ, node, topo, role, nad string) {
-		args := []string{"lsp-add", "sw", name, "--", "set", "logical_switch_port", name,
+		owner := "external_ids:k8s.ovn.org/pod=ns/" + name
+		if name == "vm1" {
+			owner = "external_ids:k8s.ovn.org/vm=ns/vm1"
+		}
+		args := []string{"lsp-add", "sw", name, "--", "set", "logical_switch_port", name, owner,
 			"external_ids:k8s.ovn.org/node=" + node, "external_ids:k8s.ovn.org/topology=" + topo, "external_ids:k8s.ovn.org/role=" + role}
 		if nad != "" {
 			args = append(args, "external_ids:k8s.ovn.org/nad="+nad)
@@ -69,11 +75,11 @@ func TestRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nb.Close()
-	got, err := l2version.Running(ctx, nb, "node1")
+	got, err := l2version.Workloads(ctx, nb, "node1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != 2 {
-		t.Errorf("Running = %d, want 2 (pod1, vm1)", got)
+	if diff := cmp.Diff([]string{"ns/pod1", "vm ns/vm1"}, got); diff != "" {
+		t.Errorf("Workloads (-want +got):\n%s", diff)
 	}
 }
