@@ -40,7 +40,8 @@ Objects that the API server would refuse are reported with their file and the
 reason, and the rest is still rendered; the exit status is then 1.`,
 		Example: `  ovn-udn render -f examples/
   ovn-udn render -f examples/tenant-layer3.yaml --zone node1 -o nbctl
-  ovn-udn render -f examples/tenant-layer3.yaml --zone node1 -o svg > node1.svg`,
+  ovn-udn render -f examples/tenant-layer3.yaml --zone node1 -o svg > node1.svg
+  ovn-udn render -f examples/tenant-layer2.yaml --zone node1 -o nbctl --layer2-topology-version 1.0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
@@ -74,6 +75,7 @@ reason, and the rest is still rendered; the exit status is then 1.`,
 	fs.StringSliceVar(&opts.Nodes, "nodes", nil, "node names to add to the input's Nodes (those pods run on are added anyway)")
 	fs.StringVarP(&output, "output", "o", "yaml", "output format: "+strings.Join(render.Formats, ", "))
 	fs.BoolVarP(&verbose, "verbose", "v", false, "print the controllers' logs on stderr")
+	fs.StringVar(&opts.Layer2TopologyVersion, "layer2-topology-version", "", "the Layer2 topology of nodes whose manifests say none (k8s.ovn.org/layer2-topology-version): 1.0 shows the old topology, 2.0 (the default) the transit router; a Node manifest with the annotation mixes them and shows the upgrade ports")
 	fs.BoolVar(&opts.RenderEverywhere, "render-everywhere", false, "render every network in every zone, as zone controllers with --render-everywhere do; by default a primary user-defined network is rendered only in the zones of nodes its pods (or a node-port service) use")
 	opts.Cluster.AddFlags(fs)
 	// The zone controllers' default-route policy: give render the same.

@@ -62,6 +62,12 @@ type Options struct {
 	// its timers), as the zone controllers' flags give it; nil is
 	// config.DefaultGateway(). A node's annotation may override ECMP and BFD.
 	Gateway *config.Gateway
+	// Layer2TopologyVersion is the Layer2 topology of the nodes whose
+	// manifests do not say one (nodeinfo.Layer2TopologyVersionAnnotation),
+	// as zone controllers started with --layer2-topology-version render;
+	// "" leaves them at 2.0. Nodes at different versions show the upgrade
+	// ports (docs/topology.md, "Changing a topology").
+	Layer2TopologyVersion string
 }
 
 // engine is one render: the in-memory API and the controllers over it.
@@ -128,6 +134,9 @@ func Run(ctx context.Context, in *Input, opts Options) (*Result, error) {
 	sortObjects(objs)
 	assumeNodeAgent(objs, warn)
 	assumeReady(objs, warn)
+	if err := layer2Version(objs, opts.Layer2TopologyVersion); err != nil {
+		return nil, err
+	}
 
 	scheme := clustermanager.Scheme()
 	// The plain tracker: no managed fields (no controller applies), which
@@ -523,6 +532,26 @@ func assumeNodeAgent(objs []client.Object, warn func(Problem)) {
 		warn(Problem{Kind: "Node", Name: n.Name, Reason: fmt.Sprintf("no node agent annotations; assumed chassis %s, address %s, next hop %s",
 			info.ChassisID, info.PrimaryIPs[0], info.Gateway.NextHops[0])})
 	}
+}
+
+// layer2Version gives nodes whose manifests say no Layer2 topology
+// version v ("": none).
+func layer2Version(objs []client.Object, v string) error {
+	switch v {
+	case "":
+		return nil
+	case nodeinfo.Layer2TopologyV1, nodeinfo.Layer2TopologyV2:
+	default:
+		return fmt.Errorf("layer2 topology version %q is neither %s nor %s", v, nodeinfo.Layer2TopologyV1, nodeinfo.Layer2TopologyV2)
+	}
+	for _, o := range objs {
+		if n, ok := o.(*corev1.Node); ok {
+			if _, has := n.Annotations[nodeinfo.Layer2TopologyVersionAnnotation]; !has {
+				n.Annotations[nodeinfo.Layer2TopologyVersionAnnotation] = v
+			}
+		}
+	}
+	return nil
 }
 
 // assumeReady gives the nodes of an input with EgressIPs or EgressServices
