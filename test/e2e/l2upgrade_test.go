@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"path/filepath"
 	"testing"
 
+	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
 
@@ -18,9 +21,22 @@ import (
 // while its pod ran, the moved node's pod reaching and reached across
 // versions, and no upgrade row left at the end. Time per node and probes
 // are logged (docs/performance.md).
+//
+// It has a sandbox of its own: the drains delete every pod of a Layer2
+// primary network on each node, and the shared sandbox's examples have
+// such pods that later tests use.
 func TestLayer2RollingUpgrade(t *testing.T) {
 	ctx := context.Background()
-	steps, err := demo.Layer2Upgrade(ctx, dir, binary, admin)
+	dir := filepath.Join(t.TempDir(), "upgrade")
+	if err := sandbox.Up(sandbox.Options{Dir: dir, Nodes: 3, Binary: binary, Attached: true}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sandbox.Down(dir, &bytes.Buffer{}) })
+	c, err := sandbox.Client(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps, err := demo.Layer2Upgrade(ctx, dir, binary, c)
 	for _, s := range steps {
 		t.Logf("%s: moved in %d ms (drain to its new pod answering); %d probes of the other nodes' paths, %d lost",
 			s.Node, s.Took.Milliseconds(), s.Probes, s.LostTotal())
