@@ -32,7 +32,11 @@
 //     transit router (seed 000: "the transit node peer ip as the next hop"):
 //     the transit router reaches a remote gateway router directly, so the
 //     egress node's zone needs no policy, and nothing depends on an
-//     external gateway address.
+//     external gateway address. Where either end is at the old topology
+//     (no transit router; docs/topology.md, "Changing a topology"), the
+//     next hop is the egress node's join address, which both versions
+//     reach over the switch; a zone at the old topology puts its policies
+//     on its gateway router, and its egress node's own pods leave there.
 //   - On the egress node's gateway router, one SNAT per selected pod
 //     address to the egress IP the node holds (SNATPriority, above the
 //     network's subnet SNAT), limited to the external port of the uplink
@@ -152,6 +156,9 @@ type Input struct {
 	// router is there); nil: every node. Traffic is never sent to an egress
 	// node that does not: it would be dropped there.
 	Rendered func(node string) bool
+	// Layer2V1 reports whether a node is at the old Layer2 topology
+	// (nodeinfo.Info.Layer2V1); nil: none is.
+	Layer2V1 func(node string) bool
 }
 
 // Uplink is one of the local gateway router's external ports.
@@ -190,8 +197,8 @@ func Render(in Input) Result {
 	case n.Topology == netconf.TopologyLayer3 && (n.IsPrimary() || n.IsDefault()):
 		b.router = n.ClusterRouter()
 	case n.Topology == netconf.TopologyLayer2 && n.IsPrimary() && in.Local.Layer2V1:
-		b.problems = append(b.problems, fmt.Sprintf("network %s: node %s is at the old Layer2 topology (%s=%s), which has no transit router for EgressIPs: they apply once it moves", n.Name, in.Local.Name, nodeinfo.Layer2TopologyVersionAnnotation, nodeinfo.Layer2TopologyV1))
-		return b.result()
+		// The old topology: the pods' gateway is the gateway router.
+		b.router = n.GatewayRouter(in.Local.Name)
 	case n.Topology == netconf.TopologyLayer2 && n.IsPrimary():
 		b.router = n.TransitRouter()
 	default:
@@ -224,7 +231,7 @@ func (b *builder) object(o Object) {
 				continue
 			}
 			hops := b.hops(o, ip.Is4())
-			if len(hops) == 0 {
+			if len(hops) == 0 && !(b.old() && len(holdsHere[ip.Is4()]) > 0) {
 				// Not claimed: a younger EgressIP with a path may take it.
 				b.problems = append(b.problems, fmt.Sprintf("EgressIP %s: pod %s/%s's address %s has no egress node of its family", o.Name, p.Namespace, p.Name, ip))
 				continue
@@ -232,6 +239,9 @@ func (b *builder) object(o Object) {
 			b.seen[ip] = o.Name
 			match := fmt.Sprintf("%s.src == %s", family(ip), ip)
 			switch {
+			case p.Node == local && b.old() && len(holdsHere[ip.Is4()]) > 0:
+				// The old topology: a pod of an egress node leaves
+				// through its own gateway router (no reroute to itself).
 			case p.Node == local:
 				b.policy(o.Name, match, hops)
 			case n.Topology == netconf.TopologyLayer3 && len(holdsHere[ip.Is4()]) > 0:
@@ -247,6 +257,12 @@ func (b *builder) object(o Object) {
 			}
 		}
 	}
+}
+
+// old reports whether the zone renders a Layer2 network in the old
+// topology: the policies are then the gateway router's.
+func (b *builder) old() bool {
+	return b.in.Network.Topology == netconf.TopologyLayer2 && b.in.Local.Layer2V1
 }
 
 // hops are the next hops toward o's egress nodes of one IP family, sorted.
@@ -267,6 +283,9 @@ func (b *builder) hops(o Object, v4 bool) []string {
 			}
 			continue
 		}
+		if b.old() && a.Node == in.Local.Name {
+			continue // the old topology: egress pods of this node leave here (object)
+		}
 		id, ok := in.NodeIDs[a.Node]
 		if !ok {
 			b.problems = append(b.problems, fmt.Sprintf("EgressIP %s: egress node %s has no node ID yet", o.Name, a.Node))
@@ -282,6 +301,17 @@ func (b *builder) hops(o Object, v4 bool) []string {
 				set[ip.Addr().String()] = true
 			}
 		case netconf.TopologyLayer2:
+			if in.Local.Layer2V1 || in.Layer2V1 != nil && in.Layer2V1(a.Node) {
+				// Either end at the old topology: the join address, which
+				// both reach over the switch (docs/topology.md, "Changing a
+				// topology").
+				for _, j := range n.Join {
+					if ip, err := allocator.GatewayJoinIP(j, id); err == nil && j.Addr().Is4() == v4 {
+						set[ip.Addr().String()] = true
+					}
+				}
+				continue
+			}
 			if _, gw, err := allocator.TransitPeers(t, id); err == nil {
 				set[gw.Addr().String()] = true
 			}

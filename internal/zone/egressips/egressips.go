@@ -136,8 +136,11 @@ func (f *Feature) Desired(ctx context.Context, network string) (egressip.Result,
 		return egressip.Result{}, err
 	}
 	in := egressip.Input{Network: n, Local: local, NodeIDs: map[string]int{}, Objects: objects, Rendered: active.Has}
+	old := map[string]bool{}
+	in.Layer2V1 = func(node string) bool { return old[node] }
 	for _, x := range nodes {
 		in.NodeIDs[x.Name] = x.ID
+		old[x.Name] = x.Layer2V1
 		for _, p := range x.PrimaryIPs {
 			in.NodeIPs = append(in.NodeIPs, p.Addr())
 		}
