@@ -171,19 +171,19 @@ func TestRender(t *testing.T) {
 		name: "a secondary network: nothing", network: network("ns.sec", netconf.TopologyLayer2, netconf.RoleSecondary), node: "node1", objects: []Object{e1},
 		want: []string{"network ns.sec: EgressIPs apply to primary Layer3 and Layer2 networks and the default network, not a secondary layer2 network"},
 	}, {
-		name: "Layer2, the pod's zone with an egress node at the old topology: that node's join address (over the upgrade port), the other's peer address",
+		name:    "Layer2, the pod's zone with an egress node at the old topology: that node's join address (over the upgrade port), the other's peer address",
 		network: l2, node: "node1", objects: []Object{e1}, old: []string{"node3"},
 		want: append([]string{
 			"ns.tenant_transit_router.policies: 100 ip4.src == 10.128.1.5 reroute 100.65.0.3,100.88.0.5 [e1]",
 		}, allowsL2...),
 	}, {
-		name: "Layer2, the pod's zone at the old topology: the gateway router's policies, to the egress nodes' join addresses",
+		name:    "Layer2, the pod's zone at the old topology: the gateway router's policies, to the egress nodes' join addresses",
 		network: l2, node: "node1", objects: []Object{e1}, old: []string{"node1"},
 		want: append([]string{
 			"GR_ns.tenant_node1.policies: 100 ip4.src == 10.128.1.5 reroute 100.65.0.2,100.65.0.3 [e1]",
 		}, strings.Split(strings.ReplaceAll(strings.Join(allowsL2, "\n"), "ns.tenant_transit_router", "GR_ns.tenant_node1"), "\n")...),
 	}, {
-		name: "Layer2, an egress node's zone at the old topology: its own pod leaves through its gateway router, no policy",
+		name:    "Layer2, an egress node's zone at the old topology: its own pod leaves through its gateway router, no policy",
 		network: l2, node: "node2", objects: []Object{e1}, old: []string{"node2"},
 		want: []string{
 			"GR_ns.tenant_node2.nat: snat 10.128.1.5/32 -> 192.168.100.200 " + outports + " [e1]",
