@@ -22,16 +22,27 @@ var ErrExhausted = errors.New("range exhausted")
 type IDs struct {
 	mu       sync.Mutex
 	min, max int
-	byName   map[string]int
-	byID     map[int]string
-	next     int
+	// reserveMax is the largest ID Reserve accepts (max unless
+	// NewIDsKeeping widened it); above counts the IDs held above max.
+	reserveMax, above int
+	byName            map[string]int
+	byID              map[int]string
+	next              int
 }
 
 // NewIDs returns an allocator of [min, max]. An empty range (max < min, from
 // a misconfiguration) holds nothing: Allocate reports ErrExhausted and Reserve
 // an ID outside the range, rather than the caller panicking.
 func NewIDs(min, max int) *IDs {
-	return &IDs{min: min, max: max, byName: map[string]int{}, byID: map[int]string{}, next: min}
+	return NewIDsKeeping(min, max, max)
+}
+
+// NewIDsKeeping returns an allocator of [min, max] that also keeps IDs up to
+// keepMax found in persisted state (Reserve): how a range narrowed by a
+// release still honours what an older one handed out, without handing
+// such IDs out again.
+func NewIDsKeeping(lo, hi, keepMax int) *IDs {
+	return &IDs{min: lo, max: hi, reserveMax: max(hi, keepMax), byName: map[string]int{}, byID: map[int]string{}, next: lo}
 }
 
 // Allocate returns name's ID, allocating one if it has none.
@@ -42,7 +53,7 @@ func (a *IDs) Allocate(name string) (int, error) {
 		return id, nil
 	}
 	size := a.max - a.min + 1
-	if len(a.byID) >= size {
+	if len(a.byID)-a.above >= size {
 		return 0, fmt.Errorf("allocating for %s: all %d IDs in [%d, %d] are in use: %w", name, size, a.min, a.max, ErrExhausted)
 	}
 	id := a.next
@@ -65,18 +76,29 @@ func (a *IDs) Allocate(name string) (int, error) {
 func (a *IDs) Reserve(name string, id int) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if id < a.min || id > a.max {
-		return fmt.Errorf("ID %d of %s is outside [%d, %d]", id, name, a.min, a.max)
+	if id < a.min || id > a.reserveMax {
+		return fmt.Errorf("ID %d of %s is outside [%d, %d]", id, name, a.min, a.reserveMax)
 	}
 	if holder, ok := a.byID[id]; ok && holder != name {
 		return fmt.Errorf("ID %d of %s is already held by %s", id, name, holder)
 	}
 	if old, ok := a.byName[name]; ok && old != id {
-		delete(a.byID, old)
+		a.drop(old)
+	}
+	if _, had := a.byID[id]; !had && id > a.max {
+		a.above++
 	}
 	a.byName[name] = id
 	a.byID[id] = name
 	return nil
+}
+
+// drop forgets who holds id.
+func (a *IDs) drop(id int) {
+	if _, ok := a.byID[id]; ok && id > a.max {
+		a.above--
+	}
+	delete(a.byID, id)
 }
 
 func (a *IDs) assign(name string, id int) {
@@ -94,7 +116,7 @@ func (a *IDs) Release(name string) {
 	defer a.mu.Unlock()
 	if id, ok := a.byName[name]; ok {
 		delete(a.byName, name)
-		delete(a.byID, id)
+		a.drop(id)
 	}
 }
 

@@ -77,3 +77,30 @@ func TestEmptyRange(t *testing.T) {
 		t.Error("Reserve in an empty range succeeded")
 	}
 }
+
+// TestIDsKeeping: an allocator narrowed by a release keeps the IDs above
+// its range that persisted state holds, never hands them out, and counts
+// only its range when it tells exhaustion.
+func TestIDsKeeping(t *testing.T) {
+	a := NewIDsKeeping(1, 3, 5)
+	if err := a.Reserve("old", 5); err != nil {
+		t.Fatalf("reserving a kept ID: %v", err)
+	}
+	if err := a.Reserve("bad", 6); err == nil {
+		t.Error("reserved 6, above what is kept")
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		id, err := a.Allocate(n)
+		if err != nil || id > 3 {
+			t.Fatalf("Allocate(%s) = %d, %v; want an ID in [1, 3]", n, id, err)
+		}
+	}
+	if _, err := a.Allocate("d"); !errors.Is(err, ErrExhausted) {
+		t.Errorf("a fourth allocation: %v, want exhaustion", err)
+	}
+	a.Release("old")
+	a.Release("a")
+	if id, err := a.Allocate("d"); err != nil || id > 3 {
+		t.Errorf("after releases: %d, %v", id, err)
+	}
+}

@@ -89,7 +89,7 @@ func (r *Controller) networkFor(c *netconf.NetConf) (*network, error) {
 		n.pools = append(n.pools, p)
 	}
 	if c.Topology == netconf.TopologyLayer2 {
-		n.keys = allocator.NewIDs(topology.FirstPodPortKey, topology.MaxPodPortKey)
+		n.keys = allocator.NewIDsKeeping(topology.FirstPodPortKey, topology.MaxPodPortKey, topology.MaxPortKey)
 	}
 	if r.nets == nil {
 		r.nets = map[string]*network{}

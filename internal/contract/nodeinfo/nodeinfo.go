@@ -128,7 +128,8 @@ const (
 	// Layer2TopologyVersionAnnotation is the topology the node's zone
 	// renders Layer2 primary networks in (seed 000, "Upgrade Details"):
 	// Layer2TopologyV1 (the gateway router on the network's switch) or
-	// Layer2TopologyV2 (the transit router). Absent means V2: ovn-udn has
+	// Layer2TopologyV2 (the transit router). Absent (or any other value)
+	// means V2: ovn-udn has
 	// only ever shipped V2, and renders V1 only when a zone is told to play
 	// a release that predates the transit router (docs/topology.md,
 	// "Changing a topology").
@@ -293,13 +294,10 @@ func Parse(name string, a map[string]string) (Info, error) {
 		}
 		in.Gateway = gw
 	}
-	switch v := a[Layer2TopologyVersionAnnotation]; v {
-	case "", Layer2TopologyV2:
-	case Layer2TopologyV1:
-		in.Layer2V1 = true
-	default:
-		missing = append(missing, fmt.Sprintf("%s: %q is neither %s nor %s", Layer2TopologyVersionAnnotation, v, Layer2TopologyV1, Layer2TopologyV2))
-	}
+	// Any value but 1.0 reads as 2.0: a stray value must not take the node
+	// out of every network (its zone controller rewrites it at its next
+	// start, internal/zone/l2version).
+	in.Layer2V1 = a[Layer2TopologyVersionAnnotation] == Layer2TopologyV1
 	if len(missing) > 0 {
 		return in, missing
 	}

@@ -99,6 +99,16 @@ func connectPort(cnc string, n topology.Network, node string) string {
 	return cnc + "-to-" + n.Name + "_" + node
 }
 
+// oldLayer2Node names a node at the old Layer2 topology ("" when none).
+func oldLayer2Node(nodes []nodeinfo.Info) string {
+	for _, n := range nodes {
+		if n.Layer2V1 {
+			return n.Name
+		}
+	}
+	return ""
+}
+
 func networkPort(cnc string, n topology.Network, node string) string {
 	if node == "" {
 		return n.Name + "-to-" + cnc
@@ -167,8 +177,12 @@ func Render(in Input) (Result, error) {
 			if !m.Active.Has(loc.Name) {
 				continue // its transit router is not in this zone
 			}
-			if loc.Layer2V1 {
-				b.problem("network %s: node %s is at the old Layer2 topology (%s=%s), which has no transit router to connect", n.Name, loc.Name, nodeinfo.Layer2TopologyVersionAnnotation, nodeinfo.Layer2TopologyV1)
+			if old := oldLayer2Node(ready); old != "" {
+				// A 1.0 node's pods answer through their gateway router,
+				// which has no way back to the connect router: the
+				// network is connected once every node has moved.
+				b.problem("network %s: node %s is at the old Layer2 topology (%s=%s), which has no transit router to connect; the network is connected once every node is at %s",
+					n.Name, old, nodeinfo.Layer2TopologyVersionAnnotation, nodeinfo.Layer2TopologyV1, nodeinfo.Layer2TopologyV2)
 				continue
 			}
 			link, err := in.Layout.Layer2Link(m.Slice)

@@ -317,3 +317,33 @@ func TestReroutesGrowWithNetworks(t *testing.T) {
 		t.Errorf("%d reroutes for 5 networks, want 5:\n%s", policies, gostrings.Join(summary(res), "\n"))
 	}
 }
+
+// TestRenderLayer2OldTopology: while any node is at the old Layer2
+// topology, a Layer2 member is left out in every zone, with the reason
+// (its pods on that node could not answer through the connect router);
+// the Layer3 members are connected as usual.
+func TestRenderLayer2OldTopology(t *testing.T) {
+	layout, err := connect.NewLayout([]v1.ConnectSubnet{{CIDR: "192.168.0.0/16", NetworkPrefix: 24}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blue := network("blue.net", netconf.TopologyLayer3, "103.103.0.0/16", 1)
+	yellow := network("yellow.net", netconf.TopologyLayer2, "105.105.0.0/16", 3)
+	yellow.TunnelKeys = []int{16715777}
+	nodes := []nodeinfo.Info{
+		{Name: "worker", Zone: "worker", ID: 2, ChassisID: "ch-1", Subnets: nodeinfo.Subnets{"blue.net": {pfx("103.103.0.0/24")}}},
+		{Name: "worker2", Zone: "worker2", ID: 3, ChassisID: "ch-2", Subnets: nodeinfo.Subnets{"blue.net": {pfx("103.103.1.0/24")}}, Layer2V1: true},
+	}
+	res, err := Render(Input{Name: "cc", TunnelKey: 16715800, Layout: layout, Nodes: nodes, Zone: "worker", Members: []Member{
+		{Network: blue, Slice: connect.Slice{V4: pfx("192.168.0.0/24")}}, {Network: yellow, Slice: connect.Slice{V4: pfx("192.168.2.2/31")}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 1 || !gostrings.Contains(res.Problems[0], "yellow.net: node worker2 is at the old Layer2 topology") {
+		t.Errorf("problems %q, want yellow.net's naming worker2", res.Problems)
+	}
+	all := gostrings.Join(summary(res), "\n")
+	if gostrings.Contains(all, "yellow.net-to-cc") || !gostrings.Contains(all, "blue.net_worker-to-cc") {
+		t.Errorf("yellow.net connected, or blue.net not:\n%s", all)
+	}
+}

@@ -158,9 +158,11 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		if err != nil {
 			return err
 		}
-		ls.Ports = append(ls.Ports, lsps...)
-		trPorts, trRoutes = append(trPorts, port), append(trRoutes, routes...)
-		trtosRow.Networks = PrefixStrings(append(append([]netip.Prefix{}, gws...), masq...))
+		if port != "" {
+			ls.Ports = append(ls.Ports, lsps...)
+			trPorts, trRoutes = append(trPorts, port), append(trRoutes, routes...)
+			trtosRow.Networks = PrefixStrings(append(append([]netip.Prefix{}, gws...), masq...))
+		}
 	}
 	// The network's egress leaves through the local gateway router.
 	for _, s := range n.Subnets {

@@ -50,7 +50,8 @@ func layer2V1(b *builder, ls *nbdb.LogicalSwitch, local nodeinfo.Info, remotes [
 	for _, r := range remotes {
 		id, err := b.oldGatewayRouterRemote(r)
 		if err != nil {
-			return err
+			b.skip(r.Name, err.Error())
+			continue
 		}
 		ls.Ports = append(ls.Ports, id)
 	}
@@ -86,7 +87,10 @@ func (b *builder) oldGatewayRouterRemote(r nodeinfo.Info) (string, error) {
 // upgrade ports and the remote gateway router ports and join routes of the
 // old nodes. It returns the transit router's port, the switch's ports, the
 // transit router's routes, and the management masquerade addresses the
-// gateway port must hold so that it alone answers ARP for them.
+// gateway port must hold so that it alone answers ARP for them; no port
+// ("") when the local node has no key for it (its ID is too large), and
+// then the old nodes are left out (skipped), as is an old node without a
+// key.
 func (b *builder) upgradePorts(local nodeinfo.Info, old []nodeinfo.Info, cfg config.Cluster) (trPort string, lsps, routes []string, masq []netip.Prefix, err error) {
 	n := b.n
 	sw := n.Layer2Switch()
@@ -94,7 +98,12 @@ func (b *builder) upgradePorts(local nodeinfo.Info, old []nodeinfo.Info, cfg con
 	trtos, stotr := "trtos-"+sw+"-upgrade", "stotr-"+sw+"-upgrade"
 	key, err := NodeRouterPortKey(local.ID)
 	if err != nil {
-		return "", nil, nil, nil, fmt.Errorf("network %s: node %s: %w", n.Name, local.Name, err)
+		// No upgrade port: the old nodes cannot reach this one's join
+		// address, so they are left out rather than half connected.
+		for _, r := range old {
+			b.skip(r.Name, fmt.Sprintf("at the old Layer2 topology, and node %s has no upgrade port: %v", local.Name, err))
+		}
+		return "", nil, nil, nil, nil
 	}
 	lsps = append(lsps, b.routerTypePort(stotr, trtos, local.Name, keyOption(key)))
 	var dummy []netip.Prefix
@@ -108,7 +117,8 @@ func (b *builder) upgradePorts(local nodeinfo.Info, old []nodeinfo.Info, cfg con
 	for _, r := range old {
 		id, err := b.oldGatewayRouterRemote(r)
 		if err != nil {
-			return "", nil, nil, nil, err
+			b.skip(r.Name, err.Error())
+			continue
 		}
 		lsps = append(lsps, id)
 		for _, j := range b.joinIPs(r.ID) {

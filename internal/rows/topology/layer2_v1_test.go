@@ -164,3 +164,39 @@ func TestNodeRouterPortKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestLayer2NodeWithoutKey: a node whose ID has no switch key is left out
+// (with the reason) of a mixed network, not the whole network: from a 1.0
+// zone, and from a 2.0 zone with 1.0 peers when the zone's own node has none.
+func TestLayer2NodeWithoutKey(t *testing.T) {
+	nodes := seedNodes()
+	for i := range nodes {
+		nodes[i].Layer2V1 = true
+	}
+	nodes[2].ID = Layer2V1Nodes + 7
+	res, err := Render(Input{Network: seedNetwork(), Nodes: nodes, Zone: "node1", Cluster: config.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 1 || res.Skipped[0].Node != "node3" || !strings.Contains(res.Skipped[0].Reason, "no Layer2 gateway router port key") {
+		t.Errorf("skipped %+v, want node3 with its reason", res.Skipped)
+	}
+	if d := Describe(res.Rows); strings.Contains(d, "stor-GR_test12_namespace.scoped_node3") || !strings.Contains(d, "stor-GR_test12_namespace.scoped_node2") {
+		t.Errorf("node3's port rendered, or node2's missing:\n%s", d)
+	}
+
+	nodes = seedNodes()
+	nodes[0].ID = Layer2V1Nodes + 7 // node1, the zone's, at 2.0
+	nodes[1].Layer2V1 = true
+	res, err = Render(Input{Network: seedNetwork(), Nodes: nodes, Zone: "node1", Cluster: config.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Skipped) != 1 || res.Skipped[0].Node != "node2" {
+		t.Errorf("skipped %+v, want node2", res.Skipped)
+	}
+	if d := Describe(res.Rows); strings.Contains(d, "upgrade") {
+		t.Errorf("upgrade ports without a key:\n%s", d)
+	}
+	assertReferencesResolve(t, res)
+}

@@ -95,7 +95,7 @@ func Render(in Input) (Result, error) {
 		}
 		rows, skipped = merged, append(skipped, ports.Skipped...)
 	}
-	return Result{Rows: rows, Skipped: skipped, WaitingForBFD: b.waitingForBFD}, nil
+	return Result{Rows: rows, Skipped: append(skipped, b.skipped...), WaitingForBFD: b.waitingForBFD}, nil
 }
 
 // errInactive: the network is not active on the zone's node (Input.Active).

@@ -61,6 +61,14 @@ type builder struct {
 	gw            config.Gateway
 	sharedBFD     map[netip.Addr]string
 	waitingForBFD []netip.Addr
+	// skipped are remote nodes left out for a reason found while
+	// rendering (Result.Skipped).
+	skipped []Problem
+}
+
+// skip leaves remote node out, saying why.
+func (b *builder) skip(node, reason string) {
+	b.skipped = append(b.skipped, Problem{Node: node, Reason: reason})
 }
 
 // loadBalancerGroup renders the network's cluster load balancer group (its

@@ -22,10 +22,12 @@ package l2version
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/go-logr/logr"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	libovsdb "github.com/ovn-org/libovsdb/client"
 	"github.com/ovn-org/libovsdb/ovsdb"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +36,7 @@ import (
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
@@ -119,6 +122,47 @@ func stringMap(v any) map[string]string {
 	return out
 }
 
+// PodsOnLayer2 names the node's pods, as the API server has them, that are
+// not finished, not on the host's network, and attached to a Layer2
+// primary network (their pod-networks annotation names its NAD): what a
+// Northbound that is new or empty would not show.
+func PodsOnLayer2(ctx context.Context, c client.Reader, node string) ([]string, error) {
+	var nads nadv1.NetworkAttachmentDefinitionList
+	if err := c.List(ctx, &nads); err != nil {
+		return nil, fmt.Errorf("listing NADs: %w", err)
+	}
+	layer2 := map[string]bool{}
+	for i := range nads.Items {
+		nc, err := netconf.Parse(&nads.Items[i])
+		if err == nil && nc.Topology == netconf.TopologyLayer2 && nc.IsPrimary() {
+			layer2[podnet.Key(nads.Items[i].Namespace, nads.Items[i].Name)] = true
+		}
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
+		return nil, fmt.Errorf("listing node %s's pods: %w", node, err)
+	}
+	var out []string
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		nets, err := podnet.ParsePod(p)
+		if err != nil {
+			continue
+		}
+		for key := range nets {
+			if layer2[key] {
+				out = append(out, p.Namespace+"/"+p.Name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
 // Settle decides the node's version (Decide, with Running) and writes it
 // on the node when it differs from the annotation (a node without it and
 // at 2.0 is left alone). It returns the version.
@@ -146,15 +190,27 @@ func Settle(ctx context.Context, c client.Client, nb libovsdb.Client, node, want
 		}
 	}
 	current := n.Annotations[nodeinfo.Layer2TopologyVersionAnnotation]
+	// Both the zone's last rows and the API server's pods: either alone can
+	// miss a running pod (a Northbound rebuilt from scratch, a pod whose
+	// annotation is not written yet).
 	workloads, err := Workloads(ctx, nb, node)
 	if err != nil {
 		return "", err
+	}
+	pods, err := PodsOnLayer2(ctx, c, node)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range pods {
+		if !slices.Contains(workloads, p) {
+			workloads = append(workloads, p)
+		}
 	}
 	running := len(workloads)
 	v := Decide(want, current, running)
 	if v == current || v == nodeinfo.Layer2TopologyV2 && current == "" {
 		if v != want {
-			log.Info("layer2 topology kept: the node runs pods on Layer2 primary networks; it moves at a start with none (drain it)",
+			log.Info("layer2 topology kept: the node runs pods on Layer2 primary networks; it moves at a start with none (drain it, then restart this controller)",
 				"version", v, "wanted", want, "runningPods", running, "pods", workloads)
 		} else {
 			log.Info("layer2 topology", "version", v)

@@ -6,8 +6,15 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/kubeobj"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/testing/ovntest"
 	"github.com/ovn-udn/ovn-udn/internal/zone/l2version"
@@ -81,5 +88,35 @@ func TestRunning(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"ns/pod1", "vm ns/vm1"}, got); diff != "" {
 		t.Errorf("Workloads (-want +got):\n%s", diff)
+	}
+}
+
+// TestPodsOnLayer2: the API server's pods on the node that run on a Layer2
+// primary network count; not those of another node, finished ones, those
+// on the host's network, or those of a Layer3 or secondary network.
+func TestPodsOnLayer2(t *testing.T) {
+	nad := func(ns, topology, role string) *nadv1.NetworkAttachmentDefinition {
+		return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
+			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","name":"` + ns + `.net","type":"ovn-k8s-cni-overlay","topology":"` +
+				topology + `","role":"` + role + `","subnets":"10.128.0.0/16","netAttachDefName":"` + ns + `/net"}`}}
+	}
+	pod := func(ns, name, node string, phase corev1.PodPhase, host bool) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
+			podnet.Annotation: `{"` + ns + `/net":{"ip_addresses":["10.128.0.5/16"],"mac_address":"0a:58:0a:80:00:05","role":"primary"}}`}},
+			Spec: corev1.PodSpec{NodeName: node, HostNetwork: host}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	c := fake.NewClientBuilder().WithScheme(kubeobj.NewScheme(nadv1.AddToScheme)).
+		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
+		WithObjects(nad("l2", "layer2", "primary"), nad("l3", "layer3", "primary"), nad("sec", "layer2", "secondary"),
+			pod("l2", "running", "node1", corev1.PodRunning, false), pod("l2", "pending", "node1", corev1.PodPending, false),
+			pod("l2", "done", "node1", corev1.PodSucceeded, false), pod("l2", "host", "node1", corev1.PodRunning, true),
+			pod("l2", "elsewhere", "node2", corev1.PodRunning, false), pod("l3", "l3", "node1", corev1.PodRunning, false),
+			pod("sec", "sec", "node1", corev1.PodRunning, false)).Build()
+	got, err := l2version.PodsOnLayer2(context.Background(), c, "node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"l2/pending", "l2/running"}, got); diff != "" {
+		t.Errorf("PodsOnLayer2 (-want +got):\n%s", diff)
 	}
 }

@@ -45,6 +45,9 @@ const (
 	upgradeNodePortBase = 30220
 	// UpgradeProbeInterval is how often each path is probed.
 	UpgradeProbeInterval = 100 * time.Millisecond
+	// UpgradeEgressIP is the namespace's EgressIP, held by the last node
+	// to move: the outside sees the pods' traffic from it.
+	UpgradeEgressIP = "192.168.100.230"
 )
 
 // UpgradeStep is one node's move to the transit-router topology.
@@ -55,12 +58,19 @@ type UpgradeStep struct {
 	Kept bool
 	// Moved: after the drain and the restart the node says 2.0.
 	Moved bool
-	// Took is from the drain's start to the node's new pod answering.
-	Took time.Duration
+	// Drain is the drain (cordon, delete the node's Layer2 pods, until its
+	// zone has none); Restart the zone controller's stop and start again
+	// (the sandbox supervisor's restart delay, 1–2 s, is most of it); Took
+	// from the new zone controller running to the node's new pod answering
+	// (the decision, the whole replans, the pod's start).
+	Drain, Restart, Took time.Duration
 	// Probes is how many attempts the other nodes' paths made during the
-	// step, and Lost which of them failed, by path.
-	Probes int
-	Lost   map[string]int
+	// step, and Lost which of them failed, by path. The pods' egress goes
+	// through the egress IP's node: while that node moves, what its
+	// egress lost is EgressLost, not Lost.
+	Probes     int
+	Lost       map[string]int
+	EgressLost int
 	// UpgradePorts: after the move, the node's zone has the upgrade ports
 	// (it should while another node is at 1.0, and not after).
 	UpgradePorts bool
@@ -87,6 +97,37 @@ type upgradeRun struct {
 	key         string
 	stops       []func()
 	gen         map[string]int // pods made per node
+	egressNode  string         // the node holding UpgradeEgressIP
+}
+
+// egressIP labels node egress-assignable and gives the namespace an
+// EgressIP, waiting until node holds it.
+func (r *upgradeRun) egressIP(node string) error {
+	n := &corev1.Node{}
+	if err := r.c.Get(r.ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[v1.EgressAssignableLabel] = ""
+	if err := r.c.Patch(r.ctx, n, patch); err != nil {
+		return err
+	}
+	e := &v1.EgressIP{ObjectMeta: metav1.ObjectMeta{Name: UpgradeNamespace}, Spec: v1.EgressIPSpec{EgressIPs: []string{UpgradeEgressIP},
+		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": UpgradeNamespace}}}}
+	if err := r.c.Create(r.ctx, e); err != nil {
+		return err
+	}
+	r.stops = append(r.stops, func() { _ = r.c.Delete(context.Background(), e) })
+	return proc.WaitFor(time.Minute, 100*time.Millisecond, func() (bool, error) {
+		cur := &v1.EgressIP{}
+		if err := r.c.Get(r.ctx, client.ObjectKeyFromObject(e), cur); err != nil {
+			return false, nil
+		}
+		return len(cur.Status.Items) == 1 && cur.Status.Items[0].Node == node, nil
+	})
 }
 
 // Layer2Upgrade plays the rolling upgrade and measures each step; at the
@@ -153,6 +194,11 @@ func Layer2Upgrade(ctx context.Context, dir, binary string, c client.Client) (st
 			return nil, err
 		}
 	}
+	egressNode := st.Nodes[2].Name
+	if err := r.egressIP(egressNode); err != nil {
+		return nil, err
+	}
+	r.egressNode = egressNode
 	for i := range 3 {
 		node := st.Nodes[i].Name
 		a, b := st.Nodes[(i+1)%3].Name, st.Nodes[(i+2)%3].Name
@@ -194,9 +240,13 @@ func (r *upgradeRun) step(node string, pods map[string]*corev1.Pod, a, b string,
 	if err := r.drain(node, pods[node]); err != nil {
 		return s, err
 	}
+	s.Drain = time.Since(t0)
+	t1 := time.Now()
 	if err := r.restartZone(node); err != nil {
 		return s, err
 	}
+	s.Restart = time.Since(t1)
+	t2 := time.Now()
 	if err := r.waitVersion(node, nodeinfo.Layer2TopologyV2); err != nil {
 		return s, err
 	}
@@ -207,7 +257,7 @@ func (r *upgradeRun) step(node string, pods map[string]*corev1.Pod, a, b string,
 	if pods[node], err = r.serverPod(node); err != nil {
 		return s, err
 	}
-	s.Took = time.Since(t0)
+	s.Took = time.Since(t2)
 	end := time.Now()
 	for path, p := range probers {
 		for _, l := range p.Since(start) {
@@ -215,7 +265,11 @@ func (r *upgradeRun) step(node string, pods map[string]*corev1.Pod, a, b string,
 				continue
 			}
 			s.Probes++
-			if strings.HasPrefix(l.Answer, "error") {
+			switch {
+			case !strings.HasPrefix(l.Answer, "error") && (!strings.HasSuffix(path, "→ outside") || l.Answer == UpgradeEgressIP):
+			case strings.HasSuffix(path, "→ outside") && node == r.egressNode:
+				s.EgressLost++
+			default:
 				s.Lost[path]++
 			}
 		}
@@ -302,7 +356,7 @@ func (r *upgradeRun) probe(pods map[string]*corev1.Pod, a, b string) (map[string
 			return out, err
 		}
 		if err := start(fmt.Sprintf("pod %s → outside", pair[0]), netns, fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort),
-			sandbox.NodeAddr(pair[0])); err != nil {
+			UpgradeEgressIP); err != nil {
 			return out, err
 		}
 		np := upgradeNodePort(r.state, pair[1])
@@ -359,7 +413,7 @@ func (r *upgradeRun) mixed(pods map[string]*corev1.Pod, node, a string) map[stri
 			fmt.Sprintf("%s:%d", sandbox.NodeAddr(pair[0]), upgradeNodePort(r.state, pair[1])), ref(to))
 	}
 	if netns, err := sandbox.PodNetns(r.ctx, r.dir, r.c, ref(pods[node])); err == nil {
-		once(fmt.Sprintf("pod %s → outside", node), netns, fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort), sandbox.NodeAddr(node))
+		once(fmt.Sprintf("pod %s → outside, from the egress IP", node), netns, fmt.Sprintf("%s:%d", sandbox.ExternalServerIP, sandbox.ExternalPort), UpgradeEgressIP)
 	}
 	return out
 }
