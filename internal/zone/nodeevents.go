@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/zone/feature"
 )
@@ -73,7 +74,10 @@ func (r *Reconciler) nodeKeys(ctx context.Context, old, cur *corev1.Node) []feat
 	if name == "" {
 		return nil
 	}
-	changed, every := slicesChanged(old, cur)
+	changed, every := slicesChanged(old, cur, func(network string) bool {
+		n, ok, err := r.network(ctx, network)
+		return err != nil || !ok || n.Topology == netconf.TopologyLayer2
+	})
 	if local {
 		keys, err := r.Keys(ctx)
 		if err != nil {
@@ -149,19 +153,21 @@ func (r *Reconciler) localSliceKeys(ctx context.Context, keys []feature.Key, cha
 }
 
 // slicesChanged tells, for a Node's change, whether a network's rendering
-// of the node may have changed: always, unless the node's subnets are all
-// that changed among what zones render from, and then for the networks
-// whose slice on the node changed.
+// of the node may have changed: always, unless the node's subnets and its
+// Layer2 topology version are all that changed among what zones render
+// from, and then for the networks whose slice on the node changed and,
+// when the version changed, the networks layer2 says are Layer2 ones (a
+// version renders nothing else differently; nil: every network).
 //
-// every reports the first case (anything but the subnets changed, or the
-// node came or went).
-func slicesChanged(old, cur *corev1.Node) (changed func(network string) bool, every bool) {
+// every reports the first case (anything else changed, or the node came
+// or went).
+func slicesChanged(old, cur *corev1.Node, layer2 func(network string) bool) (changed func(network string) bool, every bool) {
 	all := func(string) bool { return true }
 	if old == nil || cur == nil {
 		return all, true
 	}
 	for _, k := range renderedAnnotations {
-		if k != nodeinfo.NodeSubnetsAnnotation && old.Annotations[k] != cur.Annotations[k] {
+		if k != nodeinfo.NodeSubnetsAnnotation && k != nodeinfo.Layer2TopologyVersionAnnotation && old.Annotations[k] != cur.Annotations[k] {
 			return all, true
 		}
 	}
@@ -170,7 +176,14 @@ func slicesChanged(old, cur *corev1.Node) (changed func(network string) bool, ev
 	if err1 != nil || err2 != nil {
 		return all, true
 	}
-	return func(network string) bool { return !slices.Equal(a[network], b[network]) }, false
+	v1 := func(n *corev1.Node) bool {
+		return n.Annotations[nodeinfo.Layer2TopologyVersionAnnotation] == nodeinfo.Layer2TopologyV1
+	}
+	flipped := v1(old) != v1(cur)
+	if flipped && layer2 == nil {
+		return all, true
+	}
+	return func(network string) bool { return !slices.Equal(a[network], b[network]) || flipped && layer2(network) }, false
 }
 
 // nodeChanges passes Node events that can change a zone's rendering.

@@ -35,6 +35,7 @@ func TestNodeEventNetworks(t *testing.T) {
 		addPink = `{"default":["10.244.1.0/24"],"red":["10.128.1.0/24"],"blue":["10.132.1.0/24"],"pink":["10.136.1.0/24"]}`
 	)
 	chassis := func(a map[string]string) { a[nodeinfo.ChassisIDAnnotation] = "another-chassis" }
+	old := func(a map[string]string) { a[nodeinfo.Layer2TopologyVersionAnnotation] = nodeinfo.Layer2TopologyV1 }
 	networks := []string{"blue", "default", "green", "pink", "red", "violet"}
 	sets := map[string]activity.Nodes{
 		"default": activity.Everywhere(),
@@ -63,6 +64,9 @@ func TestNodeEventNetworks(t *testing.T) {
 			cur: node(`{"default":["10.244.1.0/24"],"red":["10.128.1.0/24"],"blue":["10.132.1.0/24"],"violet":["10.150.1.0/24"]}`), want: []string{"net:violet"}},
 		{name: "created", cur: node(before), want: []string{"net:blue", "net:default", "net:pink", "net:red", "net:violet"}},
 		{name: "deleted", old: node(before), want: []string{"net:blue", "net:default", "net:pink", "net:red", "net:violet"}},
+		{name: "its Layer2 topology version changed: the Layer2 networks rendering it (red)", old: node(before, old), cur: node(before),
+			want: []string{"net:red"}},
+		{name: "its version and a slice changed", old: node(before, old), cur: node(newBlue), want: []string{"net:blue", "net:red"}},
 		{name: "subnets that do not parse: every network rendering it", old: node(before), cur: node("{"),
 			want: []string{"net:blue", "net:default", "net:pink", "net:red", "net:violet"}},
 	} {
@@ -78,7 +82,7 @@ func TestNodeEventNetworks(t *testing.T) {
 			if tc.planning != "" {
 				defer r.active.begin(tc.planning)()
 			}
-			changed, _ := slicesChanged(tc.old, tc.cur)
+			changed, _ := slicesChanged(tc.old, tc.cur, func(n string) bool { return n == "red" || n == "green" })
 			if d := cmp.Diff(tc.want, owners(r.networksRendering(networks, "node-b", changed))); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
