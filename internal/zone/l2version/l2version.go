@@ -134,7 +134,7 @@ func PodsOnLayer2(ctx context.Context, c client.Reader, node string) ([]string, 
 	layer2 := map[string]bool{}
 	for i := range nads.Items {
 		nc, err := netconf.Parse(&nads.Items[i])
-		if err == nil && nc.Topology == netconf.TopologyLayer2 && nc.IsPrimary() {
+		if err == nil && nc != nil && nc.Topology == netconf.TopologyLayer2 && nc.IsPrimary() {
 			layer2[podnet.Key(nads.Items[i].Namespace, nads.Items[i].Name)] = true
 		}
 	}
@@ -190,20 +190,24 @@ func Settle(ctx context.Context, c client.Client, nb libovsdb.Client, node, want
 		}
 	}
 	current := n.Annotations[nodeinfo.Layer2TopologyVersionAnnotation]
-	// Both the zone's last rows and the API server's pods: either alone can
+	// Only a node at 1.0 that is to move depends on what runs. Both the
+	// zone's last rows and the API server's pods count: either alone can
 	// miss a running pod (a Northbound rebuilt from scratch, a pod whose
 	// annotation is not written yet).
-	workloads, err := Workloads(ctx, nb, node)
-	if err != nil {
-		return "", err
-	}
-	pods, err := PodsOnLayer2(ctx, c, node)
-	if err != nil {
-		return "", err
-	}
-	for _, p := range pods {
-		if !slices.Contains(workloads, p) {
-			workloads = append(workloads, p)
+	var workloads []string
+	if current == nodeinfo.Layer2TopologyV1 && want == nodeinfo.Layer2TopologyV2 {
+		var err error
+		if workloads, err = Workloads(ctx, nb, node); err != nil {
+			return "", err
+		}
+		pods, err := PodsOnLayer2(ctx, c, node)
+		if err != nil {
+			return "", err
+		}
+		for _, p := range pods {
+			if !slices.Contains(workloads, p) {
+				workloads = append(workloads, p)
+			}
 		}
 	}
 	running := len(workloads)

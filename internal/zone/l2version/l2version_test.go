@@ -93,7 +93,8 @@ func TestRunning(t *testing.T) {
 
 // TestPodsOnLayer2: the API server's pods on the node that run on a Layer2
 // primary network count; not those of another node, finished ones, those
-// on the host's network, or those of a Layer3 or secondary network.
+// on the host's network, or those of a Layer3 or secondary network; another
+// plugin's NAD is ignored.
 func TestPodsOnLayer2(t *testing.T) {
 	nad := func(ns, topology, role string) *nadv1.NetworkAttachmentDefinition {
 		return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"},
@@ -108,6 +109,8 @@ func TestPodsOnLayer2(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(kubeobj.NewScheme(nadv1.AddToScheme)).
 		WithIndex(&corev1.Pod{}, "spec.nodeName", func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }).
 		WithObjects(nad("l2", "layer2", "primary"), nad("l3", "layer3", "primary"), nad("sec", "layer2", "secondary"),
+			&nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "other", Name: "macvlan"}, // another plugin's: ignored
+				Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","name":"m","type":"macvlan"}`}},
 			pod("l2", "running", "node1", corev1.PodRunning, false), pod("l2", "pending", "node1", corev1.PodPending, false),
 			pod("l2", "done", "node1", corev1.PodSucceeded, false), pod("l2", "host", "node1", corev1.PodRunning, true),
 			pod("l2", "elsewhere", "node2", corev1.PodRunning, false), pod("l3", "l3", "node1", corev1.PodRunning, false),
