@@ -57,6 +57,11 @@ type Options struct {
 	// EgressIPHealthPort answers cluster-manager's egress-node probes
 	// (package egresshealth); 0: off.
 	EgressIPHealthPort int
+	// KubeletCgroup is the kubelet's cgroup, a path in the cgroup v2
+	// hierarchy (package hostisolation): only it reaches the default
+	// interface of pods with a primary user-defined network. "": host
+	// isolation is off, and the agent says so.
+	KubeletCgroup string
 }
 
 // GatewayOptions configure the external bridge the agent keeps (shared

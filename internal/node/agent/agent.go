@@ -13,7 +13,9 @@
 //   - gatewayflows: each external bridge's flows (shared gateway mode);
 //   - egresshealth: the answer to cluster-manager's egress-node probes;
 //   - vmmigration: the gateways' announcements to a VM that just migrated
-//     here.
+//     here;
+//   - hostisolation: only the kubelet reaches the default interface of a
+//     pod with a primary user-defined network.
 //
 // The kubelet and the runtime own everything else of a pod: its namespace,
 // containers and status.
@@ -40,6 +42,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/node/annotations"
 	"github.com/ovn-udn/ovn-udn/internal/node/egresshealth"
 	"github.com/ovn-udn/ovn-udn/internal/node/gatewayflows"
+	"github.com/ovn-udn/ovn-udn/internal/node/hostisolation"
 	"github.com/ovn-udn/ovn-udn/internal/node/mgmtport"
 	"github.com/ovn-udn/ovn-udn/internal/node/pods"
 	"github.com/ovn-udn/ovn-udn/internal/node/vmmigration"
@@ -53,6 +56,7 @@ var Parts = []node.Part{
 	{Name: "gateway-flows", Enabled: gatewayflows.Enabled, Setup: gatewayflows.Setup},
 	{Name: "egressip-health", Enabled: egresshealth.Enabled, Setup: egresshealth.Setup},
 	{Name: "vm-migration", Setup: vmmigration.Setup},
+	{Name: "host-isolation", Setup: hostisolation.Setup},
 }
 
 // Scheme returns the scheme the agent needs.

@@ -26,6 +26,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/netns"
 	"github.com/ovn-udn/ovn-udn/internal/node/cni"
+	"github.com/ovn-udn/ovn-udn/internal/node/hostisolation"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/images"
 )
@@ -274,13 +275,32 @@ func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string) 
 			return nil, err
 		}
 	}
-	s.addComponent(&component{name: "kubelet/" + name, path: "nsenter", args: []string{enter, deps.KubeBinary("kubelet"),
+	kubelet := &component{name: "kubelet/" + name, path: "nsenter", args: []string{enter, deps.KubeBinary("kubelet"),
 		"--config=" + filepath.Join(dir, "kubelet.yaml"), "--kubeconfig=" + filepath.Join(dir, "kubeconfig"),
 		"--hostname-override=" + name, "--node-ip=" + strings.Split(NodeIP(i), "/")[0],
-		"--root-dir=" + filepath.Join(dir, "kubelet"), "--cert-dir=" + filepath.Join(dir, "kubelet-pki")}})
-	return []string{"--cni-socket=" + filepath.Join(dir, "cni.sock"), "--cni-conf-dir=" + filepath.Join(dir, "cni/net.d"),
-		"--cni-bin-dir=" + filepath.Join(dir, "cni/bin")}, nil
+		"--root-dir=" + filepath.Join(dir, "kubelet"), "--cert-dir=" + filepath.Join(dir, "kubelet-pki")}}
+	flags := []string{"--cni-socket=" + filepath.Join(dir, "cni.sock"), "--cni-conf-dir=" + filepath.Join(dir, "cni/net.d"),
+		"--cni-bin-dir=" + filepath.Join(dir, "cni/bin")}
+	// The kubelet runs in a cgroup v2 group of its own, which the node
+	// agent lets alone reach the isolated pods (internal/node/hostisolation).
+	if mount := hostisolation.ResolveMount(); mount != "" {
+		cg := s.l.kubeletCgroup(name)
+		if err := os.MkdirAll(filepath.Join(mount, cg), 0o755); err != nil {
+			s.log.Printf("no cgroup of its own for the kubelet of %s (host isolation off): %v", name, err)
+		} else {
+			procs := filepath.Join(mount, cg, "cgroup.procs")
+			kubelet.args = append([]string{"-c", `echo $$ > "$0" && exec nsenter "$@"`, procs}, kubelet.args...)
+			kubelet.path = "sh"
+			flags = append(flags, "--kubelet-cgroup="+cg)
+		}
+	}
+	s.addComponent(kubelet)
+	return flags, nil
 }
+
+// kubeletCgroup is the cgroup v2 group a node's kubelet runs in (under the
+// sandbox's prefix, so that down removes it).
+func (l Layout) kubeletCgroup(node string) string { return l.prefix() + node + "-kubelet" }
 
 // containerdSocket is a node's containerd socket.
 func (l Layout) containerdSocket(node string) string {
