@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ovn-udn/ovn-udn/internal/deps"
+	"github.com/ovn-udn/ovn-udn/internal/node/hostisolation"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox/demo"
 )
@@ -65,7 +69,34 @@ func TestNodeReachesPods(t *testing.T) {
 					}
 					return nil
 				})
+				for range 3 {
+					if ping(node, p.Status.PodIP) == nil {
+						t.Errorf("a process of %s (not the kubelet) reached %s once blocked", node, ref)
+					}
+				}
+				if node == p.Spec.NodeName {
+					// The control: the same ping from the kubelet's cgroup
+					// passes, so what blocks is the cgroup, not the path.
+					if err := pingAsKubelet(ctx, node, p.Status.PodIP); err != nil {
+						t.Errorf("from the kubelet's cgroup, %s does not reach %s: %v", node, ref, err)
+					}
+				}
 			}
 		}
 	}
+}
+
+// pingAsKubelet pings ip from node's network namespace as a process of the
+// node's kubelet's cgroup v2 group (the sandbox runs each kubelet in one).
+func pingAsKubelet(ctx context.Context, node, ip string) error {
+	l := sandbox.NewLayoutMust(dir)
+	procs := filepath.Join(hostisolation.ResolveMount(), l.KubeletCgroup(node), "cgroup.procs")
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, "nsenter", "--net=/run/netns/"+l.NodeNetns(node), "sh", "-c", `echo $$ > "$0" && exec "$@"`,
+		procs, filepath.Join(deps.OVNBinDir(), "ping"), "-c", "1", "-W", "2", ip)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(out.String()))
+	}
+	return nil
 }

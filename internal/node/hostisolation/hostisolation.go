@@ -14,10 +14,14 @@
 // connection the pod opened.
 //
 // The kubelet's cgroup is a flag (--kubelet-cgroup, a path in the cgroup
-// v2 hierarchy, e.g. system.slice/kubelet.service). Without it, or where
-// the kernel's cgroup v2 hierarchy is not where nftables looks for it,
-// the part says so at start, in a Warning Event on the Node and in its
-// log, and leaves the host unrestricted: it never pretends to isolate.
+// v2 hierarchy, e.g. system.slice/kubelet.service). Without it, where the
+// kernel's cgroup v2 hierarchy is not where nftables looks for it, or
+// where nft or the kernel cannot load the rule, the part says so at
+// start: in its log, a Warning Event on the Node and /readyz's details (a
+// check named host-isolation-off). It then leaves the host unrestricted
+// and removes its table, if an earlier run left one. A rule that stops
+// loading later shows as the controller's errors, with the table
+// as last loaded.
 package hostisolation
 
 import (
@@ -25,19 +29,21 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
@@ -92,7 +98,10 @@ func ResolveMount() string {
 		// ID parent major:minor root mountpoint options ... - fstype source options
 		f := strings.Fields(sc.Text())
 		for i, x := range f {
-			if x == "-" && i+1 < len(f) && f[i+1] == "cgroup2" && len(f) > 4 {
+			// Only the whole hierarchy (root "/"): under a cgroup
+			// namespace or a bind of a subtree, levels would count from
+			// elsewhere than the kernel counts them.
+			if x == "-" && i+1 < len(f) && f[i+1] == "cgroup2" && len(f) > 4 && f[3] == "/" {
 				return f[4]
 			}
 		}
@@ -129,11 +138,18 @@ func Table(cg Cgroup, addrs []netip.Addr) string {
 	b.WriteString(set("isolated6", "ipv6_addr", v6))
 	b.WriteString("\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n")
 	b.WriteString("\t\tct state established,related accept\n")
+	// Neighbour discovery comes from the kernel, not from a socket of the
+	// kubelet's: without it the node loses the pods' IPv6 neighbours.
+	b.WriteString("\t\ticmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n")
 	for _, fam := range []string{"ip daddr @isolated4", "ip6 daddr @isolated6"} {
 		fmt.Fprintf(&b, "\t\t%s socket cgroupv2 level %d %q accept\n", fam, cg.Level, cg.Path)
 		fmt.Fprintf(&b, "\t\t%s drop\n", fam)
 	}
-	b.WriteString("\t}\n}\n")
+	b.WriteString("\t}\n")
+	// What the host forwards (its containers, VMs) never comes from the
+	// kubelet: new connections toward the pods are dropped.
+	b.WriteString("\tchain forward {\n\t\ttype filter hook forward priority filter; policy accept;\n")
+	b.WriteString("\t\tct state new ip daddr @isolated4 drop\n\t\tct state new ip6 daddr @isolated6 drop\n\t}\n}\n")
 	return b.String()
 }
 
@@ -166,31 +182,50 @@ func Isolated(pods []corev1.Pod) []netip.Addr {
 }
 
 // Setup registers the part: with a kubelet cgroup nftables can match, a
-// reconciler keeping the table; without, the reason at start.
+// reconciler keeping the table; without (no cgroup, no nft, a kernel or
+// nft without cgroup v2 socket matching: a table with no address is
+// loaded once to find out), the reason at start, in a Warning Event on
+// the Node and in /readyz's details (a passing check named
+// host-isolation-off), and no table of ovn-udn's left on the node.
 func Setup(mgr ctrl.Manager, opts node.Options) error {
 	log := ctrl.Log.WithName("host-isolation").WithValues("node", opts.Node)
 	cg, err := Resolve(ResolveMount(), opts.KubeletCgroup)
+	if err == nil {
+		err = apply(opts, Table(cg, nil))
+	}
 	if err != nil {
 		reason := fmt.Sprintf("host isolation is off, every host process reaches the default interface of pods with a primary user-defined network: %v", err)
 		log.Info(reason)
+		_ = apply(opts, fmt.Sprintf("table inet %s\ndelete table inet %s\n", TableName, TableName))
+		if err := mgr.AddReadyzCheck("host-isolation-off", func(*http.Request) error { return nil }); err != nil {
+			return err
+		}
 		return mgr.Add(warnOnce{c: mgr.GetClient(), node: opts.Node, reason: reason, recorder: mgr.GetEventRecorderFor("ovn-udn-node")})
 	}
 	log.Info("host isolation: only the kubelet's cgroup reaches isolated pods' default interfaces", "cgroup", cg.Path, "level", cg.Level)
+	if err := mgr.AddReadyzCheck("host-isolation", func(*http.Request) error { return nil }); err != nil {
+		return err
+	}
 	r := &reconciler{client: mgr.GetClient(), opts: opts, cgroup: cg}
-	return ctrl.NewControllerManagedBy(mgr).Named("host-isolation").For(&corev1.Pod{}).Complete(r)
+	// One key for every pod: the table is the node's, whichever pod moved.
+	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: TableName}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).Named("host-isolation").Watches(&corev1.Pod{}, one).Complete(r)
 }
 
-// reconciler keeps the table equal to Table(the node's isolated pods).
+// reconciler keeps the table equal to Table(the node's isolated pods). It
+// loads the whole table at every reconcile, resync included: nft resolves
+// the kubelet's cgroup to its ID when it loads the rule, so a kubelet
+// restarted into a new group, or a ruleset flushed by someone else, is
+// mended within a resync.
 type reconciler struct {
 	client client.Client
 	opts   node.Options
 	cgroup Cgroup
-	mu     sync.Mutex
-	last   string // the script last applied
 }
 
-// resync re-applies the table this often without a change (a table
-// removed by hand comes back).
+// resync re-applies the table this often without a change.
 const resync = time.Minute
 
 func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
@@ -198,16 +233,9 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if err := r.client.List(ctx, &pods); err != nil { // the agent's cache holds its node's pods only
 		return reconcile.Result{}, err
 	}
-	script := Table(r.cgroup, Isolated(pods.Items))
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if script == r.last {
-		return reconcile.Result{RequeueAfter: resync}, nil
-	}
-	if err := apply(r.opts, script); err != nil {
+	if err := apply(r.opts, Table(r.cgroup, Isolated(pods.Items))); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.last = script
 	return reconcile.Result{RequeueAfter: resync}, nil
 }
 
@@ -242,11 +270,19 @@ type warnOnce struct {
 	}
 }
 
-// Start sends the Event and returns.
+// Start sends the Event once the Node exists (a kubelet may register it
+// after the agent starts), and returns.
 func (w warnOnce) Start(ctx context.Context) error {
-	n := &corev1.Node{}
-	if err := w.c.Get(ctx, client.ObjectKey{Name: w.node}, n); err == nil {
-		w.recorder.Event(n, corev1.EventTypeWarning, "HostIsolationOff", w.reason)
+	for {
+		n := &corev1.Node{}
+		if err := w.c.Get(ctx, client.ObjectKey{Name: w.node}, n); err == nil {
+			w.recorder.Event(n, corev1.EventTypeWarning, "HostIsolationOff", w.reason)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(5 * time.Second):
+		}
 	}
-	return nil
 }

@@ -3,6 +3,7 @@ package hostisolation
 import (
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
+	"github.com/ovn-udn/ovn-udn/internal/deps"
 )
 
 // TestResolve: nftables resolves a cgroup v2 path under /sys/fs/cgroup,
@@ -61,7 +63,10 @@ func TestResolve(t *testing.T) {
 }
 
 // TestTable: one atomic script, sets of both families, established
-// connections first, then the kubelet's cgroup, then the drop.
+// connections and neighbour discovery first, then the kubelet's cgroup,
+// then the drop; new forwarded connections toward the pods dropped. The
+// script loads in a real nft, in a network namespace of its own (when
+// this machine lets the test make one).
 func TestTable(t *testing.T) {
 	got := Table(Cgroup{Path: "unified/k", Level: 1}, []netip.Addr{netip.MustParseAddr("10.244.0.9"), netip.MustParseAddr("fd00::9"), netip.MustParseAddr("10.244.0.4")})
 	want := `table inet ovn_udn_host_isolation
@@ -78,15 +83,40 @@ table inet ovn_udn_host_isolation {
 	chain output {
 		type filter hook output priority filter; policy accept;
 		ct state established,related accept
+		icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept
 		ip daddr @isolated4 socket cgroupv2 level 1 "unified/k" accept
 		ip daddr @isolated4 drop
 		ip6 daddr @isolated6 socket cgroupv2 level 1 "unified/k" accept
 		ip6 daddr @isolated6 drop
 	}
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		ct state new ip daddr @isolated4 drop
+		ct state new ip6 daddr @isolated6 drop
+	}
 }
 `
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	nft := filepath.Join(deps.OVNBinDir(), "nft")
+	mount := ResolveMount()
+	if _, err := os.Stat(nft); err != nil || mount == "" {
+		t.Skipf("no nft (%v) or no cgroup v2 hierarchy here", err)
+	}
+	dir, err := os.MkdirTemp(mount, "hostisolation-test-")
+	if err != nil {
+		t.Skipf("cannot make a cgroup here: %v", err)
+	}
+	defer os.Remove(dir)
+	cg, err := Resolve(mount, filepath.Base(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", "--net", nft, "-f", "-")
+	cmd.Stdin = strings.NewReader(Table(cg, []netip.Addr{netip.MustParseAddr("10.244.0.4"), netip.MustParseAddr("fd00::4")}))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("nft -f: %v: %s", err, out)
 	}
 }
 

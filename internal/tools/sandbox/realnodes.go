@@ -284,7 +284,7 @@ func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string) 
 	// The kubelet runs in a cgroup v2 group of its own, which the node
 	// agent lets alone reach the isolated pods (internal/node/hostisolation).
 	if mount := hostisolation.ResolveMount(); mount != "" {
-		cg := s.l.kubeletCgroup(name)
+		cg := s.l.KubeletCgroup(name)
 		if err := os.MkdirAll(filepath.Join(mount, cg), 0o755); err != nil {
 			s.log.Printf("no cgroup of its own for the kubelet of %s (host isolation off): %v", name, err)
 		} else {
@@ -298,9 +298,9 @@ func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string) 
 	return flags, nil
 }
 
-// kubeletCgroup is the cgroup v2 group a node's kubelet runs in (under the
+// KubeletCgroup is the cgroup v2 group a node's kubelet runs in (under the
 // sandbox's prefix, so that down removes it).
-func (l Layout) kubeletCgroup(node string) string { return l.prefix() + node + "-kubelet" }
+func (l Layout) KubeletCgroup(node string) string { return l.prefix() + node + "-kubelet" }
 
 // containerdSocket is a node's containerd socket.
 func (l Layout) containerdSocket(node string) string {
