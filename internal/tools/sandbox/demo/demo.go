@@ -174,7 +174,7 @@ func Demo(ctx context.Context, opts DemoOptions, out io.Writer) (err error) {
 		merr = errors.Join(merr, PrintAppChecks(out, upChecks))
 	}
 	if slices.Contains(appNamespaces, "web") && slices.Contains(pods, "l3-blue/a") && slices.Contains(pods, "l2-blue/a") {
-		merr = errors.Join(merr, RealNodesDemo(ctx, c, out))
+		merr = errors.Join(merr, RealNodesDemo(ctx, opts.Dir, c, out))
 	}
 	merr = errors.Join(merr, ShapesDemo(ctx, c, out))
 	merr = errors.Join(merr, EgressIPDemo(ctx, opts.Dir, opts.Binary, c, opts.Nodes, out))

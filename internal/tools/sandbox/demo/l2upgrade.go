@@ -14,7 +14,6 @@ import (
 	libovsdb "github.com/ovn-org/libovsdb/client"
 	libovsdbdb "github.com/ovn-org/libovsdb/ovsdb"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -172,13 +171,8 @@ func Layer2Upgrade(ctx context.Context, dir, binary string, c client.Client) (st
 			return nil, err
 		}
 	}
-	if err := proc.WaitFor(time.Minute, 100*time.Millisecond, func() (bool, error) {
-		u := &v1.UserDefinedNetwork{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(udn), u); err != nil {
-			return false, nil
-		}
-		return meta.IsStatusConditionTrue(u.Status.Conditions, "NetworkCreated"), nil
-	}); err != nil {
+	// A primary network comes before any pod of its namespace.
+	if err := WaitNetworkCreated(ctx, c, udn); err != nil {
 		return nil, fmt.Errorf("the upgrade's network: %w", err)
 	}
 	pods := map[string]*corev1.Pod{}

@@ -46,8 +46,9 @@ func ProbedDeployment(namespace, name string, replicas int32) *appsv1.Deployment
 
 // RealNodesDemo prints the real nodes' kubelet and runtime, and, per kind
 // of network, a Deployment with probes made Ready by its kubelet (then
-// deleted).
-func RealNodesDemo(ctx context.Context, c client.Client, out io.Writer) error {
+// deleted); for a primary user-defined network, also that no other
+// process of the node reaches the pod's default interface (ping).
+func RealNodesDemo(ctx context.Context, dir string, c client.Client, out io.Writer) error {
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
 		return err
@@ -84,10 +85,45 @@ func RealNodesDemo(ctx context.Context, c client.Client, out io.Writer) error {
 			return false, fmt.Errorf("no pod of %s/%s Ready yet", x.Namespace, name)
 		})
 		checks = append(checks, a)
+		if a.Err == nil && x.Namespace != "web" {
+			checks = append(checks, hostBlocked(ctx, dir, c, x.Namespace, name, x.Network))
+		}
 		_ = c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: x.Namespace, Name: name}})
 	}
 	fmt.Fprintf(out, "\nReal nodes (each node's kubelet and containerd; pods plumbed through ovn-udn's CNI plugin, probed by the kubelet through the node's management port):\n\n")
 	return PrintAppChecks(out, checks)
+}
+
+// hostBlocked checks that a ping from the node of app's pod, by a
+// process other than the kubelet, does not reach the pod's default
+// interface (internal/node/hostisolation), while its probes pass.
+func hostBlocked(ctx context.Context, dir string, c client.Client, namespace, app, network string) AppCheck {
+	a := AppCheck{Name: "another process of its node reaches its default interface, " + network, From: "node (ping)",
+		Target: namespace + "/" + app, Want: "blocked"}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"app": app}); err != nil || len(pods.Items) == 0 {
+		a.Err = fmt.Errorf("no pod of %s/%s: %v", namespace, app, err)
+		return a
+	}
+	p := pods.Items[0]
+	a.Node = p.Spec.NodeName
+	// The agent's table takes the pod's address within a reconcile.
+	a.Err = proc.WaitFor(30*time.Second, 500*time.Millisecond, func() (bool, error) {
+		code, err := sandbox.ExecNetns(ctx, dir, p.Spec.NodeName, []string{"ping", "-c", "1", "-W", "1", p.Status.PodIP}, nil, io.Discard, io.Discard)
+		if err != nil {
+			return false, err
+		}
+		if code == 0 {
+			a.Got = "reached"
+			return false, nil
+		}
+		a.Got = "blocked"
+		return true, nil
+	})
+	if a.Got == "blocked" {
+		a.Err = nil
+	}
+	return a
 }
 
 func restarts(n int32) string {

@@ -127,13 +127,7 @@ func VMMigrations(ctx context.Context, dir, binary string, c client.Client, n in
 		_ = c.Delete(context.Background(), ns)
 	}()
 	// A primary network comes before any pod of its namespace.
-	if err := proc.WaitFor(time.Minute, 100*time.Millisecond, func() (bool, error) {
-		u := &v1.UserDefinedNetwork{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(udn), u); err != nil {
-			return false, nil
-		}
-		return meta.IsStatusConditionTrue(u.Status.Conditions, "NetworkCreated"), nil
-	}); err != nil {
+	if err := WaitNetworkCreated(ctx, c, udn); err != nil {
 		return nil, fmt.Errorf("the VM's network: %w", err)
 	}
 	source := virtLauncher("virt-launcher-vm1-0", "node1")
@@ -484,4 +478,16 @@ func VMMigrationDemo(ctx context.Context, dir, binary string, c client.Client, n
 	checks := VMMigrationChecks(ms)
 	fmt.Fprintf(out, "\nVM live migration (KubeVirt's contract, a pod standing in for virt-launcher: the VM's Layer2 port is bound to the target as an additional chassis with activation-strategy=rarp, and moves at the VM's RARP; docs/kubevirt.md):\n\n")
 	return errors.Join(err, PrintAppChecks(out, checks))
+}
+
+// WaitNetworkCreated waits, at most a minute, until udn says its network
+// is created (NetworkCreated).
+func WaitNetworkCreated(ctx context.Context, c client.Client, udn *v1.UserDefinedNetwork) error {
+	return proc.WaitFor(time.Minute, 100*time.Millisecond, func() (bool, error) {
+		u := &v1.UserDefinedNetwork{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(udn), u); err != nil {
+			return false, nil
+		}
+		return meta.IsStatusConditionTrue(u.Status.Conditions, "NetworkCreated"), nil
+	})
 }
