@@ -102,6 +102,7 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 	fs.StringVar(&opts.Gateway.Interface, "external-interface", "eth0", "the uplink port of --external-bridge")
 	fs.StringArrayVar(&extraUplinks, "extra-uplink", nil, "a further uplink on a bridge of its own (repeat for several): bridge=BR,interface=IF,physical-network=NAME,ip=ADDR/LEN,mac=MAC,next-hop=IP (next-hop may repeat); every network's gateway router gets an external port on it, and the agent keeps BR's flows as --external-bridge's")
 	fs.StringVar(&opts.KubeletCgroup, "kubelet-cgroup", "", "the kubelet's cgroup, a path in the cgroup v2 hierarchy (e.g. system.slice/kubelet.service): only it may reach the default interface of pods with a primary user-defined network (nftables cgroup v2 socket matching); empty: host isolation is off, which the agent reports")
+	fs.StringVar(&opts.PodsCgroup, "pods-cgroup", "", "the parent of the kubelet's pod cgroups, a path in the cgroup v2 hierarchy: host-network pods of namespaces with a primary user-defined network are found there and confined to their networks' ClusterIPs; empty: kubepods.slice or kubepods")
 	fs.StringVar(&toolsDir, "tools-dir", "", "directory holding ip, ethtool and ovs-vsctl (default: $PATH)")
 	fs.IntVar(&opts.Workers, "workers", 4, "pods plumbed at once")
 	fs.StringVar(&opts.HealthAddr, "health-addr", "0", "/healthz and /readyz listen address (0 disables)")

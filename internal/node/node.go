@@ -62,6 +62,10 @@ type Options struct {
 	// interface of pods with a primary user-defined network. "": host
 	// isolation is off, and the agent says so.
 	KubeletCgroup string
+	// PodsCgroup is the parent of the kubelet's pod cgroups, a path in the
+	// cgroup v2 hierarchy (package hostisolation confines host-network pods
+	// by them); "": kubepods.slice or kubepods, whichever exists.
+	PodsCgroup string
 }
 
 // GatewayOptions configure the external bridge the agent keeps (shared

@@ -49,6 +49,29 @@ func (s *realSandbox) kubectl(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
+// namespaces creates each namespace of nets, labelled for a primary
+// network with its UserDefinedNetwork "net" where the spec is not nil, and
+// objs(namespace) in it.
+func (s *realSandbox) namespaces(t *testing.T, nets map[string]*v1.UserDefinedNetworkSpec, objs func(namespace string) []client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	for ns, spec := range nets {
+		labels := map[string]string{}
+		if spec != nil {
+			labels[v1.PrimaryNetworkLabel] = ""
+		}
+		all := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}}
+		if spec != nil {
+			all = append(all, &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}, Spec: *spec})
+		}
+		for _, o := range append(all, objs(ns)...) {
+			if err := s.c.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // TestRealNodes: on nodes run by real kubelets and containerd, through
 // ovn-udn's CNI plugin, an ordinary Deployment with HTTP, TCP and exec
 // probes becomes Available on the default network, a Layer3 and a Layer2
@@ -76,23 +99,7 @@ func TestRealNodes(t *testing.T) {
 		// Another subnet: an answer from it could only come across tenants.
 		"rn-green": {Topology: v1.Layer2, Role: v1.Primary, Subnets: []v1.NetworkSubnet{"10.161.0.0/16"}},
 	}
-	for ns, spec := range nets {
-		labels := map[string]string{}
-		if spec != nil {
-			labels[v1.PrimaryNetworkLabel] = ""
-		}
-		if err := s.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
-			t.Fatal(err)
-		}
-		if spec != nil {
-			if err := s.c.Create(ctx, &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "net"}, Spec: *spec}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.c.Create(ctx, demo.ProbedDeployment(ns, "web", 2)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s.namespaces(t, nets, func(ns string) []client.Object { return []client.Object{demo.ProbedDeployment(ns, "web", 2)} })
 	// addr is where a pod serves its network: its primary network's address.
 	type pod = struct{ ns, name, node, addr string }
 	pods := map[string][]pod{}

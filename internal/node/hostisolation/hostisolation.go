@@ -13,6 +13,18 @@
 // kubelet's cgroup (cgroup v2 socket matching) or the packet answers a
 // connection the pod opened.
 //
+// The same table confines the node's host-network pods whose namespace
+// has a primary user-defined network (seed 002, "Services": they reach
+// only the ClusterIPs of their network's services, and the API server's
+// and DNS's; "Host Networked Pods": no pod of another network): a rule per
+// pod matches its cgroup (found under --pods-cgroup, as the cgroupfs or
+// systemd driver names it) and jumps to its networks' chain, which lets
+// their ClusterIPs by and drops the rest of the service CIDRs and the
+// default network's pod subnets. A pod runs unconfined from its start
+// until the next reconcile (within a second of its cgroup appearing); a
+// running pod whose cgroup is not found gets a Warning Event
+// (HostNetworkNotConfined).
+//
 // The kubelet's cgroup is a flag (--kubelet-cgroup, a path in the cgroup
 // v2 hierarchy, e.g. system.slice/kubelet.service). Without it, where the
 // kernel's cgroup v2 hierarchy is not where nftables looks for it, or
@@ -25,27 +37,28 @@
 package hostisolation
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/node"
 )
@@ -53,190 +66,211 @@ import (
 // TableName is the nftables table (family inet) the part owns.
 const TableName = "ovn_udn_host_isolation"
 
-// Cgroup is where nftables finds the kubelet's cgroup: Path relative to
-// /sys/fs/cgroup (nftables resolves it there) and Level, its depth in the
-// cgroup v2 hierarchy.
-type Cgroup struct {
-	Path  string
-	Level int
-}
-
-// Resolve finds the kubelet's cgroup (a path in the cgroup v2 hierarchy)
-// given the v2 hierarchy's mount point (ResolveMount finds it); an error
-// says why nftables cannot match it.
-func Resolve(mount, kubelet string) (Cgroup, error) {
-	rel := strings.Trim(filepath.Clean("/"+kubelet), "/")
-	if kubelet == "" || rel == "" {
-		return Cgroup{}, fmt.Errorf("no kubelet cgroup given (--kubelet-cgroup)")
-	}
-	const base = "/sys/fs/cgroup"
-	var prefix string
-	switch {
-	case mount == base:
-	case strings.HasPrefix(mount, base+"/"):
-		prefix = strings.TrimPrefix(mount, base+"/") + "/"
-	case mount == "":
-		return Cgroup{}, fmt.Errorf("no cgroup v2 hierarchy is mounted")
-	default:
-		return Cgroup{}, fmt.Errorf("the cgroup v2 hierarchy is mounted at %s, outside %s where nftables looks", mount, base)
-	}
-	if st, err := os.Stat(filepath.Join(mount, rel)); err != nil || !st.IsDir() {
-		return Cgroup{}, fmt.Errorf("the kubelet's cgroup %s is not in the cgroup v2 hierarchy (%s)", rel, mount)
-	}
-	return Cgroup{Path: prefix + rel, Level: strings.Count(rel, "/") + 1}, nil
-}
-
-// ResolveMount returns the cgroup v2 hierarchy's mount point, from
-// /proc/self/mountinfo ("" when none).
-func ResolveMount() string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		// ID parent major:minor root mountpoint options ... - fstype source options
-		f := strings.Fields(sc.Text())
-		for i, x := range f {
-			// Only the whole hierarchy (root "/"): under a cgroup
-			// namespace or a bind of a subtree, levels would count from
-			// elsewhere than the kernel counts them.
-			if x == "-" && i+1 < len(f) && f[i+1] == "cgroup2" && len(f) > 4 && f[3] == "/" {
-				return f[4]
-			}
-		}
-	}
-	return ""
-}
-
-// Table is the nftables script that (re)creates the table for the
-// isolated pods' default addresses, in one transaction: the host's new
-// connections to them leave only from the kubelet's cgroup.
-func Table(cg Cgroup, addrs []netip.Addr) string {
-	var v4, v6 []string
-	for _, a := range addrs {
-		if a.Is4() {
-			v4 = append(v4, a.String())
-		} else {
-			v6 = append(v6, a.String())
-		}
-	}
-	slices.Sort(v4)
-	slices.Sort(v6)
-	set := func(name, typ string, elems []string) string {
-		s := fmt.Sprintf("\tset %s {\n\t\ttype %s\n", name, typ)
-		if len(elems) > 0 {
-			s += "\t\telements = { " + strings.Join(elems, ", ") + " }\n"
-		}
-		return s + "\t}\n"
-	}
-	var b strings.Builder
-	// Declaring then deleting the table makes the script work whether or
-	// not it exists; nft applies the file as one transaction.
-	fmt.Fprintf(&b, "table inet %s\ndelete table inet %s\ntable inet %s {\n", TableName, TableName, TableName)
-	b.WriteString(set("isolated4", "ipv4_addr", v4))
-	b.WriteString(set("isolated6", "ipv6_addr", v6))
-	b.WriteString("\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n")
-	b.WriteString("\t\tct state established,related accept\n")
-	// Neighbour discovery comes from the kernel, not from a socket of the
-	// kubelet's: without it the node loses the pods' IPv6 neighbours.
-	b.WriteString("\t\ticmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n")
-	for _, fam := range []string{"ip daddr @isolated4", "ip6 daddr @isolated6"} {
-		fmt.Fprintf(&b, "\t\t%s socket cgroupv2 level %d %q accept\n", fam, cg.Level, cg.Path)
-		fmt.Fprintf(&b, "\t\t%s drop\n", fam)
-	}
-	b.WriteString("\t}\n")
-	// What the host forwards (its containers, VMs) never comes from the
-	// kubelet: new connections toward the pods are dropped.
-	b.WriteString("\tchain forward {\n\t\ttype filter hook forward priority filter; policy accept;\n")
-	b.WriteString("\t\tct state new ip daddr @isolated4 drop\n\t\tct state new ip6 daddr @isolated6 drop\n\t}\n}\n")
-	return b.String()
-}
-
-// Isolated returns the default-network addresses of the pods whose
-// default interface only the kubelet may reach: running, not on the host's
-// network, with the default attachment locked to infrastructure (their
-// namespace has a primary user-defined network).
-func Isolated(pods []corev1.Pod) []netip.Addr {
-	var out []netip.Addr
-	for i := range pods {
-		p := &pods[i]
-		if p.Spec.HostNetwork || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		nets, err := podnet.ParsePod(p)
-		if err != nil {
-			continue
-		}
-		a, ok := nets[podnet.DefaultKey]
-		if !ok || a.Role != podnet.RoleInfrastructure {
-			continue
-		}
-		for _, s := range a.IPs {
-			if pfx, err := netip.ParsePrefix(s); err == nil {
-				out = append(out, pfx.Addr())
-			}
-		}
-	}
-	return out
-}
+// ProbeName is the table Setup loads, then deletes, to learn whether nft
+// and the kernel take the rule (never TableName: that would drop the
+// rules of a running node until the first reconcile).
+const ProbeName = TableName + "_probe"
 
 // Setup registers the part: with a kubelet cgroup nftables can match, a
 // reconciler keeping the table; without (no cgroup, no nft, a kernel or
-// nft without cgroup v2 socket matching: a table with no address is
+// nft without cgroup v2 socket matching: a probe table with the rule is
 // loaded once to find out), the reason at start, in a Warning Event on
 // the Node and in /readyz's details (a passing check named
 // host-isolation-off), and no table of ovn-udn's left on the node.
 func Setup(mgr ctrl.Manager, opts node.Options) error {
 	log := ctrl.Log.WithName("host-isolation").WithValues("node", opts.Node)
-	cg, err := Resolve(ResolveMount(), opts.KubeletCgroup)
+	mount := ResolveMount()
+	cg, err := Resolve(mount, opts.KubeletCgroup)
 	if err == nil {
-		err = apply(opts, Table(cg, nil))
+		if err = apply(opts, script(ProbeName, Rules{Kubelet: cg})); err == nil {
+			err = apply(opts, deleteTable(ProbeName))
+		}
 	}
+	recorder := mgr.GetEventRecorderFor("ovn-udn-node")
 	if err != nil {
 		reason := fmt.Sprintf("host isolation is off, every host process reaches the default interface of pods with a primary user-defined network: %v", err)
 		log.Info(reason)
-		_ = apply(opts, fmt.Sprintf("table inet %s\ndelete table inet %s\n", TableName, TableName))
+		_ = apply(opts, deleteTable(TableName))
 		if err := mgr.AddReadyzCheck("host-isolation-off", func(*http.Request) error { return nil }); err != nil {
 			return err
 		}
-		return mgr.Add(warnOnce{c: mgr.GetClient(), node: opts.Node, reason: reason, recorder: mgr.GetEventRecorderFor("ovn-udn-node")})
+		return mgr.Add(warnOnce{c: mgr.GetClient(), node: opts.Node, event: "HostIsolationOff", reason: reason, recorder: recorder})
 	}
 	log.Info("host isolation: only the kubelet's cgroup reaches isolated pods' default interfaces", "cgroup", cg.Path, "level", cg.Level)
 	if err := mgr.AddReadyzCheck("host-isolation", func(*http.Request) error { return nil }); err != nil {
 		return err
 	}
-	r := &reconciler{client: mgr.GetClient(), opts: opts, cgroup: cg}
-	// One key for every pod: the table is the node's, whichever pod moved.
+	r := &reconciler{client: mgr.GetClient(), opts: opts, cgroup: cg, mount: mount, log: log, recorder: recorder, reported: map[types.UID]bool{}}
+	// One key for every object: the table is the node's, whichever moved.
 	one := handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: TableName}}}
 	})
-	return ctrl.NewControllerManagedBy(mgr).Named("host-isolation").Watches(&corev1.Pod{}, one).Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).Named("host-isolation").Watches(&corev1.Pod{}, one).
+		Watches(&corev1.Service{}, one).Watches(&corev1.Namespace{}, one).Watches(&nadv1.NetworkAttachmentDefinition{}, one).
+		Complete(r)
 }
 
-// reconciler keeps the table equal to Table(the node's isolated pods). It
-// loads the whole table at every reconcile, resync included: nft resolves
-// the kubelet's cgroup to its ID when it loads the rule, so a kubelet
-// restarted into a new group, or a ruleset flushed by someone else, is
-// mended within a resync.
+// reconciler keeps the table equal to Table(the node's rules). It loads
+// the whole table at every reconcile, resync included: nft resolves the
+// cgroups to their IDs when it loads the rules, so a kubelet restarted
+// into a new group, or a ruleset flushed by someone else, is mended within
+// a resync.
 type reconciler struct {
 	client client.Client
 	opts   node.Options
+	log    logr.Logger
 	cgroup Cgroup
+	// mount is the cgroup v2 hierarchy's mount point.
+	mount    string
+	recorder record.EventRecorder
+	// reported are the running pods told they are not confined (no
+	// cgroup found), so that each is told once.
+	reported map[types.UID]bool
 }
 
-// resync re-applies the table this often without a change.
-const resync = time.Minute
+const (
+	// resync re-applies the table this often without a change.
+	resync = time.Minute
+	// waitCgroup is how soon a reconcile looks again for a confined pod's
+	// cgroup that the kubelet has not made yet.
+	waitCgroup = time.Second
+)
 
 func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	var pods corev1.PodList
 	if err := r.client.List(ctx, &pods); err != nil { // the agent's cache holds its node's pods only
 		return reconcile.Result{}, err
 	}
-	if err := apply(r.opts, Table(r.cgroup, Isolated(pods.Items))); err != nil {
+	rules := Rules{Kubelet: r.cgroup, Isolated: Isolated(pods.Items), Closed: append([]netip.Prefix(nil), r.opts.Cluster.ServiceCIDRs...)}
+	for _, s := range r.opts.Cluster.ClusterSubnets {
+		rules.Closed = append(rules.Closed, s.CIDR)
+	}
+	var (
+		waiting []string
+		err     error
+	)
+	if rules.Confined, waiting, err = r.confined(ctx, pods.Items); err != nil {
 		return reconcile.Result{}, err
 	}
+	if err := apply(r.opts, Table(rules)); err != nil {
+		return reconcile.Result{}, err
+	}
+	r.report(pods.Items, waiting)
+	if len(waiting) > 0 {
+		return reconcile.Result{RequeueAfter: waitCgroup}, nil
+	}
 	return reconcile.Result{RequeueAfter: resync}, nil
+}
+
+// report tells, once per pod, that a running confined pod has no cgroup
+// the table can match (a Warning Event on the pod, and the log): the
+// kubelet's pods are not under --pods-cgroup, or its cgroup driver names
+// them otherwise. A pod still starting waits for its cgroup silently.
+func (r *reconciler) report(pods []corev1.Pod, waiting []string) {
+	parent, perr := ResolvePods(r.mount, r.opts.PodsCgroup)
+	for i := range pods {
+		p := &pods[i]
+		if p.Status.Phase != corev1.PodRunning || r.reported[p.UID] || !slices.Contains(waiting, p.Namespace+"/"+p.Name) {
+			continue
+		}
+		msg := fmt.Sprintf("host-network pod not confined to its namespace's networks: no cgroup of pod %s under %s", p.UID, parent)
+		if perr != nil {
+			msg = "host-network pod not confined to its namespace's networks: " + perr.Error()
+		}
+		r.log.Info(msg, "pod", p.Namespace+"/"+p.Name)
+		r.recorder.Event(p, corev1.EventTypeWarning, ReasonNotConfined, msg)
+		r.reported[p.UID] = true
+	}
+	for uid := range r.reported {
+		if !slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.UID == uid }) {
+			delete(r.reported, uid)
+		}
+	}
+}
+
+// ReasonNotConfined is the Warning Event on a running host-network pod of
+// a namespace with a primary user-defined network that the table cannot
+// confine (its cgroup is not where the agent looks).
+const ReasonNotConfined = "HostNetworkNotConfined"
+
+// confined reads the node's host-network pods' namespaces and every
+// service, and returns Confine's groups.
+func (r *reconciler) confined(ctx context.Context, pods []corev1.Pod) ([]Confined, []string, error) {
+	var svcs corev1.ServiceList
+	if err := r.client.List(ctx, &svcs); err != nil {
+		return nil, nil, err
+	}
+	namespaces := map[string]Namespace{}
+	lookup := func(name string) error {
+		if _, done := namespaces[name]; done {
+			return nil
+		}
+		ns := &corev1.Namespace{}
+		if err := r.client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+			if apierrors.IsNotFound(err) {
+				namespaces[name] = Namespace{}
+				return nil
+			}
+			return err
+		}
+		nads, err := podnet.NamespaceNADs(ctx, r.client, name)
+		if err != nil {
+			return err
+		}
+		namespaces[name] = namespaceOf(ns, nads)
+		return nil
+	}
+	for i := range pods {
+		if pods[i].Spec.HostNetwork {
+			if err := lookup(pods[i].Namespace); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if len(namespaces) == 0 {
+		return nil, nil, nil
+	}
+	for i := range svcs.Items {
+		if err := lookup(svcs.Items[i].Namespace); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The kubelet makes the pods' parent once it runs, maybe after the
+	// agent started: looked up at each reconcile.
+	parent, perr := ResolvePods(r.mount, r.opts.PodsCgroup)
+	confined, waiting := Confine(pods, svcs.Items, namespaces, r.opts.Cluster.IsInfrastructureService, func(uid string) (Cgroup, bool) {
+		if perr != nil {
+			return Cgroup{}, false
+		}
+		return PodCgroup(r.mount, parent, uid)
+	})
+	return confined, waiting, nil
+}
+
+// namespaceOf is what the table needs of ns, given the NADs its pods may
+// use: confined when it has primary user-defined networks, or is labelled
+// for one (even before its NAD exists, or while none is allocated).
+func namespaceOf(ns *corev1.Namespace, nads map[string]*nadv1.NetworkAttachmentDefinition) Namespace {
+	var out Namespace
+	_, labelled := ns.Labels[v1.PrimaryNetworkLabel]
+	all, ok := podnet.NamespacePrimaries(ns, nads, v1.PrimaryNetworkLabel)
+	out.Confined = labelled || !ok
+	for _, p := range all {
+		if !p.IsDefault() {
+			out.Networks = append(out.Networks, p.Network)
+			out.Confined = true
+		}
+	}
+	if home, ok := podnet.NamespacePrimary(ns, nads, v1.PrimaryNetworkLabel); ok && !home.None() && !home.IsDefault() {
+		out.Home = home.Network
+	}
+	return out
+}
+
+// deleteTable is the nftables script that removes table name, whether or
+// not it exists.
+func deleteTable(name string) string {
+	return fmt.Sprintf("table inet %s\ndelete table inet %s\n", name, name)
 }
 
 // apply loads script with nft in the node's network namespace.
@@ -259,11 +293,12 @@ func apply(opts node.Options, script string) error {
 	return nil
 }
 
-// warnOnce says, once the agent runs, why host isolation is off: a
-// Warning Event on the Node.
+// warnOnce says, once the agent runs, why a part of host isolation is
+// off: a Warning Event on the Node, with reason event.
 type warnOnce struct {
 	c        client.Client
 	node     string
+	event    string
 	reason   string
 	recorder interface {
 		Event(object runtime.Object, eventtype, reason, message string)
@@ -276,7 +311,7 @@ func (w warnOnce) Start(ctx context.Context) error {
 	for {
 		n := &corev1.Node{}
 		if err := w.c.Get(ctx, client.ObjectKey{Name: w.node}, n); err == nil {
-			w.recorder.Event(n, corev1.EventTypeWarning, "HostIsolationOff", w.reason)
+			w.recorder.Event(n, corev1.EventTypeWarning, w.event, w.reason)
 			return nil
 		}
 		select {

@@ -1,6 +1,7 @@
 package hostisolation
 
 import (
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
@@ -63,12 +65,13 @@ func TestResolve(t *testing.T) {
 }
 
 // TestTable: one atomic script, sets of both families, established
-// connections and neighbour discovery first, then the kubelet's cgroup,
-// then the drop; new forwarded connections toward the pods dropped. The
-// script loads in a real nft, in a network namespace of its own (when
-// this machine lets the test make one).
+// connections and neighbour discovery first, then the confined pods'
+// jumps, then the kubelet's cgroup, then the drop; a confined group's
+// chain accepts its allowed addresses and drops the rest of Closed; new
+// forwarded connections toward the pods dropped. The script loads in a
+// real nft, in a network namespace of its own.
 func TestTable(t *testing.T) {
-	got := Table(Cgroup{Path: "unified/k", Level: 1}, []netip.Addr{netip.MustParseAddr("10.244.0.9"), netip.MustParseAddr("fd00::9"), netip.MustParseAddr("10.244.0.4")})
+	got := Table(testRules(Cgroup{Path: "unified/k", Level: 1}, Cgroup{Path: "unified/kubepods/pod1", Level: 2}))
 	want := `table inet ovn_udn_host_isolation
 delete table inet ovn_udn_host_isolation
 table inet ovn_udn_host_isolation {
@@ -80,14 +83,29 @@ table inet ovn_udn_host_isolation {
 		type ipv6_addr
 		elements = { fd00::9 }
 	}
+	set allowed0_4 {
+		type ipv4_addr
+		elements = { 10.96.0.1, 10.96.0.10 }
+	}
+	set allowed0_6 {
+		type ipv6_addr
+	}
 	chain output {
 		type filter hook output priority filter; policy accept;
 		ct state established,related accept
 		icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept
+		socket cgroupv2 level 2 "unified/kubepods/pod1" jump confined0 comment "blue/host"
 		ip daddr @isolated4 socket cgroupv2 level 1 "unified/k" accept
 		ip daddr @isolated4 drop
 		ip6 daddr @isolated6 socket cgroupv2 level 1 "unified/k" accept
 		ip6 daddr @isolated6 drop
+	}
+	chain confined0 {
+		comment "host-network pods confined to blue"
+		ip daddr @allowed0_4 accept
+		ip6 daddr @allowed0_6 accept
+		ip daddr { 10.244.0.0/16, 10.96.0.0/16 } drop
+		ip6 daddr { fd00:10:96::/112 } drop
 	}
 	chain forward {
 		type filter hook forward priority filter; policy accept;
@@ -99,24 +117,103 @@ table inet ovn_udn_host_isolation {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+}
+
+// testRules: kubelet reaches the isolated 10.244.0.4, .9 and fd00::9; pod
+// is a host-network pod confined to network blue, whose services are
+// 10.96.0.10 and the infrastructure 10.96.0.1.
+func testRules(kubelet, pod Cgroup) Rules {
+	return Rules{
+		Kubelet:  kubelet,
+		Isolated: []netip.Addr{netip.MustParseAddr("10.244.0.9"), netip.MustParseAddr("fd00::9"), netip.MustParseAddr("10.244.0.4")},
+		Confined: []Confined{{Networks: "blue", Allowed: []netip.Addr{netip.MustParseAddr("10.96.0.10"), netip.MustParseAddr("10.96.0.1")},
+			Pods: []ConfinedPod{{Name: "blue/host", Cgroup: pod}}}},
+		Closed: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/16"), netip.MustParsePrefix("fd00:10:96::/112"), netip.MustParsePrefix("10.244.0.0/16")},
+	}
+}
+
+// TestTableEnforces loads Table into a real kernel, in a network namespace
+// of the test's with a default route out of a veth, and sends a UDP
+// datagram from processes of three cgroups: the kubelet's, a confined
+// host-network pod's and another. A datagram the table drops fails to
+// send (EPERM); one it lets by leaves.
+func TestTableEnforces(t *testing.T) {
+	deps.Require(t, deps.CheckOVN)
 	nft := filepath.Join(deps.OVNBinDir(), "nft")
 	mount := ResolveMount()
 	if _, err := os.Stat(nft); err != nil || mount == "" {
 		t.Skipf("no nft (%v) or no cgroup v2 hierarchy here", err)
 	}
-	dir, err := os.MkdirTemp(mount, "hostisolation-test-")
-	if err != nil {
-		t.Skipf("cannot make a cgroup here: %v", err)
+	group := func(name string) (Cgroup, string) {
+		dir, err := os.MkdirTemp(mount, "hostisolation-"+name+"-")
+		if err != nil {
+			t.Skipf("cannot make a cgroup here: %v", err)
+		}
+		t.Cleanup(func() { os.Remove(dir) })
+		cg, err := Resolve(mount, filepath.Base(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cg, filepath.Join(dir, "cgroup.procs")
 	}
-	defer os.Remove(dir)
-	cg, err := Resolve(mount, filepath.Base(dir))
-	if err != nil {
-		t.Fatal(err)
+	kubelet, kubeletProcs := group("kubelet")
+	pod, podProcs := group("pod")
+	_, otherProcs := group("other")
+	netns := "hostisolation-test"
+	_ = deps.OVNCommand("ip", "netns", "del", netns).Run()
+	if out, err := deps.OVNCommand("ip", "netns", "add", netns).CombinedOutput(); err != nil {
+		t.Skipf("cannot make a network namespace: %v: %s", err, out)
 	}
-	cmd := exec.Command("unshare", "--net", nft, "-f", "-")
-	cmd.Stdin = strings.NewReader(Table(cg, []netip.Addr{netip.MustParseAddr("10.244.0.4"), netip.MustParseAddr("fd00::4")}))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("nft -f: %v: %s", err, out)
+	t.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", netns).Run() })
+	for _, args := range [][]string{
+		{"link", "add", "d0", "type", "veth", "peer", "name", "d1"}, {"link", "set", "d1", "up"}, {"link", "set", "d0", "up"},
+		{"addr", "add", "192.0.2.1/24", "dev", "d0"}, {"route", "add", "default", "dev", "d0"},
+		{"-6", "addr", "add", "2001:db8::1/64", "dev", "d0", "nodad"}, {"-6", "route", "add", "default", "dev", "d0"},
+	} {
+		if out, err := deps.OVNCommand("ip", append([]string{"-n", netns}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	load := exec.Command("nsenter", "--net=/run/netns/"+netns, nft, "-f", "-")
+	load.Stdin = strings.NewReader(Table(testRules(kubelet, pod)))
+	if out, err := load.CombinedOutput(); err != nil {
+		t.Fatalf("nft -f: %v: %s", err, out)
+	}
+	send := func(procs, addr string) error {
+		target := "/dev/udp/" + addr + "/53"
+		out, err := exec.Command("nsenter", "--net=/run/netns/"+netns, "sh", "-c", `echo $$ > "$0" && exec bash -c "echo x > $1"`, procs, target).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		from, procs, addr string
+		pass              bool
+	}{
+		{"kubelet", kubeletProcs, "10.244.0.9", true},
+		{"kubelet", kubeletProcs, "fd00::9", true},
+		{"kubelet", kubeletProcs, "10.96.0.20", true},
+		{"other", otherProcs, "10.244.0.9", false},
+		{"other", otherProcs, "fd00::9", false},
+		{"other", otherProcs, "10.244.0.5", true},
+		{"other", otherProcs, "10.96.0.20", true},
+		{"pod", podProcs, "10.96.0.10", true},      // its network's service
+		{"pod", podProcs, "10.96.0.1", true},       // the API server
+		{"pod", podProcs, "10.96.0.20", false},     // another network's service
+		{"pod", podProcs, "fd00:10:96::20", false}, // in IPv6 too
+		{"pod", podProcs, "10.244.0.5", false},     // a default-network pod
+		{"pod", podProcs, "10.244.0.9", false},     // an isolated pod
+		{"pod", podProcs, "192.0.2.50", true},      // outside the cluster
+		{"pod", podProcs, "2001:db8::50", true},    // in IPv6 too
+	} {
+		err := send(c.procs, c.addr)
+		if c.pass && err != nil {
+			t.Errorf("%s to %s: dropped (%v), want it let by", c.from, c.addr, err)
+		}
+		if !c.pass && err == nil {
+			t.Errorf("%s to %s: let by, want it dropped", c.from, c.addr)
+		}
 	}
 }
 
@@ -132,5 +229,98 @@ func TestIsolated(t *testing.T) {
 		pod("c", podnet.RoleInfrastructure, corev1.PodSucceeded, false), pod("d", podnet.RoleInfrastructure, corev1.PodRunning, true)})
 	if diff := cmp.Diff([]netip.Addr{netip.MustParseAddr("10.244.0.5")}, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestConfine: host-network pods of confined namespaces, grouped by their
+// networks, each group allowed its networks' services' and the
+// infrastructure services' ClusterIPs; other pods left out; a pod without
+// its cgroup yet waits.
+func TestConfine(t *testing.T) {
+	pod := func(ns, name string, host bool, phase corev1.PodPhase) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name)},
+			Spec: corev1.PodSpec{HostNetwork: host}, Status: corev1.PodStatus{Phase: phase}}
+	}
+	svc := func(ns, name string, ips ...string) corev1.Service {
+		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.ServiceSpec{ClusterIPs: ips}}
+	}
+	namespaces := map[string]Namespace{
+		"blue":    {Confined: true, Networks: []string{"blue"}, Home: "blue"},
+		"blue2":   {Confined: true, Networks: []string{"blue"}, Home: "blue"}, // a CUDN's second namespace
+		"red":     {Confined: true, Networks: []string{"red"}, Home: "red"},
+		"multi":   {Confined: true, Networks: []string{"blue", "red"}, Home: "blue"},
+		"pending": {Confined: true}, // labelled, no NAD yet
+		"plain":   {},
+	}
+	pods := []corev1.Pod{
+		pod("blue", "h1", true, corev1.PodRunning), pod("blue2", "h2", true, corev1.PodPending),
+		pod("blue", "p", false, corev1.PodRunning), pod("plain", "h", true, corev1.PodRunning),
+		pod("red", "done", true, corev1.PodSucceeded), pod("red", "new", true, corev1.PodPending),
+		pod("multi", "h", true, corev1.PodRunning), pod("pending", "h", true, corev1.PodRunning),
+	}
+	svcs := []corev1.Service{
+		svc("blue", "web", "10.96.0.10", "fd00:10:96::10"), svc("blue2", "db", "10.96.0.11"), svc("red", "web", "10.96.0.20"),
+		svc("plain", "web", "10.96.0.30"), svc("default", "kubernetes", "10.96.0.1"), svc("blue", "headless", "None"),
+	}
+	infra := func(ns, name string) bool { return ns == "default" && name == "kubernetes" }
+	cgroupOf := func(uid string) (Cgroup, bool) {
+		return Cgroup{Path: "kubepods/pod" + uid, Level: 2}, uid != "red-new"
+	}
+	got, waiting := Confine(pods, svcs, namespaces, infra, cgroupOf)
+	a := netip.MustParseAddr
+	want := []Confined{
+		{Allowed: []netip.Addr{a("10.96.0.1")}, Pods: []ConfinedPod{{Name: "pending/h", Cgroup: Cgroup{Path: "kubepods/podpending-h", Level: 2}}}},
+		{Networks: "blue", Allowed: []netip.Addr{a("10.96.0.10"), a("fd00:10:96::10"), a("10.96.0.11"), a("10.96.0.1")}, Pods: []ConfinedPod{
+			{Name: "blue/h1", Cgroup: Cgroup{Path: "kubepods/podblue-h1", Level: 2}}, {Name: "blue2/h2", Cgroup: Cgroup{Path: "kubepods/podblue2-h2", Level: 2}}}},
+		{Networks: "blue,red", Allowed: []netip.Addr{a("10.96.0.10"), a("fd00:10:96::10"), a("10.96.0.11"), a("10.96.0.20"), a("10.96.0.1")}, Pods: []ConfinedPod{
+			{Name: "multi/h", Cgroup: Cgroup{Path: "kubepods/podmulti-h", Level: 2}}}},
+	}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"red/new"}, waiting); diff != "" {
+		t.Errorf("waiting (-want +got):\n%s", diff)
+	}
+}
+
+// TestPodCgroup: a pod's cgroup under either driver's name and any QoS
+// class, relative to /sys/fs/cgroup with its level; none before the
+// kubelet makes it. The parent is found when not given.
+func TestPodCgroup(t *testing.T) {
+	mount := t.TempDir() // a plain directory stands for the hierarchy
+	for _, d := range []string{"kubepods/besteffort/pod1234-ab", "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5678_cd.slice"} {
+		if err := os.MkdirAll(filepath.Join(mount, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent, err := ResolvePods(mount, "")
+	if err != nil || parent != "kubepods.slice" {
+		t.Errorf("ResolvePods: %q %v, want kubepods.slice (the systemd driver's, first)", parent, err)
+	}
+	if _, err := ResolvePods(mount, "elsewhere"); err == nil || !strings.Contains(err.Error(), "--pods-cgroup") {
+		t.Errorf("ResolvePods of a missing parent: %v", err)
+	}
+	for _, c := range []struct {
+		parent, uid string
+		want        Cgroup
+		ok          bool
+	}{
+		{"kubepods", "1234-ab", Cgroup{Path: "kubepods/besteffort/pod1234-ab", Level: 3}, true},
+		{"kubepods.slice", "5678-cd", Cgroup{Path: "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5678_cd.slice", Level: 3}, true},
+		{"kubepods", "9999", Cgroup{}, false},
+	} {
+		got, ok := PodCgroup(mount, c.parent, c.uid)
+		if ok != c.ok {
+			t.Errorf("%s: found %v, want %v", c.uid, ok, c.ok)
+			continue
+		}
+		if ok {
+			// Under a mount other than /sys/fs/cgroup itself, the path
+			// keeps the mount's (a plain directory here).
+			c.want.Path = mount + "/" + c.want.Path
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", c.uid, diff)
+			}
+		}
 	}
 }

@@ -291,7 +291,7 @@ func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string) 
 			procs := filepath.Join(mount, cg, "cgroup.procs")
 			kubelet.args = append([]string{"-c", `echo $$ > "$0" && exec nsenter "$@"`, procs}, kubelet.args...)
 			kubelet.path = "sh"
-			flags = append(flags, "--kubelet-cgroup="+cg)
+			flags = append(flags, "--kubelet-cgroup="+cg, "--pods-cgroup="+s.l.PodsCgroup(name))
 		}
 	}
 	s.addComponent(kubelet)
@@ -301,6 +301,12 @@ func (s *supervisor) startRealNode(ctx context.Context, i int, name, ns string) 
 // KubeletCgroup is the cgroup v2 group a node's kubelet runs in (under the
 // sandbox's prefix, so that down removes it).
 func (l Layout) KubeletCgroup(node string) string { return l.prefix() + node + "-kubelet" }
+
+// PodsCgroup is the parent of a node's kubelet's pod cgroups in the cgroup
+// v2 hierarchy (the cgroupfs driver's kubepods under its cgroup root).
+func (l Layout) PodsCgroup(node string) string {
+	return strings.TrimPrefix(l.cgroupRoot(node), "/") + "/kubepods"
+}
 
 // containerdSocket is a node's containerd socket.
 func (l Layout) containerdSocket(node string) string {
