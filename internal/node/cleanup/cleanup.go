@@ -4,7 +4,8 @@
 // with every pod's host-side interface and the management port, the
 // external bridge's flows and patch ports (the bridge goes back to a plain
 // NORMAL switch), the host's routes to the service CIDRs through it and
-// their neighbour entry, the chassis settings the zone pod set on Open
+// their neighbour entry, the host-isolation nftables table, the chassis
+// settings the zone pod set on Open
 // vSwitch, and the zone's databases and sockets.
 //
 // It only removes: each step is idempotent, and a node that never ran
@@ -23,6 +24,7 @@ import (
 	"strings"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/node/hostisolation"
 )
 
 // Options say where the node keeps ovn-udn's things (the DaemonSets' host
@@ -94,6 +96,7 @@ func Run(o Options, logf func(format string, args ...any)) error {
 			o.hostRoutes(br, logf)
 		}
 	}
+	o.hostIsolation(logf)
 	args := append([]string{"remove", "Open_vSwitch", ".", "external_ids"}, ChassisKeys...)
 	if _, err := o.vsctl(args...); err != nil {
 		errs = append(errs, err)
@@ -152,6 +155,19 @@ func (o Options) hostRoutes(br string, logf func(string, ...any)) {
 			logf("removed the routes via %s on %s", hop, br)
 		}
 		_ = o.Command("ip", "neigh", "del", hop.String(), "dev", br).Run()
+	}
+}
+
+// hostIsolation removes the agent's nftables table (package
+// hostisolation), if nft is there and so is the table.
+func (o Options) hostIsolation(logf func(string, ...any)) {
+	if o.Command("nft", "list", "table", "inet", hostisolation.TableName).Run() != nil {
+		return // no nft, or no table
+	}
+	if out, err := o.Command("nft", "delete", "table", "inet", hostisolation.TableName).CombinedOutput(); err == nil {
+		logf("deleted the nftables table inet %s", hostisolation.TableName)
+	} else {
+		logf("could not delete the nftables table inet %s: %v: %s", hostisolation.TableName, err, strings.TrimSpace(string(out)))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/node/cleanup"
 	"github.com/ovn-udn/ovn-udn/internal/node/cni"
+	"github.com/ovn-udn/ovn-udn/internal/node/hostisolation"
 	"github.com/ovn-udn/ovn-udn/internal/ovnrun"
 )
 
@@ -62,8 +63,12 @@ func TestRun(t *testing.T) {
 		}
 	}
 	run := func(program string, args ...string) *exec.Cmd {
-		if program == "ip" {
+		switch program {
+		case "ip":
 			args = append([]string{"-n", node}, args...)
+		case "nft":
+			args = append([]string{"netns", "exec", node, deps.OVNProgram("nft")}, args...)
+			program = "ip"
 		}
 		cmd := deps.OVNCommand(program, args...)
 		cmd.Env = append(os.Environ(), "OVS_RUNDIR="+ovs.Dir)
@@ -82,6 +87,10 @@ func TestRun(t *testing.T) {
 		if out, err := deps.OVNCommand("ip", args...).CombinedOutput(); err != nil {
 			t.Fatalf("ip %v: %v: %s", args, err, out)
 		}
+	}
+	// The agent's host-isolation table.
+	if out, err := run("nft", "add", "table", "inet", hostisolation.TableName).CombinedOutput(); err != nil {
+		t.Fatalf("nft add table: %v: %s", err, out)
 	}
 	o := cleanup.Options{OVSDB: ovs.DB, Bridge: "br-int", ExternalBridges: []string{"br-ex", "br-ex2"}, ConfFile: "10-ovn-udn.conflist",
 		CNIConfDir: t.TempDir(), CNIBinDir: t.TempDir(), DBDir: t.TempDir(), RunDir: t.TempDir(), Command: run,
@@ -118,6 +127,9 @@ func TestRun(t *testing.T) {
 	}
 	if out, _ := deps.OVNCommand("ip", "-n", node, "neigh", "show", "169.254.0.4").Output(); strings.Contains(string(out), "PERMANENT") {
 		t.Errorf("the masquerade next hop's neighbour entry is still there: %s", out)
+	}
+	if run("nft", "list", "table", "inet", hostisolation.TableName).Run() == nil {
+		t.Errorf("the nftables table %s is still there", hostisolation.TableName)
 	}
 	if ports, _ := ovs.VSCtl("list-ports", "br-ex"); strings.TrimSpace(ports) != "" {
 		t.Errorf("br-ex keeps ports %q", ports)

@@ -27,6 +27,8 @@ var Programs = []string{
 	"sh", "awk", "sleep",
 	// The node agent (pod plumbing, the management port, br-ex's flows).
 	"ip", "ethtool", "ovs-vsctl", "ovs-ofctl",
+	// Host isolation's table, and its removal by node cleanup.
+	"nft",
 	// A zone: its databases, northd, ovn-controller, and their probes.
 	"ovsdb-server", "ovsdb-tool", "ovsdb-client", "ovn-northd", "ovn-controller",
 	"ovn-nbctl", "ovn-sbctl", "ovn-appctl", "ovs-appctl",
