@@ -2,12 +2,15 @@ package hostisolation
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -94,7 +97,7 @@ table inet ovn_udn_host_isolation {
 		type filter hook output priority filter; policy accept;
 		ct state established,related accept
 		icmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept
-		socket cgroupv2 level 2 "unified/kubepods/pod1" jump confined0 comment "blue/host"
+		socket cgroupv2 level 2 vmap { "unified/kubepods/pod1" comment "blue/host" : jump confined0 }
 		ip daddr @isolated4 socket cgroupv2 level 1 "unified/k" accept
 		ip daddr @isolated4 drop
 		ip6 daddr @isolated6 socket cgroupv2 level 1 "unified/k" accept
@@ -323,4 +326,204 @@ func TestPodCgroup(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkTableLoad is what one reconcile costs the node: Table built and
+// loaded whole by nft (a process started per load, as the agent does),
+// into a network namespace of the benchmark's, for a node's pods
+// (isolated addresses), confined host-network pods (each with a cgroup of
+// its own) and the ClusterIPs they may reach; the empty table is the
+// floor (mostly the start of nft).
+func BenchmarkTableLoad(b *testing.B) {
+	deps.Require(b, deps.CheckOVN)
+	nft := filepath.Join(deps.OVNBinDir(), "nft")
+	mount := ResolveMount()
+	if _, err := os.Stat(nft); err != nil || mount == "" {
+		b.Skipf("no nft (%v) or no cgroup v2 hierarchy here", err)
+	}
+	netns := "hostisolation-bench"
+	_ = deps.OVNCommand("ip", "netns", "del", netns).Run()
+	if out, err := deps.OVNCommand("ip", "netns", "add", netns).CombinedOutput(); err != nil {
+		b.Skipf("cannot make a network namespace: %v: %s", err, out)
+	}
+	b.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", netns).Run() })
+	for _, size := range []struct{ pods, hostPods, networks, services int }{{0, 0, 0, 0}, {110, 0, 0, 0}, {110, 10, 2, 1000}, {250, 50, 10, 10000}} {
+		b.Run(fmt.Sprintf("pods=%d/host=%d/networks=%d/services=%d", size.pods, size.hostPods, size.networks, size.services), func(b *testing.B) {
+			kubelet, err := os.MkdirTemp(mount, "hostisolation-bench-")
+			if err != nil {
+				b.Skipf("cannot make a cgroup here: %v", err)
+			}
+			b.Cleanup(func() { os.Remove(kubelet) })
+			cg, err := Resolve(mount, filepath.Base(kubelet))
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := Rules{Kubelet: cg, Closed: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("10.244.0.0/16")}}
+			for i := range size.pods {
+				r.Isolated = append(r.Isolated, netip.AddrFrom4([4]byte{10, 244, byte(i / 250), byte(1 + i%250)}))
+			}
+			for n := range size.networks {
+				c := Confined{Networks: fmt.Sprintf("net%d", n)}
+				for i := range size.services / size.networks {
+					c.Allowed = append(c.Allowed, netip.AddrFrom4([4]byte{10, 96 + byte(n), byte(i / 250), byte(1 + i%250)}))
+				}
+				for i := range size.hostPods / size.networks {
+					dir, err := os.MkdirTemp(kubelet, "pod")
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() { os.Remove(dir) })
+					pcg, err := Resolve(mount, strings.TrimPrefix(dir, mount))
+					if err != nil {
+						b.Fatal(err)
+					}
+					c.Pods = append(c.Pods, ConfinedPod{Name: fmt.Sprintf("ns%d/host%d", n, i), Cgroup: pcg})
+				}
+				r.Confined = append(r.Confined, c)
+			}
+			var bytes int
+			for b.Loop() {
+				script := Table(r)
+				bytes = len(script)
+				cmd := exec.Command("nsenter", "--net=/run/netns/"+netns, nft, "-f", "-")
+				cmd.Stdin = strings.NewReader(script)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("nft -f: %v: %s", err, out)
+				}
+			}
+			b.ReportMetric(float64(bytes), "script-bytes")
+		})
+	}
+}
+
+// senderEnv makes the test binary a datagram sender (TestMain): "addr
+// count" sends count one-byte datagrams to addr and prints the nanoseconds
+// each took, on average.
+const senderEnv = "HOSTISOLATION_SENDER"
+
+func TestMain(m *testing.M) {
+	if v := os.Getenv(senderEnv); v != "" {
+		addr, n, _ := strings.Cut(v, " ")
+		count, _ := strconv.Atoi(n)
+		conn, err := net.Dial("udp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		start := time.Now()
+		for range count {
+			if _, err := conn.Write([]byte{0}); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+		fmt.Println(time.Since(start).Nanoseconds() / int64(count))
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// BenchmarkHostSend is what the table costs each datagram the host sends
+// (the output hook sees them all): a process of a cgroup sends to an
+// address out of a veth, in a network namespace of the benchmark's, with
+// no table, with conntrack alone (the floor), then with the table of a
+// busy node (250 isolated
+// pods, 50 confined host-network pods over 10 networks, 10,000 allowed
+// ClusterIPs): from a confined pod to an allowed ClusterIP (the longest
+// path: the cgroup lookup, the confined chain, its set), and from another
+// process to an address outside the cluster. ns/datagram is the sender's
+// own measure, without its start.
+func BenchmarkHostSend(b *testing.B) {
+	deps.Require(b, deps.CheckOVN)
+	nft := filepath.Join(deps.OVNBinDir(), "nft")
+	mount := ResolveMount()
+	if _, err := os.Stat(nft); err != nil || mount == "" {
+		b.Skipf("no nft (%v) or no cgroup v2 hierarchy here", err)
+	}
+	netns := "hostisolation-send"
+	_ = deps.OVNCommand("ip", "netns", "del", netns).Run()
+	if out, err := deps.OVNCommand("ip", "netns", "add", netns).CombinedOutput(); err != nil {
+		b.Skipf("cannot make a network namespace: %v: %s", err, out)
+	}
+	b.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", netns).Run() })
+	for _, args := range [][]string{
+		{"link", "add", "d0", "type", "veth", "peer", "name", "d1"}, {"link", "set", "d1", "up"}, {"link", "set", "d0", "up"},
+		{"addr", "add", "192.0.2.1/24", "dev", "d0"}, {"neigh", "add", "192.0.2.2", "lladdr", "02:00:00:00:00:02", "dev", "d0", "nud", "permanent"},
+		{"route", "add", "default", "via", "192.0.2.2"},
+	} {
+		if out, err := deps.OVNCommand("ip", append([]string{"-n", netns}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	parent, err := os.MkdirTemp(mount, "hostisolation-send-")
+	if err != nil {
+		b.Skipf("cannot make a cgroup here: %v", err)
+	}
+	b.Cleanup(func() { os.Remove(parent) })
+	group := func(name string) (Cgroup, string) {
+		dir := filepath.Join(parent, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.Remove(dir) })
+		cg, err := Resolve(mount, strings.TrimPrefix(dir, mount))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return cg, filepath.Join(dir, "cgroup.procs")
+	}
+	kubelet, _ := group("kubelet")
+	r := Rules{Kubelet: kubelet, Closed: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("10.244.0.0/16")}}
+	for i := range 250 {
+		r.Isolated = append(r.Isolated, netip.AddrFrom4([4]byte{10, 244, byte(i / 250), byte(1 + i%250)}))
+	}
+	var podProcs, otherProcs string
+	for n := range 10 {
+		c := Confined{Networks: fmt.Sprintf("net%d", n)}
+		for i := range 1000 {
+			c.Allowed = append(c.Allowed, netip.AddrFrom4([4]byte{10, 96 + byte(n), byte(i / 250), byte(1 + i%250)}))
+		}
+		for i := range 5 {
+			cg, procs := group(fmt.Sprintf("pod-%d-%d", n, i))
+			c.Pods = append(c.Pods, ConfinedPod{Name: fmt.Sprintf("ns%d/host%d", n, i), Cgroup: cg})
+			podProcs = procs // the last: its rule is looked up after every other's
+		}
+		r.Confined = append(r.Confined, c)
+	}
+	_, otherProcs = group("other")
+	load := func(script string) {
+		cmd := exec.Command("nsenter", "--net=/run/netns/"+netns, nft, "-f", "-")
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("nft -f: %v: %s", err, out)
+		}
+	}
+	send := func(b *testing.B, procs, addr string) {
+		var ns float64
+		for b.Loop() {
+			cmd := exec.Command("nsenter", "--net=/run/netns/"+netns, "sh", "-c", `echo $$ > "$0" && exec "$@"`, procs, os.Args[0])
+			cmd.Env = append(os.Environ(), senderEnv+"="+addr+":9 200000")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				b.Fatalf("sender: %v: %s", err, out)
+			}
+			v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+			if err != nil {
+				b.Fatalf("sender: %q", out)
+			}
+			ns += v
+		}
+		b.ReportMetric(ns/float64(b.N), "ns/datagram")
+	}
+	allowed := r.Confined[9].Allowed[999].String()
+	b.Run("floor/no-table/pod-to-clusterip", func(b *testing.B) { send(b, podProcs, allowed) })
+	b.Run("floor/no-table/other-to-outside", func(b *testing.B) { send(b, otherProcs, "198.51.100.7") })
+	// Every node has conntrack on (kube-proxy's rules, or OVN's); a table
+	// that only asks for it is the floor the table is measured against.
+	load("table inet ovn_udn_ct_floor {\n\tchain output {\n\t\ttype filter hook output priority filter; policy accept;\n\t\tct state established,related accept\n\t}\n}\n")
+	b.Run("floor/conntrack/pod-to-clusterip", func(b *testing.B) { send(b, podProcs, allowed) })
+	b.Run("floor/conntrack/other-to-outside", func(b *testing.B) { send(b, otherProcs, "198.51.100.7") })
+	load("delete table inet ovn_udn_ct_floor\n" + Table(r))
+	b.Run("table/pod-to-allowed-clusterip", func(b *testing.B) { send(b, podProcs, allowed) })
+	b.Run("table/other-to-outside", func(b *testing.B) { send(b, otherProcs, "198.51.100.7") })
 }

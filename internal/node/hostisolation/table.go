@@ -2,6 +2,7 @@ package hostisolation
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -65,10 +66,16 @@ func script(name string, r Rules) string {
 	// Neighbour discovery comes from the kernel, not from a socket of the
 	// kubelet's: without it the node loses the pods' IPv6 neighbours.
 	b.WriteString("\t\ticmpv6 type { nd-neighbor-solicit, nd-neighbor-advert } accept\n")
+	// One lookup per cgroup level, not a rule per pod: every packet the
+	// host sends passes here.
+	byLevel := map[int][]string{}
 	for i, c := range r.Confined {
 		for _, p := range c.Pods {
-			fmt.Fprintf(&b, "\t\tsocket cgroupv2 level %d %q jump confined%d comment %q\n", p.Cgroup.Level, p.Cgroup.Path, i, p.Name)
+			byLevel[p.Cgroup.Level] = append(byLevel[p.Cgroup.Level], fmt.Sprintf("%q comment %q : jump confined%d", p.Cgroup.Path, p.Name, i))
 		}
+	}
+	for _, level := range slices.Sorted(maps.Keys(byLevel)) {
+		fmt.Fprintf(&b, "\t\tsocket cgroupv2 level %d vmap { %s }\n", level, strings.Join(byLevel[level], ", "))
 	}
 	for _, fam := range []string{"ip daddr @isolated4", "ip6 daddr @isolated6"} {
 		fmt.Fprintf(&b, "\t\t%s socket cgroupv2 level %d %q accept\n", fam, r.Kubelet.Level, r.Kubelet.Path)
