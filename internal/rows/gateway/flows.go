@@ -319,7 +319,7 @@ func (b *builder) router(n Network) {
 	b.f.add(tableClassify, prioRouterRest, fmt.Sprintf("in_port=%d", n.Patch), fmt.Sprintf("output:%d", phys))
 	// Replies to its network's egress, found by mark.
 	for _, state := range []string{"+trk+est", "+trk+rel"} {
-		b.f.add(tableFromUplink, 100, fmt.Sprintf("ct_state=%s,ct_mark=%d", state, Mark(n.ID)), fmt.Sprintf("mod_dl_dst:%s,output:%d", b.in.MAC, n.Patch))
+		b.f.add(tableFromUplink, 100, fmt.Sprintf("ct_state=%s,ct_mark=%d", state, Mark(n.ID)), fmt.Sprintf("set_field:%s->eth_dst,output:%d", b.in.MAC, n.Patch))
 	}
 	// Replies to the host's connections to services.
 	for _, m := range b.in.HostMasqueradeIPs {
@@ -337,7 +337,7 @@ func (b *builder) toRouter(priority, patch int, dst netip.Prefix) {
 	for _, m := range b.in.HostMasqueradeIPs {
 		if m.Is4() == dst.Addr().Is4() {
 			b.f.add(tableClassify, priority, fmt.Sprintf("in_port=LOCAL,%s,%s=%s", fam.ip, fam.dst, prefixString(dst)),
-				fmt.Sprintf("load:%d->NXM_NX_REG0[],ct(commit,zone=%d,nat(src=%s),table=%d)", patch, HostServiceZone, m, tableToRouter))
+				fmt.Sprintf("set_field:%#x->reg0,ct(commit,zone=%d,nat(src=%s),table=%d)", patch, HostServiceZone, m, tableToRouter))
 		}
 	}
 }
@@ -411,9 +411,9 @@ func (b *builder) fixed() {
 	b.f.add(tableClassify, prioRest, "in_port=LOCAL", fmt.Sprintf("output:%d", phys))
 	b.f.add(tableClassify, 0, "", "NORMAL")
 	b.f.add(tableFromUplink, 0, "", "LOCAL")
-	b.f.add(tableToRouter, 0, "", fmt.Sprintf("mod_dl_dst:%s,output:NXM_NX_REG0[]", mac))
-	b.f.add(tableToHost, 100, "ct_state=+trk+est", "mod_dl_dst:"+mac+",LOCAL")
-	b.f.add(tableToHost, 100, "ct_state=+trk+rel", "mod_dl_dst:"+mac+",LOCAL")
+	b.f.add(tableToRouter, 0, "", fmt.Sprintf("set_field:%s->eth_dst,output:NXM_NX_REG0[]", mac))
+	b.f.add(tableToHost, 100, "ct_state=+trk+est", "set_field:"+mac+"->eth_dst,LOCAL")
+	b.f.add(tableToHost, 100, "ct_state=+trk+rel", "set_field:"+mac+"->eth_dst,LOCAL")
 	b.f.add(tableToHost, 0, "", "drop")
 	b.f.add(tableToPhysical, 0, "", fmt.Sprintf("output:%d", phys))
 }
@@ -447,8 +447,8 @@ func NextHopMAC(hop netip.Addr) string { return allocator.MAC(hop).String() }
 // back where it came from.
 func arpReply(mac string, ip netip.Addr) string {
 	return strings.Join([]string{
-		"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]", "mod_dl_src:" + mac,
-		"load:0x2->NXM_OF_ARP_OP[]",
+		"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]", "set_field:" + mac + "->eth_src",
+		"set_field:2->arp_op",
 		"move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[]", "move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[]",
 		"set_field:" + mac + "->arp_sha", "set_field:" + ip.String() + "->arp_spa",
 		"IN_PORT",
@@ -465,7 +465,7 @@ func arpReply(mac string, ip netip.Addr) string {
 // checksum right as it rewrites.
 func naReply(mac string, ip netip.Addr) string {
 	return strings.Join([]string{
-		"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]", "mod_dl_src:" + mac,
+		"move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[]", "set_field:" + mac + "->eth_src",
 		"move:NXM_NX_IPV6_SRC[]->NXM_NX_IPV6_DST[]", "set_field:" + ip.String() + "->ipv6_src",
 		"set_field:255->nw_ttl",
 		"set_field:" + mac + "->nd_sll",

@@ -67,10 +67,10 @@ func TestFlows(t *testing.T) {
 		fragments: []string{"table=1,"},
 		want: []string{
 			"table=1,priority=0,actions=LOCAL",
-			"table=1,priority=100,ct_state=+trk+est,ct_mark=1,actions=mod_dl_dst:02:00:c0:a8:64:0b,output:2",
-			"table=1,priority=100,ct_state=+trk+est,ct_mark=4,actions=mod_dl_dst:02:00:c0:a8:64:0b,output:5",
-			"table=1,priority=100,ct_state=+trk+rel,ct_mark=1,actions=mod_dl_dst:02:00:c0:a8:64:0b,output:2",
-			"table=1,priority=100,ct_state=+trk+rel,ct_mark=4,actions=mod_dl_dst:02:00:c0:a8:64:0b,output:5",
+			"table=1,priority=100,ct_state=+trk+est,ct_mark=1,actions=set_field:02:00:c0:a8:64:0b->eth_dst,output:2",
+			"table=1,priority=100,ct_state=+trk+est,ct_mark=4,actions=set_field:02:00:c0:a8:64:0b->eth_dst,output:5",
+			"table=1,priority=100,ct_state=+trk+rel,ct_mark=1,actions=set_field:02:00:c0:a8:64:0b->eth_dst,output:2",
+			"table=1,priority=100,ct_state=+trk+rel,ct_mark=4,actions=set_field:02:00:c0:a8:64:0b->eth_dst,output:5",
 		},
 	}, {
 		name:      "node port and external IP steered both ways, nothing for a network without a patch port",
@@ -85,8 +85,8 @@ func TestFlows(t *testing.T) {
 		name:      "host to a UDN ClusterIP and to the default network's service CIDR",
 		fragments: []string{"in_port=LOCAL", "nat(src=169.254.0.2)"},
 		want: []string{
-			"table=0,priority=500,in_port=LOCAL,ip,nw_dst=10.96.0.0/16,actions=load:2->NXM_NX_REG0[],ct(commit,zone=61439,nat(src=169.254.0.2),table=2)",
-			"table=0,priority=600,in_port=LOCAL,ip,nw_dst=10.96.0.50,actions=load:5->NXM_NX_REG0[],ct(commit,zone=61439,nat(src=169.254.0.2),table=2)",
+			"table=0,priority=500,in_port=LOCAL,ip,nw_dst=10.96.0.0/16,actions=set_field:0x2->reg0,ct(commit,zone=61439,nat(src=169.254.0.2),table=2)",
+			"table=0,priority=600,in_port=LOCAL,ip,nw_dst=10.96.0.50,actions=set_field:0x5->reg0,ct(commit,zone=61439,nat(src=169.254.0.2),table=2)",
 		},
 	}, {
 		name:      "Geneve passes without conntrack",
