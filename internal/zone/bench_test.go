@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,7 +51,9 @@ import (
 //	go test -run XXX -bench BenchmarkZoneConverge -benchtime 1x ./internal/zone/
 //
 // OVN_UDN_BENCH_SIZE=NxM[,NxM...] chooses the sizes; OVN_UDN_BENCH_FLOORS=0
-// skips the floors, OVN_UDN_BENCH_FLOORS=raw runs only the raw floors.
+// skips the floors, OVN_UDN_BENCH_FLOORS=raw runs only the raw floors;
+// OVN_UDN_BENCH_HEAPPROFILE=FILE writes the converged controller's live
+// heap there (and reports it as MiB-heap-live).
 func BenchmarkZoneConverge(b *testing.B) {
 	for _, size := range benchSizes(b, benchSize{500, 100}, benchSize{2000, 20}, benchSize{4000, 20}) {
 		b.Run(fmt.Sprintf("%dx%d", size.networks, size.nodes), func(b *testing.B) {
@@ -225,6 +229,9 @@ func benchConverge(b *testing.B, networks, nodes int) {
 	b.ReportMetric(cpuSeconds(pid("sb"))-sbCPU0, "s-cpu-sb-server")
 	b.ReportMetric(cpuSeconds("self")-selfCPU0, "s-cpu-controller")
 	ctrlRSS := rssMiB("self", "VmHWM")
+	if path := os.Getenv("OVN_UDN_BENCH_HEAPPROFILE"); path != "" {
+		writeHeapProfile(b, path)
+	}
 	serverRSS := rssMiB(strconv.Itoa(z.Processes()["nb"].PID()), "VmRSS")
 	txns := s.Transactions()
 	// Until northd has translated it all: the zone converged, not only
@@ -401,6 +408,24 @@ func cpuSeconds(pid string) float64 {
 	utime, _ := strconv.ParseFloat(f[11], 64)
 	stime, _ := strconv.ParseFloat(f[12], 64)
 	return (utime + stime) / 100 // clock ticks (USER_HZ = 100)
+}
+
+// writeHeapProfile writes the live heap, once collected, to path: what the
+// converged controller holds (go tool pprof -sample_index=inuse_space).
+// It also reports the live heap in MiB.
+func writeHeapProfile(b *testing.B, path string) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "MiB-heap-live")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // rssMiB reads a memory figure (VmHWM, VmRSS) of a process from /proc.
