@@ -23,7 +23,9 @@ func newNodeCleanupCommand() *cobra.Command {
 		Long: `Remove what ovn-udn leaves on a node: the CNI plugin and its configuration, the
 integration bridge with the pods' host-side interfaces and the management
 port, the external bridges' flows and patch ports (each bridge becomes a plain
-NORMAL switch again), the chassis settings on Open vSwitch, and the zone's
+NORMAL switch again), the host's routes to the service CIDRs through the first
+one, the host-isolation nftables table, the chassis settings on Open vSwitch,
+and the zone's
 databases and sockets. Run it only once ovn-udn's pods are gone: the node
 agent and the zone would put everything back. It leaves the operator's
 bridges, their uplinks, ovn-bridge-mappings and system-id.`,

@@ -69,8 +69,9 @@ func TestHostNetworkPodsConfined(t *testing.T) {
 		return nil
 	}
 	dns := net.JoinHostPort(sandbox.DNSServiceIP, "53")
+	reached := []string{net.JoinHostPort(clusterIP["hn-blue"], "8080"), dns}
 	// What the confined pod reaches, and so does the control.
-	for _, to := range []string{net.JoinHostPort(clusterIP["hn-blue"], "8080"), dns} {
+	for _, to := range reached {
 		for _, from := range []string{"hn-blue", "hn-plain"} {
 			eventually(t, func() error {
 				if err := connect(from, to); err != nil {
@@ -103,6 +104,12 @@ func TestHostNetworkPodsConfined(t *testing.T) {
 			if connect("hn-blue", to) == nil {
 				t.Errorf("hn-blue/host reached %s (%s) once blocked", name, to)
 			}
+		}
+	}
+	// Once the confinement holds, what it lets by still passes.
+	for _, to := range reached {
+		if err := connect("hn-blue", to); err != nil {
+			t.Errorf("hn-blue/host, confined, no longer reaches %s: %v", to, err)
 		}
 	}
 }

@@ -96,7 +96,7 @@ func Run(o Options, logf func(format string, args ...any)) error {
 			o.hostRoutes(br, logf)
 		}
 	}
-	o.hostIsolation(logf)
+	errs = append(errs, o.hostIsolation(logf))
 	args := append([]string{"remove", "Open_vSwitch", ".", "external_ids"}, ChassisKeys...)
 	if _, err := o.vsctl(args...); err != nil {
 		errs = append(errs, err)
@@ -158,17 +158,22 @@ func (o Options) hostRoutes(br string, logf func(string, ...any)) {
 	}
 }
 
-// hostIsolation removes the agent's nftables table (package
-// hostisolation), if nft is there and so is the table.
-func (o Options) hostIsolation(logf func(string, ...any)) {
-	if o.Command("nft", "list", "table", "inet", hostisolation.TableName).Run() != nil {
-		return // no nft, or no table
+// hostIsolation removes the agent's nftables tables (package
+// hostisolation: its table, and the probe a killed agent may have left),
+// where nft is there and so are they.
+func (o Options) hostIsolation(logf func(string, ...any)) error {
+	var errs []error
+	for _, table := range []string{hostisolation.TableName, hostisolation.ProbeName} {
+		if o.Command("nft", "list", "table", "inet", table).Run() != nil {
+			continue // no nft, or no table
+		}
+		if out, err := o.Command("nft", "delete", "table", "inet", table).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("nft delete table inet %s: %v: %s", table, err, strings.TrimSpace(string(out))))
+			continue
+		}
+		logf("deleted the nftables table inet %s", table)
 	}
-	if out, err := o.Command("nft", "delete", "table", "inet", hostisolation.TableName).CombinedOutput(); err == nil {
-		logf("deleted the nftables table inet %s", hostisolation.TableName)
-	} else {
-		logf("could not delete the nftables table inet %s: %v: %s", hostisolation.TableName, err, strings.TrimSpace(string(out)))
-	}
+	return errors.Join(errs...)
 }
 
 func (o Options) vsctl(args ...string) (string, error) {

@@ -89,8 +89,10 @@ func TestRun(t *testing.T) {
 		}
 	}
 	// The agent's host-isolation table.
-	if out, err := run("nft", "add", "table", "inet", hostisolation.TableName).CombinedOutput(); err != nil {
-		t.Fatalf("nft add table: %v: %s", err, out)
+	for _, table := range []string{hostisolation.TableName, hostisolation.ProbeName} {
+		if out, err := run("nft", "add", "table", "inet", table).CombinedOutput(); err != nil {
+			t.Fatalf("nft add table: %v: %s", err, out)
+		}
 	}
 	o := cleanup.Options{OVSDB: ovs.DB, Bridge: "br-int", ExternalBridges: []string{"br-ex", "br-ex2"}, ConfFile: "10-ovn-udn.conflist",
 		CNIConfDir: t.TempDir(), CNIBinDir: t.TempDir(), DBDir: t.TempDir(), RunDir: t.TempDir(), Command: run,
@@ -128,8 +130,10 @@ func TestRun(t *testing.T) {
 	if out, _ := deps.OVNCommand("ip", "-n", node, "neigh", "show", "169.254.0.4").Output(); strings.Contains(string(out), "PERMANENT") {
 		t.Errorf("the masquerade next hop's neighbour entry is still there: %s", out)
 	}
-	if run("nft", "list", "table", "inet", hostisolation.TableName).Run() == nil {
-		t.Errorf("the nftables table %s is still there", hostisolation.TableName)
+	for _, table := range []string{hostisolation.TableName, hostisolation.ProbeName} {
+		if run("nft", "list", "table", "inet", table).Run() == nil {
+			t.Errorf("the nftables table %s is still there", table)
+		}
 	}
 	if ports, _ := ovs.VSCtl("list-ports", "br-ex"); strings.TrimSpace(ports) != "" {
 		t.Errorf("br-ex keeps ports %q", ports)

@@ -38,6 +38,7 @@ package hostisolation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -82,7 +83,11 @@ func Setup(mgr ctrl.Manager, opts node.Options) error {
 	mount := ResolveMount()
 	cg, err := Resolve(mount, opts.KubeletCgroup)
 	if err == nil {
-		if err = apply(opts, script(ProbeName, Rules{Kubelet: cg})); err == nil {
+		// Every kind of rule the table holds, the kubelet's cgroup standing
+		// for a confined pod's.
+		probe := Rules{Kubelet: cg, Closed: []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("2001:db8::/32")},
+			Confined: []Confined{{Networks: "probe", Pods: []ConfinedPod{{Name: "probe", Cgroup: cg}}}}}
+		if err = apply(opts, script(ProbeName, probe)); err == nil {
 			err = apply(opts, deleteTable(ProbeName))
 		}
 	}
@@ -126,13 +131,17 @@ type reconciler struct {
 	// reported are the running pods told they are not confined (no
 	// cgroup found), so that each is told once.
 	reported map[types.UID]bool
+	// applied is the script last loaded, at appliedAt: a reconcile with
+	// the same script loads it again only after resync.
+	applied   string
+	appliedAt time.Time
 }
 
 const (
 	// resync re-applies the table this often without a change.
 	resync = time.Minute
-	// waitCgroup is how soon a reconcile looks again for a confined pod's
-	// cgroup that the kubelet has not made yet.
+	// waitCgroup is how soon a reconcile looks again for the cgroup of a
+	// confined pod that is still starting.
 	waitCgroup = time.Second
 )
 
@@ -152,28 +161,63 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if rules.Confined, waiting, err = r.confined(ctx, pods.Items); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := apply(r.opts, Table(rules)); err != nil {
+	if err := r.load(rules); err != nil {
 		return reconcile.Result{}, err
 	}
-	r.report(pods.Items, waiting)
-	if len(waiting) > 0 {
+	starting := r.report(pods.Items, waiting)
+	if starting {
 		return reconcile.Result{RequeueAfter: waitCgroup}, nil
 	}
 	return reconcile.Result{RequeueAfter: resync}, nil
 }
 
+// load loads Table(rules), unless it is what was loaded less than resync
+// ago. Should nft refuse it, the isolation of pods' addresses must not
+// stay stale with it: the table is loaded without the confined pods, and
+// the error (retried with backoff) says why they are not.
+func (r *reconciler) load(rules Rules) error {
+	script := Table(rules)
+	if script == r.applied && time.Since(r.appliedAt) < resync {
+		return nil
+	}
+	err := apply(r.opts, script)
+	if err != nil && len(rules.Confined) > 0 {
+		rules.Confined = nil
+		script = Table(rules)
+		if ferr := apply(r.opts, script); ferr != nil {
+			return errors.Join(err, ferr)
+		}
+		r.applied, r.appliedAt = "", time.Time{}
+		return fmt.Errorf("host-network pods not confined, the table without them is loaded: %w", err)
+	}
+	if err != nil {
+		return err
+	}
+	r.applied, r.appliedAt = script, time.Now()
+	return nil
+}
+
 // report tells, once per pod, that a running confined pod has no cgroup
 // the table can match (a Warning Event on the pod, and the log): the
 // kubelet's pods are not under --pods-cgroup, or its cgroup driver names
-// them otherwise. A pod still starting waits for its cgroup silently.
-func (r *reconciler) report(pods []corev1.Pod, waiting []string) {
+// them otherwise. It returns whether a waiting pod is still starting (its
+// cgroup may come within a second); the others are looked for again at
+// the resync.
+func (r *reconciler) report(pods []corev1.Pod, waiting []string) (starting bool) {
 	parent, perr := ResolvePods(r.mount, r.opts.PodsCgroup)
 	for i := range pods {
 		p := &pods[i]
-		if p.Status.Phase != corev1.PodRunning || r.reported[p.UID] || !slices.Contains(waiting, p.Namespace+"/"+p.Name) {
+		if !slices.Contains(waiting, p.Namespace+"/"+p.Name) {
 			continue
 		}
-		msg := fmt.Sprintf("host-network pod not confined to its namespace's networks: no cgroup of pod %s under %s", p.UID, parent)
+		if p.Status.Phase != corev1.PodRunning {
+			starting = true
+			continue
+		}
+		if r.reported[p.UID] {
+			continue
+		}
+		msg := fmt.Sprintf("host-network pod not confined to its namespace's networks: no cgroup of pod %s under %s", CgroupUID(p), parent)
 		if perr != nil {
 			msg = "host-network pod not confined to its namespace's networks: " + perr.Error()
 		}
@@ -186,6 +230,7 @@ func (r *reconciler) report(pods []corev1.Pod, waiting []string) {
 			delete(r.reported, uid)
 		}
 	}
+	return starting
 }
 
 // ReasonNotConfined is the Warning Event on a running host-network pod of
@@ -196,10 +241,6 @@ const ReasonNotConfined = "HostNetworkNotConfined"
 // confined reads the node's host-network pods' namespaces and every
 // service, and returns Confine's groups.
 func (r *reconciler) confined(ctx context.Context, pods []corev1.Pod) ([]Confined, []string, error) {
-	var svcs corev1.ServiceList
-	if err := r.client.List(ctx, &svcs); err != nil {
-		return nil, nil, err
-	}
 	namespaces := map[string]Namespace{}
 	lookup := func(name string) error {
 		if _, done := namespaces[name]; done {
@@ -220,15 +261,21 @@ func (r *reconciler) confined(ctx context.Context, pods []corev1.Pod) ([]Confine
 		namespaces[name] = namespaceOf(ns, nads)
 		return nil
 	}
+	tenants := false
 	for i := range pods {
 		if pods[i].Spec.HostNetwork {
 			if err := lookup(pods[i].Namespace); err != nil {
 				return nil, nil, err
 			}
+			tenants = tenants || namespaces[pods[i].Namespace].Confined
 		}
 	}
-	if len(namespaces) == 0 {
+	if !tenants { // most nodes: no host-network pod of a tenant, no service to read
 		return nil, nil, nil
+	}
+	var svcs corev1.ServiceList
+	if err := r.client.List(ctx, &svcs); err != nil {
+		return nil, nil, err
 	}
 	for i := range svcs.Items {
 		if err := lookup(svcs.Items[i].Namespace); err != nil {

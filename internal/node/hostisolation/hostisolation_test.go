@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 )
@@ -105,10 +108,10 @@ table inet ovn_udn_host_isolation {
 	}
 	chain confined0 {
 		comment "host-network pods confined to blue"
-		ip daddr @allowed0_4 accept
-		ip6 daddr @allowed0_6 accept
-		ip daddr { 10.244.0.0/16, 10.96.0.0/16 } drop
-		ip6 daddr { fd00:10:96::/112 } drop
+		ct original ip daddr @allowed0_4 accept
+		ct original ip6 daddr @allowed0_6 accept
+		ct original ip daddr { 10.244.0.0/16, 10.96.0.0/16 } drop
+		ct original ip6 daddr { fd00:10:96::/112 } drop
 	}
 	chain forward {
 		type filter hook forward priority filter; policy accept;
@@ -232,6 +235,90 @@ func TestIsolated(t *testing.T) {
 		pod("c", podnet.RoleInfrastructure, corev1.PodSucceeded, false), pod("d", podnet.RoleInfrastructure, corev1.PodRunning, true)})
 	if diff := cmp.Diff([]netip.Addr{netip.MustParseAddr("10.244.0.5")}, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestTableTakesAnyName: names nft would refuse in a comment (longer than
+// it takes, with quotes or backslashes; pod names run to 253 characters,
+// network names have no limit) are cut and cleaned, and the table loads in
+// a real nft: one refused comment would fail the whole table.
+func TestTableTakesAnyName(t *testing.T) {
+	nft := filepath.Join(deps.OVNBinDir(), "nft")
+	mount := ResolveMount()
+	if _, err := os.Stat(nft); err != nil || mount == "" {
+		t.Skipf("no nft (%v) or no cgroup v2 hierarchy here", err)
+	}
+	dir, err := os.MkdirTemp(mount, "hostisolation-names-")
+	if err != nil {
+		t.Skipf("cannot make a cgroup here: %v", err)
+	}
+	defer os.Remove(dir)
+	cg, err := Resolve(mount, filepath.Base(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("n", 63) + "/" + strings.Repeat("p", 253)
+	r := testRules(cg, cg)
+	r.Confined[0].Networks = strings.Repeat("tenant-network.", 20) + `we"ird\`
+	r.Confined[0].Pods[0].Name = long
+	script := Table(r)
+	if strings.Contains(script, `we"ird`) || strings.Contains(script, `\`) {
+		t.Errorf("a quote or backslash is left in the script:\n%s", script)
+	}
+	cmd := exec.Command("unshare", "--net", nft, "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("nft -f: %v: %s", err, out)
+	}
+}
+
+// TestNamespaceOf: confined when the namespace has a primary user-defined
+// network (labelled with its UDN's NAD, or a hand-made primary NAD), or is
+// labelled for one without a NAD yet; its networks and home as podnet
+// reads them; a default-network namespace is not confined.
+func TestNamespaceOf(t *testing.T) {
+	ns := func(labelled bool) *corev1.Namespace {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}
+		if labelled {
+			n.Labels = map[string]string{v1.PrimaryNetworkLabel: ""}
+		}
+		return n
+	}
+	nad := func(name, network, role string, created int64) *nadv1.NetworkAttachmentDefinition {
+		return &nadv1.NetworkAttachmentDefinition{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
+			CreationTimestamp: metav1.Unix(created, 0), Annotations: map[string]string{netconf.NetworkIDAnnotation: "3"}},
+			Spec: nadv1.NetworkAttachmentDefinitionSpec{Config: `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"` + network +
+				`","topology":"layer3","role":"` + role + `","subnets":"10.100.0.0/16/24","netAttachDefName":"ns/` + name + `"}`}}
+	}
+	nads := func(ns ...*nadv1.NetworkAttachmentDefinition) map[string]*nadv1.NetworkAttachmentDefinition {
+		out := map[string]*nadv1.NetworkAttachmentDefinition{}
+		for _, n := range ns {
+			out[podnet.Key(n.Namespace, n.Name)] = n
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		ns   *corev1.Namespace
+		nads map[string]*nadv1.NetworkAttachmentDefinition
+		want Namespace
+	}{
+		{"default network", ns(false), nil, Namespace{}},
+		{"default network with a secondary NAD", ns(false), nads(nad("sec", "sec", "secondary", 1)), Namespace{}},
+		{"labelled, no NAD yet", ns(true), nil, Namespace{Confined: true}},
+		{"labelled, its UDN", ns(true), nads(nad("net", "ns.net", "primary", 1)), Namespace{Confined: true, Networks: []string{"ns.net"}, Home: "ns.net"}},
+		{"a hand-made primary NAD", ns(false), nads(nad("net", "hand", "primary", 1)), Namespace{Confined: true, Networks: []string{"hand"}, Home: "hand"}},
+		{"a hand-made primary NAD not allocated yet", ns(false), func() map[string]*nadv1.NetworkAttachmentDefinition {
+			n := nad("net", "hand", "primary", 1)
+			n.Annotations = nil
+			return nads(n)
+		}(), Namespace{Confined: true}},
+		{"two primaries: the older is home", ns(true), nads(nad("b", "ns.b", "primary", 2), nad("a", "ns.a", "primary", 1)),
+			Namespace{Confined: true, Networks: []string{"ns.a", "ns.b"}, Home: "ns.a"}},
+	} {
+		if diff := cmp.Diff(c.want, namespaceOf(c.ns, c.nads)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", c.name, diff)
+		}
 	}
 }
 

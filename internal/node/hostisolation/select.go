@@ -38,6 +38,19 @@ func Isolated(pods []corev1.Pod) []netip.Addr {
 	return out
 }
 
+// MirrorAnnotation holds a static pod's hash, which the kubelet names its
+// cgroup by, on the pod's mirror in the API (whose UID is another).
+const MirrorAnnotation = "kubernetes.io/config.mirror"
+
+// CgroupUID is the UID the kubelet names pod's cgroup by: a static pod's
+// hash, else the pod's UID.
+func CgroupUID(pod *corev1.Pod) string {
+	if h := pod.Annotations[MirrorAnnotation]; h != "" {
+		return h
+	}
+	return string(pod.UID)
+}
+
 // Namespace is what the table needs to know of a namespace.
 type Namespace struct {
 	// Confined: the namespace has primary user-defined networks (or is
@@ -55,8 +68,8 @@ type Namespace struct {
 // networks, each group with the ClusterIPs it may reach: those of the
 // services whose namespace's home is one of the networks, and those of the
 // infrastructure services (infra). cgroupOf finds a pod's cgroup by its
-// UID; a pod whose cgroup is not there yet (or any more) is left out and
-// named in waiting, unless it has finished.
+// CgroupUID; a pod whose cgroup is not there yet (or any more) is left out
+// and named in waiting, unless it has finished or is being deleted.
 func Confine(pods []corev1.Pod, svcs []corev1.Service, namespaces map[string]Namespace, infra func(namespace, name string) bool, cgroupOf func(uid string) (Cgroup, bool)) (out []Confined, waiting []string) {
 	groups := map[string]*Confined{}
 	for i := range pods {
@@ -66,12 +79,14 @@ func Confine(pods []corev1.Pod, svcs []corev1.Service, namespaces map[string]Nam
 			continue
 		}
 		name := p.Namespace + "/" + p.Name
-		cg, ok := cgroupOf(string(p.UID))
+		cg, ok := cgroupOf(CgroupUID(p))
 		if !ok {
-			waiting = append(waiting, name)
+			if p.DeletionTimestamp == nil { // a pod going away may have lost its cgroup first
+				waiting = append(waiting, name)
+			}
 			continue
 		}
-		key := strings.Join(ns.Networks, ",")
+		key := strings.Join(slices.Sorted(slices.Values(ns.Networks)), ",")
 		g := groups[key]
 		if g == nil {
 			g = &Confined{Networks: key}

@@ -71,7 +71,7 @@ func script(name string, r Rules) string {
 	byLevel := map[int][]string{}
 	for i, c := range r.Confined {
 		for _, p := range c.Pods {
-			byLevel[p.Cgroup.Level] = append(byLevel[p.Cgroup.Level], fmt.Sprintf("%q comment %q : jump confined%d", p.Cgroup.Path, p.Name, i))
+			byLevel[p.Cgroup.Level] = append(byLevel[p.Cgroup.Level], fmt.Sprintf("%q comment %s : jump confined%d", p.Cgroup.Path, comment(p.Name), i))
 		}
 	}
 	for _, level := range slices.Sorted(maps.Keys(byLevel)) {
@@ -88,13 +88,20 @@ func script(name string, r Rules) string {
 		// ClusterIPs, then nothing else of the cluster's; back in output,
 		// the isolation of pods' default addresses applies as to any
 		// process.
-		fmt.Fprintf(&b, "\tchain confined%d {\n\t\tcomment %q\n", i, "host-network pods confined to "+c.Networks)
-		fmt.Fprintf(&b, "\t\tip daddr @allowed%d_4 accept\n\t\tip6 daddr @allowed%d_6 accept\n", i, i)
+		networks := c.Networks
+		if networks == "" {
+			networks = "(no network yet)"
+		}
+		fmt.Fprintf(&b, "\tchain confined%d {\n\t\tcomment %s\n", i, comment("host-network pods confined to "+networks))
+		// The original destination: where kube-proxy runs beside ovn-udn,
+		// its DNAT (output, before this hook) has already turned a
+		// ClusterIP into an endpoint.
+		fmt.Fprintf(&b, "\t\tct original ip daddr @allowed%d_4 accept\n\t\tct original ip6 daddr @allowed%d_6 accept\n", i, i)
 		if len(c4) > 0 {
-			fmt.Fprintf(&b, "\t\tip daddr { %s } drop\n", strings.Join(c4, ", "))
+			fmt.Fprintf(&b, "\t\tct original ip daddr { %s } drop\n", strings.Join(c4, ", "))
 		}
 		if len(c6) > 0 {
-			fmt.Fprintf(&b, "\t\tip6 daddr { %s } drop\n", strings.Join(c6, ", "))
+			fmt.Fprintf(&b, "\t\tct original ip6 daddr { %s } drop\n", strings.Join(c6, ", "))
 		}
 		b.WriteString("\t}\n")
 	}
@@ -103,6 +110,20 @@ func script(name string, r Rules) string {
 	b.WriteString("\tchain forward {\n\t\ttype filter hook forward priority filter; policy accept;\n")
 	b.WriteString("\t\tct state new ip daddr @isolated4 drop\n\t\tct state new ip6 daddr @isolated6 drop\n\t}\n}\n")
 	return b.String()
+}
+
+// maxComment is the longest comment nft takes, in bytes.
+const maxComment = 128
+
+// comment quotes s as an nft comment: without the quotes and backslashes
+// nft cannot take, cut to what it accepts (pod and network names may be
+// longer). A comment nft refused would fail the whole table.
+func comment(s string) string {
+	s = strings.NewReplacer(`"`, "", `\`, "").Replace(s)
+	if len(s) > maxComment-1 {
+		s = strings.ToValidUTF8(s[:maxComment-1], "")
+	}
+	return `"` + s + `"`
 }
 
 // set declares a named set of type typ holding elems.
