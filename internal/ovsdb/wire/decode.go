@@ -49,9 +49,10 @@ func (d Decoding) TableUpdates2(b []byte) (ovsdb.TableUpdates2, error) {
 type parser struct {
 	b []byte
 	i int
-	// names interns short strings that repeat across rows: column names
-	// and map keys (external_ids, options). The cache keeps what is
-	// decoded, so sharing them saves its memory too.
+	// names interns short strings that repeat across rows: column names,
+	// and map keys and values (external_ids, options: a network's rows
+	// repeat its name and owner). The cache keeps what is decoded, so
+	// sharing them saves its memory too.
 	names map[string]string
 	// strings: decode sets and maps of strings natively (Decoding).
 	strings bool
@@ -568,7 +569,7 @@ func (p *parser) stringPair() (k, v string, ok bool, err error) {
 		p.i = start
 		return "", "", false, nil
 	}
-	if v, err = p.str(false); err != nil {
+	if v, err = p.str(true); err != nil {
 		return "", "", false, err
 	}
 	if p.peek() != ']' {
