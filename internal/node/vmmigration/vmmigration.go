@@ -6,10 +6,12 @@
 // unsolicited router advertisement for IPv6): a gratuitous ARP for each
 // IPv4 gateway and a router advertisement from the gateway's link-local
 // address, both from the gateway's MAC, put straight into the VM's port
-// (ovs-ofctl packet-out on the integration bridge). The gateway's address
-// and MAC are the same on every node (the transit router), so the VM's
-// neighbour cache stays right either way; the announcements refresh it at
-// once, as they would after a move to a node with another gateway MAC.
+// (ovs-ofctl packet-out on the integration bridge). In the transit-router
+// topology the gateway's address and MAC are the same on every node, so
+// the VM's neighbour cache stays right either way and the announcements
+// refresh it at once; on a node still at the old topology (1.0, during a
+// rolling upgrade), the gateway is the node's gateway router, with a MAC
+// of its own, which the announcements teach the VM.
 // Each pod is announced to once per agent run.
 package vmmigration
 
@@ -24,6 +26,7 @@ import (
 	"strings"
 	"sync"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,6 +37,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/kubevirt"
+	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/node"
 	"github.com/ovn-udn/ovn-udn/internal/node/announce"
@@ -97,10 +102,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// In the old Layer2 topology each node has a gateway MAC of its own.
+	self := &corev1.Node{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: r.Opts.Node}, self); err != nil {
+		return reconcile.Result{}, err
+	}
+	info, err := nodeinfo.Parse(self.Name, self.Annotations)
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("node %s: %w", self.Name, err)
+	}
 	n := 0
 	for _, k := range keys {
 		a := nets[k]
-		frames, err := Frames(a)
+		var gatewayMAC string
+		if info.Layer2V1 {
+			if gatewayMAC, err = r.layer2V1GatewayMAC(ctx, k, info.ID); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		frames, err := Frames(a, gatewayMAC)
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("pod %s, attachment %s: %w", req, k, err)
 		}
@@ -125,11 +145,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
+// layer2V1GatewayMAC is the gateway MAC of node id's pods on the network
+// of attachment key (namespace/NAD) in the old Layer2 topology; "" when
+// that is not a Layer2 primary network.
+func (r *Reconciler) layer2V1GatewayMAC(ctx context.Context, key string, id int) (string, error) {
+	ns, name, _ := strings.Cut(key, "/")
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	c, err := netconf.Parse(nad)
+	if err != nil || c == nil || !c.IsPrimary() || c.Topology != netconf.TopologyLayer2 {
+		return "", nil
+	}
+	netID, keys, ok, err := netconf.ParseAllocation(nad.Annotations)
+	if err != nil || !ok {
+		return "", err
+	}
+	n, err := topology.FromNetConf(c, netID, keys, r.Opts.Cluster)
+	if err != nil {
+		return "", err
+	}
+	return n.Layer2V1GatewayMAC(id), nil
+}
+
 // Frames are the announcements of an attachment's gateways to its
 // workload: a gratuitous ARP per IPv4 gateway, a router advertisement for
-// IPv6, all from the gateway MAC (derived as the transit router's port
-// MAC is); none for an attachment without gateways.
-func Frames(a podnet.Attachment) ([][]byte, error) {
+// IPv6, all from the gateway MAC: gatewayMAC when given (the node's
+// gateway router's, in the old Layer2 topology), else the transit router
+// port's MAC derived from the gateways; none for an attachment without
+// gateways.
+func Frames(a podnet.Attachment, gatewayMAC string) ([][]byte, error) {
 	var gws []netip.Prefix
 	for _, g := range a.Gateways {
 		addr, err := netip.ParseAddr(g)
@@ -141,7 +187,10 @@ func Frames(a podnet.Attachment) ([][]byte, error) {
 	if len(gws) == 0 {
 		return nil, nil
 	}
-	gwMAC, err := net.ParseMAC(topology.PortMAC(gws))
+	if gatewayMAC == "" {
+		gatewayMAC = topology.PortMAC(gws)
+	}
+	gwMAC, err := net.ParseMAC(gatewayMAC)
 	if err != nil {
 		return nil, err
 	}

@@ -204,15 +204,25 @@ func keyOption(k int) map[string]string {
 }
 
 // joinIPs are the join addresses of node id's gateway router.
-func (b *builder) joinIPs(id int) []netip.Prefix {
+func (b *builder) joinIPs(id int) []netip.Prefix { return b.n.JoinIPs(id) }
+
+// JoinIPs are the join addresses of node id's gateway router on network n.
+func (n Network) JoinIPs(id int) []netip.Prefix {
 	var out []netip.Prefix
-	for _, j := range b.n.Join {
+	for _, j := range n.Join {
 		if ip, err := allocator.GatewayJoinIP(j, id); err == nil {
 			out = append(out, ip)
 		}
 	}
 	return out
 }
+
+// Layer2V1GatewayMAC is the MAC a Layer2 primary network's pods on node
+// id have their gateway at in the old topology (1.0): that of the node's
+// gateway router port rtos-GR_<network>_<node>, derived from its join
+// address. In 2.0 it is the transit router's, PortMAC of the gateways,
+// the same on every node.
+func (n Network) Layer2V1GatewayMAC(id int) string { return PortMAC(n.JoinIPs(id)) }
 
 // layer2GatewayRouter adds a Layer2 network's local gateway router: its
 // ports toward the network (ports) and the outside, its routes, policies

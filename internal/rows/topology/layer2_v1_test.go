@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/ovsdb/nbdb"
 )
 
 // seedPorts are a pod on node1 and one on node2.
@@ -61,6 +63,31 @@ load-balancer-group test12_namespace.scoped_clusterLBGroup
 		t.Errorf("rendering (-want +got):\n%s", diff)
 	}
 	assertReferencesResolve(t, res)
+	// What the node agent announces to a VM migrated here (vmmigration):
+	// the gateway port's MAC as rendered, node1's local port and node2's
+	// as the remote stor-GR port knows it, apart.
+	macs := map[string]string{}
+	for _, r := range res.Rows {
+		switch row := r.(type) {
+		case *nbdb.LogicalRouterPort:
+			macs[row.Name] = row.MAC
+		case *nbdb.LogicalSwitchPort:
+			if len(row.Addresses) > 0 {
+				macs[row.Name], _, _ = strings.Cut(row.Addresses[0], " ")
+			}
+		}
+	}
+	for _, c := range []struct {
+		node nodeinfo.Info
+		port string
+	}{{nodes[0], "rtos-" + seedNetwork().GatewayRouter(nodes[0].Name)}, {nodes[1], "stor-" + seedNetwork().GatewayRouter(nodes[1].Name)}} {
+		if want := seedNetwork().Layer2V1GatewayMAC(c.node.ID); macs[c.port] == "" || macs[c.port] != want {
+			t.Errorf("%s: Layer2V1GatewayMAC %s, the rendered %s has %q", c.node.Name, want, c.port, macs[c.port])
+		}
+	}
+	if seedNetwork().Layer2V1GatewayMAC(nodes[0].ID) == seedNetwork().Layer2V1GatewayMAC(nodes[1].ID) {
+		t.Error("two nodes' gateway MACs are the same")
+	}
 }
 
 // TestLayer2Upgrade renders node1's zone at the transit router while node2
