@@ -34,6 +34,11 @@ import (
 // reply crosses between versions through them. These ports go when no node
 // is at 1.0 any more.
 
+// UpgradePortSuffix ends the names of the ports that carry traffic between
+// the two Layer2 topologies during a rolling upgrade (stotr-<switch>-upgrade,
+// trtos-<switch>-upgrade).
+const UpgradePortSuffix = "-upgrade"
+
 // layer2V1 renders a Layer2 primary network's switch ports, gateway router
 // and remote gateway router ports in the old topology.
 func layer2V1(b *builder, ls *nbdb.LogicalSwitch, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config.Cluster, gws, mgmt []netip.Prefix) error {
@@ -95,7 +100,7 @@ func (b *builder) upgradePorts(local nodeinfo.Info, old []nodeinfo.Info, cfg con
 	n := b.n
 	sw := n.Layer2Switch()
 	tr := n.TransitRouter()
-	trtos, stotr := "trtos-"+sw+"-upgrade", "stotr-"+sw+"-upgrade"
+	trtos, stotr := "trtos-"+sw+UpgradePortSuffix, "stotr-"+sw+UpgradePortSuffix
 	key, err := NodeRouterPortKey(local.ID)
 	if err != nil {
 		// No upgrade port: the old nodes cannot reach this one's join

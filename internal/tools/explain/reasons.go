@@ -29,6 +29,9 @@ type Row struct {
 	// type and address.
 	Action    string
 	Direction string
+	// OutputPort is a route's output port ("" for other rows, and routes
+	// without one).
+	OutputPort string
 	// ExternalIDs are the row's; ovn-udn's rows name their owner there.
 	ExternalIDs map[string]string
 }
@@ -57,6 +60,9 @@ func (r Row) Describe() string {
 		case "Logical_Router_Policy":
 			return fmt.Sprintf("network %s's routing policy", name)
 		case "Logical_Router_Static_Route":
+			if strings.HasSuffix(r.OutputPort, topology.UpgradePortSuffix) {
+				return fmt.Sprintf("network %s's route to a node still at the old Layer2 topology, through the upgrade port (rolling upgrade)", name)
+			}
 			return fmt.Sprintf("network %s's route", name)
 		case "NAT":
 			return fmt.Sprintf("network %s's NAT", name)

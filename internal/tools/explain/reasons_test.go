@@ -25,6 +25,8 @@ func TestRowDescribe(t *testing.T) {
 		{Row{Table: "ACL", ExternalIDs: ids("npdeny:shop")}, "the default deny of namespace shop's NetworkPolicies (direction unknown)"},
 		{Row{Table: "Logical_Router_Policy", ExternalIDs: ids("net:l3-blue.tenant")}, "network l3-blue.tenant's routing policy"},
 		{Row{Table: "Logical_Router_Static_Route", ExternalIDs: ids("net:default")}, "network default's route"},
+		{Row{Table: "Logical_Router_Static_Route", OutputPort: "trtos-l2.net_ovn_layer2_switch-upgrade", ExternalIDs: ids("net:l2.net")},
+			"network l2.net's route to a node still at the old Layer2 topology, through the upgrade port (rolling upgrade)"},
 		{Row{Table: "NAT", ExternalIDs: ids("net:default")}, "network default's NAT"},
 		{Row{Table: "ACL", ExternalIDs: ids("net:default")}, "network default's isolation ACL"},
 		{Row{Table: "Load_Balancer", ExternalIDs: ids("net:default")}, "network default"},

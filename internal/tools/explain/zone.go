@@ -191,7 +191,11 @@ func (z *zoneReader) row(ctx context.Context, prefix string) (*Row, error) {
 	}
 	if len(routes) > 0 {
 		r := routes[0]
-		return &Row{Table: "Logical_Router_Static_Route", UUID: r.UUID, Match: r.IPPrefix, Action: "via " + r.Nexthop, ExternalIDs: r.ExternalIDs}, nil
+		row := &Row{Table: "Logical_Router_Static_Route", UUID: r.UUID, Match: r.IPPrefix, Action: "via " + r.Nexthop, ExternalIDs: r.ExternalIDs}
+		if r.OutputPort != nil {
+			row.OutputPort = *r.OutputPort
+		}
+		return row, nil
 	}
 	var nats []nbdb.NAT
 	if err := z.nb.WhereCache(func(r *nbdb.NAT) bool { return has(r.UUID) }).List(ctx, &nats); err != nil {

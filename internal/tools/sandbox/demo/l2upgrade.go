@@ -24,6 +24,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/ovsdb"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
+	"github.com/ovn-udn/ovn-udn/internal/rows/topology"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
 	"github.com/ovn-udn/ovn-udn/internal/zone/l2version"
 )
@@ -548,7 +549,7 @@ func UpgradeRows(ctx context.Context, dir, node string) ([]string, error) {
 	var out []string
 	for _, row := range res[0].Rows {
 		name, _ := row["name"].(string)
-		if strings.HasSuffix(name, "-upgrade") || strings.HasPrefix(name, "stor-GR_") {
+		if strings.HasSuffix(name, topology.UpgradePortSuffix) || strings.HasPrefix(name, "stor-GR_") {
 			out = append(out, name)
 		}
 	}
