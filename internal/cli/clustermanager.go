@@ -11,12 +11,14 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
+	"github.com/ovn-udn/ovn-udn/internal/memlimit"
 )
 
 func newClusterManagerCommand() *cobra.Command {
 	opts := clustermanager.Options{Cluster: config.Default(), MetricsAddr: "0", HealthAddr: "0"}
 	var kube kubeFlags
 	connects := true
+	memoryLimit := memlimit.Auto
 	cmd := &cobra.Command{
 		Use:   "cluster-manager",
 		Short: "Run the cluster-wide controllers: network definitions and allocation",
@@ -30,6 +32,9 @@ render it (--render-everywhere on both for every node).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New())
+			if err := applyMemoryLimit(memoryLimit); err != nil {
+				return err
+			}
 			cfg, err := kube.config()
 			if err != nil {
 				return err
@@ -40,6 +45,7 @@ render it (--render-everywhere on both for every node).`,
 	}
 	fs := cmd.Flags()
 	kube.add(fs)
+	fs.StringVar(&memoryLimit, "memory-limit", memoryLimit, memlimit.Flag)
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect one active cluster-manager among replicas")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "kube-system", "namespace of the leader-election Lease")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", opts.MetricsAddr, "metrics listen address (0 disables)")

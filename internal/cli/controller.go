@@ -10,6 +10,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
+	"github.com/ovn-udn/ovn-udn/internal/memlimit"
 	"github.com/ovn-udn/ovn-udn/internal/zone"
 )
 
@@ -17,6 +18,7 @@ func newControllerCommand() *cobra.Command {
 	opts := zone.Options{Cluster: config.Default()}
 	var kube kubeFlags
 	connects := true
+	memoryLimit := memlimit.Auto
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run the zone controller that renders networks into one node's OVN zone",
@@ -31,6 +33,9 @@ Services, NetworkPolicies and ClusterNetworkConnects.`,
 				return fmt.Errorf("--zone, --nb and --sb are required")
 			}
 			ctrl.SetLogger(zap.New())
+			if err := applyMemoryLimit(memoryLimit); err != nil {
+				return err
+			}
 			cfg, err := kube.config()
 			if err != nil {
 				return err
@@ -42,6 +47,7 @@ Services, NetworkPolicies and ClusterNetworkConnects.`,
 	}
 	fs := cmd.Flags()
 	kube.add(fs)
+	fs.StringVar(&memoryLimit, "memory-limit", memoryLimit, memlimit.Flag)
 	fs.StringVar(&opts.Zone, "zone", "", "the zone's name: the node's name")
 	fs.StringVar(&opts.NB, "nb", "", "the zone's Northbound database, e.g. tcp:127.0.0.1:6641")
 	fs.StringVar(&opts.SB, "sb", "", "the zone's Southbound database, e.g. tcp:127.0.0.1:6642")
@@ -58,4 +64,15 @@ Services, NetworkPolicies and ClusterNetworkConnects.`,
 	opts.Gateway = &gw
 	gw.AddFlags(fs)
 	return cmd
+}
+
+// applyMemoryLimit sets the runtime's soft memory limit as --memory-limit
+// says (package memlimit) and logs it.
+func applyMemoryLimit(value string) error {
+	limit, why, err := memlimit.Apply(value)
+	if err != nil {
+		return err
+	}
+	ctrl.Log.WithName("memory").Info("Go memory limit", "bytes", limit, "why", why)
+	return nil
 }

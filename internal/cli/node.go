@@ -13,6 +13,7 @@ import (
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
+	"github.com/ovn-udn/ovn-udn/internal/memlimit"
 	"github.com/ovn-udn/ovn-udn/internal/node"
 	"github.com/ovn-udn/ovn-udn/internal/node/agent"
 	"github.com/ovn-udn/ovn-udn/internal/node/cni"
@@ -27,6 +28,7 @@ func newNodeCommand() *cobra.Command {
 	var gw node.GatewayFlags
 	var ecmp, bfd bool
 	var extraUplinks []string
+	memoryLimit := memlimit.Auto
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Run the node agent: node annotations, the management port, and ovn-udn's CNI plugin",
@@ -77,6 +79,9 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 			opts.Host.Command, opts.Host.Path = tools(toolsDir)
 			opts.Gateway.Netns = opts.Host.Netns
 			ctrl.SetLogger(zap.New())
+			if err := applyMemoryLimit(memoryLimit); err != nil {
+				return err
+			}
 			cfg, err := kube.config()
 			if err != nil {
 				return err
@@ -86,6 +91,7 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 	}
 	fs := cmd.Flags()
 	kube.add(fs)
+	fs.StringVar(&memoryLimit, "memory-limit", memoryLimit, memlimit.Flag)
 	fs.StringVar(&opts.Node, "node", "", "the Node's name")
 	fs.StringVar(&opts.Info.Zone, "zone", "", "the node's OVN interconnect zone (default: the node's name)")
 	fs.StringVar(&opts.Host.OVSDB, "ovsdb", "", "the node's Open vSwitch database, e.g. unix:/run/openvswitch/db.sock")
