@@ -27,7 +27,7 @@ func TestResolve(t *testing.T) {
 		}
 	}
 	write("sys/fs/cgroup/kubepods/pod1/memory.max", "2147483648") // the pod's limit
-	write("sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "max")      // the container sets none
+	write("sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "max")    // the container sets none
 	write("sys/fs/cgroup/memory/kubepods/pod2/ctr/memory.limit_in_bytes", "1073741824")
 	write("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712")
 	write("sys/fs/cgroup/unified/ns/memory.max", "536870912")
