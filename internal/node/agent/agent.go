@@ -15,7 +15,8 @@
 //   - vmmigration: the gateways' announcements to a VM that just migrated
 //     here;
 //   - hostisolation: only the kubelet reaches the default interface of a
-//     pod with a primary user-defined network.
+//     pod with a primary user-defined network, and host-network pods of
+//     such a namespace reach only their networks' ClusterIPs.
 //
 // The kubelet and the runtime own everything else of a pod: its namespace,
 // containers and status.
