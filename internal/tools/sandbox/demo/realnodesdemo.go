@@ -47,7 +47,9 @@ func ProbedDeployment(namespace, name string, replicas int32) *appsv1.Deployment
 // RealNodesDemo prints the real nodes' kubelet and runtime, and, per kind
 // of network, a Deployment with probes made Ready by its kubelet (then
 // deleted); for a primary user-defined network, also that no other
-// process of the node reaches the pod's default interface (ping).
+// process of the node reaches the pod's default interface (ping), and
+// that a host-network pod of its namespace reaches only its network's
+// ClusterIP (hostNetworkConfined).
 func RealNodesDemo(ctx context.Context, dir string, c client.Client, out io.Writer) error {
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
@@ -88,6 +90,9 @@ func RealNodesDemo(ctx context.Context, dir string, c client.Client, out io.Writ
 		if a.Err == nil && x.Namespace != "web" {
 			checks = append(checks, hostBlocked(ctx, dir, c, x.Namespace, name, x.Network))
 		}
+	}
+	checks = append(checks, hostNetworkConfined(ctx, dir, c, name)...)
+	for _, x := range RealNodeNamespaces {
 		_ = c.Delete(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: x.Namespace, Name: name}})
 	}
 	fmt.Fprintf(out, "\nReal nodes (each node's kubelet and containerd; pods plumbed through ovn-udn's CNI plugin, probed by the kubelet through the node's management port):\n\n")
