@@ -33,7 +33,7 @@ const Off = "off"
 const Share = 0.9
 
 // Flag is the --memory-limit help text.
-const Flag = `the Go runtime's soft memory limit: "auto" (90% of the memory limit of the process's cgroup, if it has one), "off", or a quantity such as 1536Mi; a GOMEMLIMIT environment variable wins`
+const Flag = `the Go runtime's soft memory limit (on all the memory the runtime manages, not only the heap): "auto" (90% of the smallest memory limit along the process's cgroup and its ancestors, if any), "off", or a quantity such as 1536Mi; a GOMEMLIMIT environment variable wins`
 
 // Apply sets the runtime's limit as value says and returns it (0: none
 // set) with why, for the log.

@@ -43,6 +43,13 @@ func TestHostNetworkPodsConfined(t *testing.T) {
 				Containers: []corev1.Container{{Name: "c", Image: sandbox.AgnhostImage, Args: []string{"pause"}}}}},
 		}
 	})
+	// Host-network pods stay out of other tests' counts of plumbed pods:
+	// gone with the test.
+	t.Cleanup(func() {
+		for ns := range nets {
+			_ = s.c.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "host"}})
+		}
+	})
 	clusterIP := map[string]string{}
 	for ns := range nets {
 		if out, err := s.kubectl("-n", ns, "wait", "--for=condition=Available", "deploy/web", "--timeout=120s"); err != nil {

@@ -79,7 +79,8 @@ func steady(t *testing.T, addr, series string) {
 
 // plumbedIsReady checks node1's agent's ovn_udn_pods_plumbed against the
 // API: once things settle, the pods plumbed are the Ready pods of node1
-// (a pod is Ready only once plumbed; refused pods are neither).
+// (a pod is Ready only once plumbed; refused pods are neither), leaving
+// out host-network pods, which have no interface to plumb.
 func plumbedIsReady(agent string) error {
 	var pods corev1.PodList
 	if err := admin.List(context.Background(), &pods); err != nil {
@@ -88,7 +89,7 @@ func plumbedIsReady(agent string) error {
 	ready := 0
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.Spec.NodeName == "node1" && p.DeletionTimestamp == nil && kubeobj.PodReady(p) {
+		if p.Spec.NodeName == "node1" && !p.Spec.HostNetwork && p.DeletionTimestamp == nil && kubeobj.PodReady(p) {
 			ready++
 		}
 	}

@@ -275,7 +275,19 @@ func TestUplinks(t *testing.T) {
 
 	t.Run("replies leave through the uplink the connection came in by", func(t *testing.T) {
 		ext := l.ExternalNetns()
-		for _, svc := range []struct{ name, port string }{{"up-plain/web", "30280"}, {"up-l3/web", "30281"}} {
+		nodePorts := []struct{ name, port string }{{"up-plain/web", "30280"}, {"up-l3/web", "30281"}}
+		// The services' backends and flows come with the pods' readiness,
+		// which the sandbox's start does not wait for: each node port
+		// answers first, then the replies' way is measured.
+		for _, svc := range nodePorts {
+			eventually(t, func() error {
+				if ok, answers := s.probe(t, ext, sandbox.UplinkClientIP(1), s.nodeIPs[0]+":"+svc.port, 1, 3*time.Second); ok != 1 {
+					return fmt.Errorf("%s through router 1: %v", svc.name, answers)
+				}
+				return nil
+			})
+		}
+		for _, svc := range nodePorts {
 			for k := 1; k <= uplinkRouters; k++ {
 				const n = 16
 				before := s.counters(t)

@@ -103,30 +103,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	sort.Strings(keys)
 	// In the old Layer2 topology each node has a gateway MAC of its own.
+	// A Node annotation the agent does not need here (Parse reads what it
+	// can) holds nothing up; a 1.0 node without its ID does.
 	self := &corev1.Node{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: r.Opts.Node}, self); err != nil {
 		return reconcile.Result{}, err
 	}
-	info, err := nodeinfo.Parse(self.Name, self.Annotations)
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("node %s: %w", self.Name, err)
+	info, perr := nodeinfo.Parse(self.Name, self.Annotations)
+	if info.Layer2V1 && info.ID == 0 {
+		return reconcile.Result{}, fmt.Errorf("node %s is at the old Layer2 topology without its node ID: %v", self.Name, perr)
 	}
 	n := 0
 	for _, k := range keys {
 		a := nets[k]
+		port := podnet.PortNameOf(k, pod, a)
+		if k == podnet.DefaultKey || len(a.Gateways) == 0 || port == podnet.PortName(k, pod.Namespace, pod.Name) {
+			continue // not the VM's shared port on a Layer2 network with a gateway
+		}
 		var gatewayMAC string
 		if info.Layer2V1 {
+			var err error
 			if gatewayMAC, err = r.layer2V1GatewayMAC(ctx, k, info.ID); err != nil {
 				return reconcile.Result{}, err
+			}
+			if gatewayMAC == "" {
+				// The transit router's MAC would be wrong here: better
+				// nothing than a neighbour entry nobody answers.
+				ctrl.LoggerFrom(ctx).Info("no gateway announcement: the network's definition is gone or not allocated", "pod", req.String(), "attachment", k)
+				continue
 			}
 		}
 		frames, err := Frames(a, gatewayMAC)
 		if err != nil {
 			return reconcile.Result{}, fmt.Errorf("pod %s, attachment %s: %w", req, k, err)
-		}
-		port := podnet.PortNameOf(k, pod, a)
-		if len(frames) == 0 || port == podnet.PortName(k, pod.Namespace, pod.Name) {
-			continue // not the VM's shared port on a Layer2 network
 		}
 		if err := r.send(cni.HostVeth(port), frames); err != nil {
 			return reconcile.Result{}, err

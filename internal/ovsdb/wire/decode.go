@@ -54,6 +54,9 @@ type parser struct {
 	// repeat its name and owner). The cache keeps what is decoded, so
 	// sharing them saves its memory too.
 	names map[string]string
+	// values counts the map values interned, which have a budget of
+	// their own (maxInternValues) so that they never crowd the names out.
+	values int
 	// strings: decode sets and maps of strings natively (Decoding).
 	strings bool
 }
@@ -61,6 +64,8 @@ type parser struct {
 const (
 	maxInterned    = 64   // longest string interned
 	maxInternNames = 8192 // most strings interned per parse
+	// maxInternValues of them may be map values.
+	maxInternValues = maxInternNames / 2
 )
 
 // newParser starts a parse of b, its interning map sized to b (most
@@ -569,9 +574,11 @@ func (p *parser) stringPair() (k, v string, ok bool, err error) {
 		p.i = start
 		return "", "", false, nil
 	}
-	if v, err = p.str(true); err != nil {
+	before := len(p.names)
+	if v, err = p.str(p.values < maxInternValues); err != nil {
 		return "", "", false, err
 	}
+	p.values += len(p.names) - before
 	if p.peek() != ']' {
 		p.i = start
 		return "", "", false, nil

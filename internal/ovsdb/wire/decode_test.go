@@ -2,7 +2,10 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/ovn-org/libovsdb/ovsdb"
@@ -156,5 +159,48 @@ func TestDecodeUpdates(t *testing.T) {
 		if _, err := DecodeUpdates("update2", []byte(params)); err == nil {
 			t.Errorf("update2 %s: no error", params)
 		}
+	}
+}
+
+// TestInternMapValues: within one notification, equal short map values
+// share one string (a network's rows repeat its name and owner), and
+// values never take the room of keys: past the values' budget, a key
+// first seen is still interned.
+func TestInternMapValues(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`[["map",[["owner","net:blue"]]],["map",[["owner","net:blue"]]]`)
+	for i := range maxInternValues + 10 {
+		fmt.Fprintf(&b, `,["map",[["k","unique-%d"]]]`, i)
+	}
+	b.WriteString(`,["map",[["late-key","x"]]],["map",[["late-key","y"]]]]`)
+	p := newParser([]byte(b.String()))
+	p.strings = true
+	p.i++ // '['
+	var maps []StringMap
+	for {
+		v, ok, err := p.fastDatum()
+		if err != nil || !ok {
+			t.Fatalf("datum %d: %v %v", len(maps), ok, err)
+		}
+		maps = append(maps, v.(StringMap))
+		if p.peek() != ',' {
+			break
+		}
+		p.i++
+	}
+	if a, b := maps[0]["owner"], maps[1]["owner"]; unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Error("two equal map values are two strings")
+	}
+	if p.values != maxInternValues {
+		t.Errorf("%d values interned, want the budget %d", p.values, maxInternValues)
+	}
+	var late []string
+	for _, m := range maps[len(maps)-2:] {
+		for k := range m {
+			late = append(late, k)
+		}
+	}
+	if unsafe.StringData(late[0]) != unsafe.StringData(late[1]) {
+		t.Error("a key first seen after the values' budget was spent is not interned")
 	}
 }

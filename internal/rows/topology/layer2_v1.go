@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/ovn-udn/ovn-udn/internal/allocator"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
@@ -38,6 +39,13 @@ import (
 // the two Layer2 topologies during a rolling upgrade (stotr-<switch>-upgrade,
 // trtos-<switch>-upgrade).
 const UpgradePortSuffix = "-upgrade"
+
+// IsUpgradeRouterPort reports whether port is a transit router's upgrade
+// port (trtos-<switch>-upgrade), not merely a name that ends the same (a
+// node named x-upgrade).
+func IsUpgradeRouterPort(port string) bool {
+	return strings.HasPrefix(port, "trtos-") && strings.HasSuffix(port, Layer2SwitchSuffix+UpgradePortSuffix)
+}
 
 // layer2V1 renders a Layer2 primary network's switch ports, gateway router
 // and remote gateway router ports in the old topology.

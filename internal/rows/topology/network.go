@@ -125,7 +125,10 @@ func (n Network) ExternalSwitch(node string) string { return "ext_" + n.prefix()
 func (n Network) ManagementPort(node string) string { return "k8s-" + n.prefix() + node }
 
 // Layer2Switch is a Layer2 network's distributed switch.
-func (n Network) Layer2Switch() string { return n.prefix() + "ovn_layer2_switch" }
+func (n Network) Layer2Switch() string { return n.prefix() + Layer2SwitchSuffix }
+
+// Layer2SwitchSuffix ends every Layer2 network's switch name.
+const Layer2SwitchSuffix = "ovn_layer2_switch"
 
 // TransitRouter is a Layer2 primary network's router shared by all zones.
 func (n Network) TransitRouter() string { return n.prefix() + "transit_router" }

@@ -60,7 +60,7 @@ func (r Row) Describe() string {
 		case "Logical_Router_Policy":
 			return fmt.Sprintf("network %s's routing policy", name)
 		case "Logical_Router_Static_Route":
-			if strings.HasSuffix(r.OutputPort, topology.UpgradePortSuffix) {
+			if topology.IsUpgradeRouterPort(r.OutputPort) {
 				return fmt.Sprintf("network %s's route to a node still at the old Layer2 topology, through the upgrade port (rolling upgrade)", name)
 			}
 			return fmt.Sprintf("network %s's route", name)

@@ -27,6 +27,7 @@ func TestRowDescribe(t *testing.T) {
 		{Row{Table: "Logical_Router_Static_Route", ExternalIDs: ids("net:default")}, "network default's route"},
 		{Row{Table: "Logical_Router_Static_Route", OutputPort: "trtos-l2.net_ovn_layer2_switch-upgrade", ExternalIDs: ids("net:l2.net")},
 			"network l2.net's route to a node still at the old Layer2 topology, through the upgrade port (rolling upgrade)"},
+		{Row{Table: "Logical_Router_Static_Route", OutputPort: "rtoe-GR_node-upgrade", ExternalIDs: ids("net:default")}, "network default's route"},
 		{Row{Table: "NAT", ExternalIDs: ids("net:default")}, "network default's NAT"},
 		{Row{Table: "ACL", ExternalIDs: ids("net:default")}, "network default's isolation ACL"},
 		{Row{Table: "Load_Balancer", ExternalIDs: ids("net:default")}, "network default"},

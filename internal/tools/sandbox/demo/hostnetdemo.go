@@ -48,16 +48,16 @@ func hostNetworkConfined(ctx context.Context, dir string, c client.Client, app s
 	fail := func(err error) []AppCheck {
 		return append(checks, AppCheck{Name: "a host-network pod of a primary-UDN namespace", From: from + "/hostnet", Err: err})
 	}
+	defer func() { // also what a failed create left
+		for _, o := range objs {
+			_ = c.Delete(ctx, o)
+		}
+	}()
 	for _, o := range objs {
 		if err := c.Create(ctx, o); err != nil {
 			return fail(err)
 		}
 	}
-	defer func() {
-		for _, o := range objs {
-			_ = c.Delete(ctx, o)
-		}
-	}()
 	for _, x := range RealNodeNamespaces {
 		svc := &corev1.Service{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: x.Namespace, Name: app}, svc); err != nil {
@@ -90,11 +90,18 @@ func hostNetworkConfined(ctx context.Context, dir string, c client.Client, app s
 		// The agent's table takes the pod and the Services within seconds:
 		// wait for the expected outcome, then it is what holds.
 		_ = proc.WaitFor(30*time.Second, 500*time.Millisecond, func() (bool, error) {
+			// agnhost says how the datagram fared: sent and answered (no
+			// error), sent without an answer (TIMEOUT, REFUSED), or not sent
+			// (the node's EPERM). Anything else (kubectl, the exec) is no
+			// answer to the question.
 			err := kubectl("-n", from, "exec", "hostnet", "--", "/agnhost", "connect", "--protocol=udp", "--timeout=1s", to)
-			if err != nil && strings.Contains(err.Error(), "operation not permitted") {
-				a.Got = refused
-			} else {
-				a.Got = out
+			switch {
+			case err == nil, strings.Contains(err.Error(), "TIMEOUT:"), strings.Contains(err.Error(), "REFUSED:"):
+				a.Got, a.Err = out, nil
+			case strings.Contains(err.Error(), "operation not permitted"):
+				a.Got, a.Err = refused, nil
+			default:
+				a.Got, a.Err = "", err
 			}
 			return a.Got == want, nil
 		})
