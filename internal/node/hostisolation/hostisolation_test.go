@@ -139,55 +139,18 @@ func testRules(kubelet, pod Cgroup) Rules {
 }
 
 // TestTableEnforces loads Table into a real kernel, in a network namespace
-// of the test's with a default route out of a veth, and sends a UDP
-// datagram from processes of three cgroups: the kubelet's, a confined
+// of the test's (newKernel), and sends a UDP datagram from processes of
+// three cgroups, nested as a kubelet's pods are: the kubelet's, a confined
 // host-network pod's and another. A datagram the table drops fails to
 // send (EPERM); one it lets by leaves.
 func TestTableEnforces(t *testing.T) {
-	deps.Require(t, deps.CheckOVN)
-	nft := filepath.Join(deps.OVNBinDir(), "nft")
-	mount := ResolveMount()
-	if _, err := os.Stat(nft); err != nil || mount == "" {
-		t.Skipf("no nft (%v) or no cgroup v2 hierarchy here", err)
-	}
-	group := func(name string) (Cgroup, string) {
-		dir, err := os.MkdirTemp(mount, "hostisolation-"+name+"-")
-		if err != nil {
-			t.Skipf("cannot make a cgroup here: %v", err)
-		}
-		t.Cleanup(func() { os.Remove(dir) })
-		cg, err := Resolve(mount, filepath.Base(dir))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cg, filepath.Join(dir, "cgroup.procs")
-	}
-	kubelet, kubeletProcs := group("kubelet")
-	pod, podProcs := group("pod")
-	_, otherProcs := group("other")
-	netns := "hostisolation-test"
-	_ = deps.OVNCommand("ip", "netns", "del", netns).Run()
-	if out, err := deps.OVNCommand("ip", "netns", "add", netns).CombinedOutput(); err != nil {
-		t.Skipf("cannot make a network namespace: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", netns).Run() })
-	for _, args := range [][]string{
-		{"link", "add", "d0", "type", "veth", "peer", "name", "d1"}, {"link", "set", "d1", "up"}, {"link", "set", "d0", "up"},
-		{"addr", "add", "192.0.2.1/24", "dev", "d0"}, {"route", "add", "default", "dev", "d0"},
-		{"-6", "addr", "add", "2001:db8::1/64", "dev", "d0", "nodad"}, {"-6", "route", "add", "default", "dev", "d0"},
-	} {
-		if out, err := deps.OVNCommand("ip", append([]string{"-n", netns}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %v: %v: %s", args, err, out)
-		}
-	}
-	load := exec.Command("nsenter", "--net=/run/netns/"+netns, nft, "-f", "-")
-	load.Stdin = strings.NewReader(Table(testRules(kubelet, pod)))
-	if out, err := load.CombinedOutput(); err != nil {
-		t.Fatalf("nft -f: %v: %s", err, out)
-	}
+	k := newKernel(t, "enforce")
+	kubelet, kubeletProcs := k.group("kubelet")
+	pod, podProcs := k.group("pod")
+	_, otherProcs := k.group("other")
+	k.load(Table(testRules(kubelet, pod)))
 	send := func(procs, addr string) error {
-		target := "/dev/udp/" + addr + "/53"
-		out, err := exec.Command("nsenter", "--net=/run/netns/"+netns, "sh", "-c", `echo $$ > "$0" && exec bash -c "echo x > $1"`, procs, target).CombinedOutput()
+		out, err := k.in(procs, "bash", "-c", `echo x > "$0"`, "/dev/udp/"+addr+"/53").CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
 		}
@@ -422,29 +385,11 @@ func TestPodCgroup(t *testing.T) {
 // its own) and the ClusterIPs they may reach; the empty table is the
 // floor (mostly the start of nft).
 func BenchmarkTableLoad(b *testing.B) {
-	deps.Require(b, deps.CheckOVN)
-	nft := filepath.Join(deps.OVNBinDir(), "nft")
-	mount := ResolveMount()
-	if _, err := os.Stat(nft); err != nil || mount == "" {
-		b.Skipf("no nft (%v) or no cgroup v2 hierarchy here", err)
-	}
-	netns := "hostisolation-bench"
-	_ = deps.OVNCommand("ip", "netns", "del", netns).Run()
-	if out, err := deps.OVNCommand("ip", "netns", "add", netns).CombinedOutput(); err != nil {
-		b.Skipf("cannot make a network namespace: %v: %s", err, out)
-	}
-	b.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", netns).Run() })
+	k := newKernel(b, "load")
 	for _, size := range []struct{ pods, hostPods, networks, services int }{{0, 0, 0, 0}, {110, 0, 0, 0}, {110, 10, 2, 1000}, {250, 50, 10, 10000}} {
 		b.Run(fmt.Sprintf("pods=%d/host=%d/networks=%d/services=%d", size.pods, size.hostPods, size.networks, size.services), func(b *testing.B) {
-			kubelet, err := os.MkdirTemp(mount, "hostisolation-bench-")
-			if err != nil {
-				b.Skipf("cannot make a cgroup here: %v", err)
-			}
-			b.Cleanup(func() { os.Remove(kubelet) })
-			cg, err := Resolve(mount, filepath.Base(kubelet))
-			if err != nil {
-				b.Fatal(err)
-			}
+			prefix := fmt.Sprintf("%d-%d-", size.pods, size.hostPods)
+			cg, _ := k.group(prefix + "kubelet")
 			r := Rules{Kubelet: cg, Closed: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("10.244.0.0/16")}}
 			for i := range size.pods {
 				r.Isolated = append(r.Isolated, netip.AddrFrom4([4]byte{10, 244, byte(i / 250), byte(1 + i%250)}))
@@ -455,15 +400,7 @@ func BenchmarkTableLoad(b *testing.B) {
 					c.Allowed = append(c.Allowed, netip.AddrFrom4([4]byte{10, 96 + byte(n), byte(i / 250), byte(1 + i%250)}))
 				}
 				for i := range size.hostPods / size.networks {
-					dir, err := os.MkdirTemp(kubelet, "pod")
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { os.Remove(dir) })
-					pcg, err := Resolve(mount, strings.TrimPrefix(dir, mount))
-					if err != nil {
-						b.Fatal(err)
-					}
+					pcg, _ := k.group(fmt.Sprintf("%spod-%d-%d", prefix, n, i))
 					c.Pods = append(c.Pods, ConfinedPod{Name: fmt.Sprintf("ns%d/host%d", n, i), Cgroup: pcg})
 				}
 				r.Confined = append(r.Confined, c)
@@ -472,11 +409,7 @@ func BenchmarkTableLoad(b *testing.B) {
 			for b.Loop() {
 				script := Table(r)
 				bytes = len(script)
-				cmd := exec.Command("nsenter", "--net=/run/netns/"+netns, nft, "-f", "-")
-				cmd.Stdin = strings.NewReader(script)
-				if out, err := cmd.CombinedOutput(); err != nil {
-					b.Fatalf("nft -f: %v: %s", err, out)
-				}
+				k.load(script)
 			}
 			b.ReportMetric(float64(bytes), "script-bytes")
 		})
@@ -514,51 +447,14 @@ func TestMain(m *testing.M) {
 // (the output hook sees them all): a process of a cgroup sends to an
 // address out of a veth, in a network namespace of the benchmark's, with
 // no table, with conntrack alone (the floor), then with the table of a
-// busy node (250 isolated
-// pods, 50 confined host-network pods over 10 networks, 10,000 allowed
-// ClusterIPs): from a confined pod to an allowed ClusterIP (the longest
+// busy node (250 isolated pods, 50 confined host-network pods over 10
+// networks, 10,000 allowed ClusterIPs): from a confined pod to an allowed ClusterIP (the longest
 // path: the cgroup lookup, the confined chain, its set), and from another
 // process to an address outside the cluster. ns/datagram is the sender's
 // own measure, without its start.
 func BenchmarkHostSend(b *testing.B) {
-	deps.Require(b, deps.CheckOVN)
-	nft := filepath.Join(deps.OVNBinDir(), "nft")
-	mount := ResolveMount()
-	if _, err := os.Stat(nft); err != nil || mount == "" {
-		b.Skipf("no nft (%v) or no cgroup v2 hierarchy here", err)
-	}
-	netns := "hostisolation-send"
-	_ = deps.OVNCommand("ip", "netns", "del", netns).Run()
-	if out, err := deps.OVNCommand("ip", "netns", "add", netns).CombinedOutput(); err != nil {
-		b.Skipf("cannot make a network namespace: %v: %s", err, out)
-	}
-	b.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", netns).Run() })
-	for _, args := range [][]string{
-		{"link", "add", "d0", "type", "veth", "peer", "name", "d1"}, {"link", "set", "d1", "up"}, {"link", "set", "d0", "up"},
-		{"addr", "add", "192.0.2.1/24", "dev", "d0"}, {"neigh", "add", "192.0.2.2", "lladdr", "02:00:00:00:00:02", "dev", "d0", "nud", "permanent"},
-		{"route", "add", "default", "via", "192.0.2.2"},
-	} {
-		if out, err := deps.OVNCommand("ip", append([]string{"-n", netns}, args...)...).CombinedOutput(); err != nil {
-			b.Fatalf("ip %v: %v: %s", args, err, out)
-		}
-	}
-	parent, err := os.MkdirTemp(mount, "hostisolation-send-")
-	if err != nil {
-		b.Skipf("cannot make a cgroup here: %v", err)
-	}
-	b.Cleanup(func() { os.Remove(parent) })
-	group := func(name string) (Cgroup, string) {
-		dir := filepath.Join(parent, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { os.Remove(dir) })
-		cg, err := Resolve(mount, strings.TrimPrefix(dir, mount))
-		if err != nil {
-			b.Fatal(err)
-		}
-		return cg, filepath.Join(dir, "cgroup.procs")
-	}
+	k := newKernel(b, "send")
+	group := k.group
 	kubelet, _ := group("kubelet")
 	r := Rules{Kubelet: kubelet, Closed: []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12"), netip.MustParsePrefix("10.244.0.0/16")}}
 	for i := range 250 {
@@ -578,17 +474,11 @@ func BenchmarkHostSend(b *testing.B) {
 		r.Confined = append(r.Confined, c)
 	}
 	_, otherProcs = group("other")
-	load := func(script string) {
-		cmd := exec.Command("nsenter", "--net=/run/netns/"+netns, nft, "-f", "-")
-		cmd.Stdin = strings.NewReader(script)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("nft -f: %v: %s", err, out)
-		}
-	}
+	load := k.load
 	send := func(b *testing.B, procs, addr string) {
 		var ns float64
 		for b.Loop() {
-			cmd := exec.Command("nsenter", "--net=/run/netns/"+netns, "sh", "-c", `echo $$ > "$0" && exec "$@"`, procs, os.Args[0])
+			cmd := k.in(procs, os.Args[0])
 			cmd.Env = append(os.Environ(), senderEnv+"="+addr+":9 200000")
 			out, err := cmd.CombinedOutput()
 			if err != nil {
