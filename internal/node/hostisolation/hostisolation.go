@@ -116,10 +116,10 @@ func Setup(mgr ctrl.Manager, opts node.Options) error {
 }
 
 // reconciler keeps the table equal to Table(the node's rules). It loads
-// the whole table at every reconcile, resync included: nft resolves the
-// cgroups to their IDs when it loads the rules, so a kubelet restarted
-// into a new group, or a ruleset flushed by someone else, is mended within
-// a resync.
+// the whole table whenever the rules change, and again at every resync
+// even when they do not: nft resolves the cgroups to their IDs when it
+// loads the rules, so a kubelet restarted into a new group, or a ruleset
+// flushed by someone else, is mended within a resync.
 type reconciler struct {
 	client client.Client
 	opts   node.Options
@@ -158,13 +158,16 @@ func (r *reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 		waiting []string
 		err     error
 	)
-	if rules.Confined, waiting, err = r.confined(ctx, pods.Items); err != nil {
+	// The kubelet makes the pods' parent once it runs, maybe after the
+	// agent started: looked up at each reconcile, once.
+	parent, perr := ResolvePods(r.mount, r.opts.PodsCgroup)
+	if rules.Confined, waiting, err = r.confined(ctx, pods.Items, parent, perr); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.load(rules); err != nil {
 		return reconcile.Result{}, err
 	}
-	starting := r.report(pods.Items, waiting)
+	starting := r.report(pods.Items, waiting, parent, perr)
 	if starting {
 		return reconcile.Result{RequeueAfter: waitCgroup}, nil
 	}
@@ -203,8 +206,7 @@ func (r *reconciler) load(rules Rules) error {
 // them otherwise. It returns whether a waiting pod is still starting (its
 // cgroup may come within a second); the others are looked for again at
 // the resync.
-func (r *reconciler) report(pods []corev1.Pod, waiting []string) (starting bool) {
-	parent, perr := ResolvePods(r.mount, r.opts.PodsCgroup)
+func (r *reconciler) report(pods []corev1.Pod, waiting []string, parent string, perr error) (starting bool) {
 	for i := range pods {
 		p := &pods[i]
 		if !slices.Contains(waiting, p.Namespace+"/"+p.Name) {
@@ -239,8 +241,9 @@ func (r *reconciler) report(pods []corev1.Pod, waiting []string) (starting bool)
 const ReasonNotConfined = "HostNetworkNotConfined"
 
 // confined reads the node's host-network pods' namespaces and every
-// service, and returns Confine's groups.
-func (r *reconciler) confined(ctx context.Context, pods []corev1.Pod) ([]Confined, []string, error) {
+// service, and returns Confine's groups, the pods' cgroups looked for under
+// parent (none when perr says the kubelet's pods' parent is not there).
+func (r *reconciler) confined(ctx context.Context, pods []corev1.Pod, parent string, perr error) ([]Confined, []string, error) {
 	namespaces := map[string]Namespace{}
 	lookup := func(name string) error {
 		if _, done := namespaces[name]; done {
@@ -282,9 +285,6 @@ func (r *reconciler) confined(ctx context.Context, pods []corev1.Pod) ([]Confine
 			return nil, nil, err
 		}
 	}
-	// The kubelet makes the pods' parent once it runs, maybe after the
-	// agent started: looked up at each reconcile.
-	parent, perr := ResolvePods(r.mount, r.opts.PodsCgroup)
 	confined, waiting := Confine(pods, svcs.Items, namespaces, r.opts.Cluster.IsInfrastructureService, func(uid string) (Cgroup, bool) {
 		if perr != nil {
 			return Cgroup{}, false
