@@ -59,6 +59,7 @@ Services, NetworkPolicies and ClusterNetworkConnects.`,
 	fs.StringVar(&opts.DNSServer, "dns-server", "", "DNS server (host:port) resolving EgressFirewall dnsName rules; default: the first nameserver of /etc/resolv.conf")
 	fs.StringVar(&opts.MetricsAddr, "metrics-addr", "0", "/metrics listen address, e.g. 127.0.0.1:9412 (0 disables; see docs/metrics.md)")
 	fs.StringVar(&opts.Layer2TopologyVersion, "layer2-topology-version", nodeinfo.Layer2TopologyV2, "the topology to render Layer2 primary networks in on this node: 2.0 (transit router), or 1.0 to play a release before it; the node moves from 1.0 to 2.0 only at a start with no pod on such networks (docs/topology.md, \"Changing a topology\")")
+	fs.DurationVar(&opts.ResyncPeriod, "resync-period", zone.DefaultResyncPeriod, "how often every network is reconciled again whole, putting back rows of the zone someone else changed (0 never; docs/reliability.md)")
 	opts.Cluster.AddFlags(fs)
 	gw := config.DefaultGateway()
 	opts.Gateway = &gw

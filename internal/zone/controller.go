@@ -132,6 +132,8 @@ type Reconciler struct {
 	ipam   podaddr.IPAM
 	clocks clocks
 	resync chan event.GenericEvent
+	// resyncs counts the periodic resyncs requested (Options.ResyncPeriod).
+	resyncs atomic.Int64
 	// queue takes keys from outside the watches (feature.Queue).
 	queue keyQueue
 	// features are the zone's kinds of work (setup.go), byKind who
