@@ -75,6 +75,14 @@ type ExcludeCIDR string
 // +kubebuilder:validation:XValidation:rule="isCIDR(self) || size(self.split('/')) != 3 || !isCIDR(self.substring(0, self.lastIndexOf('/'))) || (self.substring(self.lastIndexOf('/') + 1).matches('^[0-9]{1,3}$') && int(self.substring(self.lastIndexOf('/') + 1)) > cidr(self.substring(0, self.lastIndexOf('/'))).prefixLength() && int(self.substring(self.lastIndexOf('/') + 1)) <= (ip(self.split('/')[0]).family() == 4 ? 29 : 126))",message="host prefix must be longer than the subnet's prefix length and at most 29 for IPv4 or 126 for IPv6 (each node's slice holds a gateway, a management port and pods)"
 type NetworkSubnet string
 
+// EgressMode is how a secondary network reaches the outside.
+// +kubebuilder:validation:Enum=Gateway
+type EgressMode string
+
+// EgressGateway: through a gateway router of the network's own on every
+// node, masqueraded to the node's address.
+const EgressGateway EgressMode = "Gateway"
+
 // UserDefinedNetworkSpec is the network a tenant asks for. It is also the
 // template of a ClusterUserDefinedNetwork.
 //
@@ -99,6 +107,7 @@ type NetworkSubnet string
 // +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.joinSubnets) || (has(self.role) && self.role == 'Primary'))",message="joinSubnets is supported only for Primary networks"
 // +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.mtu) || self.mtu >= 1280 || !has(self.subnets) || self.subnets.all(s, !s.contains(':')))",message="mtu must be at least 1280 when the network has an IPv6 subnet"
 // +kubebuilder:validation:XValidation:rule="has(self.layer3) || has(self.layer2) || (!has(self.localnet) || self.topology == 'Localnet')",message="localnet is supported only for Localnet topology"
+// +kubebuilder:validation:XValidation:rule="!has(self.egress) || (has(self.role) && self.role == 'Secondary' && (self.topology == 'Layer3' || self.topology == 'Layer2') && !(has(self.ipam) && has(self.ipam.mode) && self.ipam.mode == 'Disabled'))",message="egress is supported only for Secondary Layer3 and Layer2 networks with IPAM enabled (a Primary network always has its gateway)"
 type UserDefinedNetworkSpec struct {
 	// Topology is the shape of the network: Layer2, Layer3 or Localnet.
 	// +required
@@ -150,6 +159,15 @@ type UserDefinedNetworkSpec struct {
 	// Localnet configures how a Localnet network meets the physical network.
 	// +optional
 	Localnet *LocalnetSpec `json:"localnet,omitempty"`
+
+	// Egress Gateway gives a Secondary Layer3 or Layer2 network a gateway
+	// router of its own on every node, through which it reaches the outside
+	// masqueraded to the node's address; a pod takes it as its default
+	// route by asking for it in its networks annotation (Multus'
+	// "default-route"). Omitted, a secondary network is east-west only.
+	// Primary networks always have their gateway. Flat shape only (ovn-kubernetes' blocks have no such field).
+	// +optional
+	Egress EgressMode `json:"egress,omitempty"`
 
 	// Layer3 is the network in ovn-kubernetes' shape when Topology is
 	// Layer3 (instead of the flat fields).

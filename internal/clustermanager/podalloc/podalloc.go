@@ -74,15 +74,15 @@ func spans(c *netconf.NetConf) bool {
 
 // networkFor returns (making) the pools of a network's config. Callers hold mu.
 func (r *Controller) networkFor(c *netconf.NetConf) (*network, error) {
-	ident := c.Topology + "|" + c.Role + "|" + c.Subnets + "|" + c.ExcludeSubnets
+	ident := c.Topology + "|" + c.Role + "|" + c.Egress + "|" + c.Subnets + "|" + c.ExcludeSubnets
 	if n, ok := r.nets[c.Name]; ok && n.ident == ident {
 		return n, nil
 	}
 	n := &network{ident: ident}
 	for _, s := range c.ParsedSubnets() {
-		// A primary network's gateway (the transit router) and management
-		// ports are not the pods'.
-		p, err := allocator.NewNetworkPool(s.CIDR, c.ExcludePrefixes(), c.IsPrimary())
+		// The gateway (the transit router) and management port addresses
+		// of a network with a gateway are not the pods'.
+		p, err := allocator.NewNetworkPool(s.CIDR, c.ExcludePrefixes(), c.HasGateway())
 		if err != nil {
 			return nil, fmt.Errorf("network %s: %w", c.Name, err)
 		}
@@ -468,7 +468,7 @@ func (r *Controller) attach(ctx context.Context, pod *corev1.Pod, rq podnet.Requ
 			return podnet.Attachment{}, err
 		}
 		addrs = append(addrs, netip.PrefixFrom(a, pool.CIDR().Bits()))
-		if rq.Conf.IsPrimary() {
+		if rq.Conf.HasGateway() {
 			gw, _ := allocator.NthAddress(pool.CIDR(), 1)
 			gws = append(gws, gw)
 		}

@@ -110,9 +110,17 @@ func Config(req Request, cfg config.Cluster) (*netconf.NetConf, error) {
 	if s.Topology == v1.Localnet && c.PhysicalNetworkName == "" {
 		c.PhysicalNetworkName = req.NetworkName
 	}
-	if s.Role == v1.Primary {
+	if s.Egress == v1.EgressGateway {
+		c.Egress = netconf.EgressGateway
+	}
+	// A secondary network's gateway takes the default join subnets
+	// (topology.FromNetConf): they are not written in its NAD, whose
+	// join subnets pods' attachments are checked against for overlap.
+	if s.Role == v1.Primary || s.Egress == v1.EgressGateway {
 		join := JoinSubnets(s, cfg)
-		c.JoinSubnet = netconf.JoinList(join)
+		if s.Role == v1.Primary {
+			c.JoinSubnet = netconf.JoinList(join)
+		}
 		if s.Topology == v1.Layer2 {
 			transit, err := TransitSubnets(SubnetPrefixes(s), join, cfg)
 			if err != nil {

@@ -35,6 +35,20 @@ func TestConfig(t *testing.T) {
 				Subnets: "fd00:1::/64", JoinSubnet: "fd99::/64", MTU: 1400, NADName: "ns1/v6"},
 		},
 		{
+			name: "secondary layer2 with egress: the field, no join subnet written (the default is taken)",
+			req: Request{NetworkName: "ns1.out", Namespace: "ns1", Name: "out", Spec: v1.UserDefinedNetworkSpec{
+				Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"10.141.0.0/24"}, Egress: v1.EgressGateway}},
+			want: &netconf.NetConf{CNIVersion: "1.0.0", Name: "ns1.out", Type: netconf.CNIType, Topology: "layer2", Role: "secondary",
+				Subnets: "10.141.0.0/24", MTU: 1400, NADName: "ns1/out", Egress: netconf.EgressGateway},
+		},
+		{
+			name: "secondary layer2 with egress over the transit subnet gets another one",
+			req: Request{NetworkName: "ns1.out2", Namespace: "ns1", Name: "out2", Spec: v1.UserDefinedNetworkSpec{
+				Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"100.88.0.0/24"}, Egress: v1.EgressGateway}},
+			want: &netconf.NetConf{CNIVersion: "1.0.0", Name: "ns1.out2", Type: netconf.CNIType, Topology: "layer2", Role: "secondary",
+				Subnets: "100.88.0.0/24", MTU: 1400, NADName: "ns1/out2", Egress: netconf.EgressGateway, TransitSubnet: "100.89.0.0/16"},
+		},
+		{
 			name: "seed db-network: layer2, mtu, exclusions, persistent ips",
 			req: Request{NetworkName: "demo.db-network", Namespace: "demo", Name: "db-network", Spec: v1.UserDefinedNetworkSpec{
 				Topology: v1.Layer2, Role: v1.Primary, MTU: 9000, Subnets: []v1.NetworkSubnet{"10.0.0.0/24"},

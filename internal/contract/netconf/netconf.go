@@ -112,7 +112,16 @@ type NetConf struct {
 	VRF                 string `json:"vrf,omitempty"`
 	PhysicalNetworkName string `json:"physicalNetworkName,omitempty"`
 	VLANID              int    `json:"vlanID,omitempty"`
+	// Egress is EgressGateway when a secondary Layer3 or Layer2 network
+	// reaches the outside through a gateway router of its own on every
+	// node, masqueraded to the node's address, as primary networks do
+	// (seed 002: north-south "including secondary networks"); empty, it is
+	// east-west only. Primary networks always have their gateway.
+	Egress string `json:"egress,omitempty"`
 }
+
+// EgressGateway is NetConf.Egress of a secondary network with a gateway.
+const EgressGateway = "gateway"
 
 // Marshal renders the config as the JSON stored in a NAD (stable field order).
 func (c *NetConf) Marshal() string {
@@ -126,6 +135,12 @@ func (c *NetConf) Marshal() string {
 // IsPrimary reports whether the network is a primary network. A nil config
 // (what Parse returns for another plugin's NAD) is not.
 func (c *NetConf) IsPrimary() bool { return c != nil && c.Role == RolePrimary }
+
+// HasGateway reports whether the network has gateway routers: a primary
+// network, or a secondary one that asks for egress (Egress).
+func (c *NetConf) HasGateway() bool {
+	return c.IsPrimary() || c != nil && c.Egress == EgressGateway
+}
 
 // Parse reads the config of a NAD. It returns (nil, nil) for NADs of other CNI
 // plugins, which ovn-udn ignores (Multus and its neighbours are common
@@ -169,6 +184,15 @@ func ParseConfig(config string) (*NetConf, error) {
 		c.Role = RoleSecondary
 	default:
 		return nil, fmt.Errorf("network %s: unknown role %q", c.Name, c.Role)
+	}
+	switch {
+	case c.Egress == "":
+	case c.Egress != EgressGateway:
+		return nil, fmt.Errorf("network %s: unknown egress %q (want %q or none)", c.Name, c.Egress, EgressGateway)
+	case c.Role != RoleSecondary || c.Topology == TopologyLocalnet:
+		return nil, fmt.Errorf("network %s: egress %q is for secondary Layer3 and Layer2 networks (a primary one always has its gateway, a Localnet one the physical network's)", c.Name, c.Egress)
+	case strings.TrimSpace(c.Subnets) == "":
+		return nil, fmt.Errorf("network %s: egress %q needs subnets (the gateway's addresses come from them)", c.Name, c.Egress)
 	}
 	for field, v := range map[string]string{"subnets": c.Subnets, "excludeSubnets": c.ExcludeSubnets, "joinSubnet": c.JoinSubnet, "transitSubnet": c.TransitSubnet} {
 		if _, err := parseList(v, field == "subnets" && c.Topology == TopologyLayer3); err != nil {

@@ -26,6 +26,12 @@ func TestParseConfig(t *testing.T) {
 		{name: "host prefix on layer2", config: `{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer2","subnets":"10.0.0.0/16/24"}`, wantErr: "only for Layer3"},
 		{name: "host prefix too short", config: `{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer3","subnets":"10.0.0.0/16/8"}`, wantErr: "longer than /16"},
 		{name: "valid layer3", config: `{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer3","subnets":"10.0.0.0/16/24,fd00::/48/64"}`},
+		{name: "secondary layer3 with egress", config: `{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer3","subnets":"10.0.0.0/16/24","egress":"gateway"}`},
+		{name: "secondary layer2 with egress", config: `{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer2","role":"secondary","subnets":"10.0.0.0/24","egress":"gateway"}`},
+		{name: "egress on a primary", config: `{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer2","role":"primary","subnets":"10.0.0.0/24","egress":"gateway"}`, wantErr: "for secondary Layer3 and Layer2 networks"},
+		{name: "egress on localnet", config: `{"type":"ovn-k8s-cni-overlay","name":"n","topology":"localnet","subnets":"10.0.0.0/24","egress":"gateway"}`, wantErr: "for secondary Layer3 and Layer2 networks"},
+		{name: "egress without subnets", config: `{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer2","egress":"gateway"}`, wantErr: "needs subnets"},
+		{name: "unknown egress", config: `{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer2","subnets":"10.0.0.0/24","egress":"local"}`, wantErr: `unknown egress "local"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,8 +58,17 @@ func TestParseConfig(t *testing.T) {
 		t.Errorf("missing role defaults to %q, want secondary", c.Role)
 	}
 	var foreign *NetConf // what Parse returns for another plugin's NAD
-	if foreign.IsPrimary() {
-		t.Error("a nil config is primary")
+	if foreign.IsPrimary() || foreign.HasGateway() {
+		t.Error("a nil config is primary or has a gateway")
+	}
+	for config, want := range map[string]bool{
+		`{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer2","subnets":"10.0.0.0/24","egress":"gateway"}`: true,
+		`{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer2","subnets":"10.0.0.0/24"}`:                    false,
+		`{"type":"ovn-k8s-cni-overlay","name":"n","topology":"layer2","role":"primary","subnets":"10.0.0.0/24"}`:   true,
+	} {
+		if c, err := ParseConfig(config); err != nil || c.HasGateway() != want {
+			t.Errorf("%s: HasGateway %v (%v), want %v", config, c.HasGateway(), err, want)
+		}
 	}
 }
 
@@ -68,6 +83,8 @@ func TestParseNetworkSelections(t *testing.T) {
 			{Name: "a", Namespace: "ns"}, {Name: "b", Namespace: "other", Interface: "net2"}, {Name: "c", Namespace: "ns", Interface: "eth9"}}},
 		{name: "json", in: `[{"name":"a","ips":["10.0.0.5/24"],"mac":"02:00:00:00:00:01"},{"name":"b","namespace":"x","ipam-claim-reference":"vm1"}]`,
 			want: []NetworkSelection{{Name: "a", Namespace: "ns", IPs: []string{"10.0.0.5/24"}, MAC: "02:00:00:00:00:01"}, {Name: "b", Namespace: "x", IPAMClaimReference: "vm1"}}},
+		{name: "default-route", in: `[{"name":"a","default-route":["10.0.0.1"]}]`,
+			want: []NetworkSelection{{Name: "a", Namespace: "ns", GatewayRequest: []string{"10.0.0.1"}}}},
 		{name: "bad json", in: `[{"name":]`, wantErr: true},
 		{name: "json without name", in: `[{"namespace":"x"}]`, wantErr: true},
 	}

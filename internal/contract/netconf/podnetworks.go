@@ -24,6 +24,28 @@ type NetworkSelection struct {
 	MAC string   `json:"mac,omitempty"`
 	// IPAMClaimReference names the IPAMClaim holding persistent addresses.
 	IPAMClaimReference string `json:"ipam-claim-reference,omitempty"`
+	// GatewayRequest is Multus' "default-route": the pod's default route
+	// goes through this network for the IP families of the addresses
+	// given. ovn-udn takes the families only: the gateway is the
+	// network's on the pod's node (a Layer3 network's differs per node).
+	// Only networks with an egress gateway take it.
+	GatewayRequest []string `json:"default-route,omitempty"`
+}
+
+// DefaultRouteFamilies are the IP families (true: IPv4) s asks the pod's
+// default route for (GatewayRequest), or nil. ValidateSelections has
+// checked the addresses.
+func (s NetworkSelection) DefaultRouteFamilies() map[bool]bool {
+	var out map[bool]bool
+	for _, g := range s.GatewayRequest {
+		if a, err := netip.ParseAddr(g); err == nil {
+			if out == nil {
+				out = map[bool]bool{}
+			}
+			out[a.Is4()] = true
+		}
+	}
+	return out
 }
 
 // Key is "<namespace>/<name>" of the selected NAD.
@@ -84,7 +106,14 @@ const maxInterfaceName = 15
 func ValidateSelections(sels []NetworkSelection, podNamespace string) error {
 	seen := map[string]bool{}
 	ifaces := map[string]bool{}
+	defaultRoute := map[bool]string{} // IP family → the network that has it
 	for _, s := range sels {
+		for is4 := range s.DefaultRouteFamilies() {
+			if other, ok := defaultRoute[is4]; ok {
+				return fmt.Errorf("networks %s and %s both ask for the default route (default-route) of one IP family", other, s.Key())
+			}
+			defaultRoute[is4] = s.Key()
+		}
 		if s.Namespace != podNamespace {
 			return fmt.Errorf("network %s is in namespace %s: a pod may attach only to networks available in its own namespace %s", s.Key(), s.Namespace, podNamespace)
 		}
@@ -108,6 +137,11 @@ func ValidateSelections(sels []NetworkSelection, podNamespace string) error {
 			}
 			if hw[0]&1 != 0 {
 				return fmt.Errorf("network %s: mac %q is a multicast address", s.Key(), s.MAC)
+			}
+		}
+		for _, g := range s.GatewayRequest {
+			if _, err := netip.ParseAddr(g); err != nil {
+				return fmt.Errorf("network %s: default-route %q is not an address", s.Key(), g)
 			}
 		}
 		for _, ip := range s.IPs {

@@ -25,7 +25,12 @@ import (
 //     network's join subnets (and a Layer3 network's subnets) through its
 //     gateway;
 //   - a secondary Layer3 network routes its subnets through the node's
-//     gateway of it; secondary Layer2 and Localnet networks are on-link.
+//     gateway of it; secondary Layer2 and Localnet networks are on-link;
+//   - a secondary network with an egress gateway that the pod asks for its
+//     default route (default-route) is the default route of those IP
+//     families, and the default network keeps for them the routes to the
+//     cluster subnets, join subnet and service CIDRs
+//     (Request.DefaultRouteElsewhere).
 func Attach(r Request, addrs []netip.Prefix, gateways []netip.Addr, mac string, podKey string, cfg config.Cluster) Attachment {
 	a := Attachment{Role: r.Role, MAC: mac}
 	for _, p := range addrs {
@@ -43,6 +48,11 @@ func Attach(r Request, addrs []netip.Prefix, gateways []netip.Addr, mac string, 
 		routeTo = append(routeTo, cfg.DefaultJoinSubnets...)
 		if r.Role == RoleInfrastructure {
 			routeTo = append(routeTo, r.ServiceRoutes...)
+		}
+		for _, s := range cfg.ServiceCIDRs {
+			if r.DefaultRouteElsewhere[s.Addr().Is4()] {
+				routeTo = append(routeTo, s)
+			}
 		}
 	case r.Role == RolePrimary:
 		if r.Topology() == netconf.TopologyLayer3 {
@@ -64,8 +74,12 @@ func Attach(r Request, addrs []netip.Prefix, gateways []netip.Addr, mac string, 
 			}
 		}
 	}
-	if r.Role == RolePrimary {
-		for _, gw := range gateways {
+	var asked map[bool]bool // a secondary network's default-route families
+	if r.Role == RoleSecondary && r.Selection != nil && r.Conf.HasGateway() {
+		asked = r.Selection.DefaultRouteFamilies()
+	}
+	for _, gw := range gateways {
+		if r.Role == RolePrimary && !r.DefaultRouteElsewhere[gw.Is4()] || asked[gw.Is4()] {
 			a.Gateways = append(a.Gateways, gw.String())
 		}
 	}

@@ -195,6 +195,11 @@ type Request struct {
 	// the default attachment of a pod with a primary user-defined network,
 	// whose other service traffic goes through the primary network.
 	ServiceRoutes []netip.Prefix
+	// DefaultRouteElsewhere are the IP families (true: IPv4) whose default
+	// route a secondary network with an egress gateway has (the pod's
+	// default-route), on the default attachment: it then routes only the
+	// cluster's subnets, join subnet and service CIDRs of those families.
+	DefaultRouteElsewhere map[bool]bool
 }
 
 // Topology is the request's network topology (the default network is Layer3).
@@ -289,6 +294,15 @@ func PlaceRequests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1
 		}
 		if c.IsPrimary() {
 			return nil, "", &Waiting{WaitBadSelection, fmt.Sprintf("network %s is a primary network; it cannot be requested as a secondary one", s.Key())}
+		}
+		if fams := s.DefaultRouteFamilies(); fams != nil {
+			switch {
+			case !c.HasGateway():
+				return nil, "", &Waiting{WaitBadSelection, fmt.Sprintf("network %s has no egress gateway (its config's \"egress\": %q): it cannot be the pod's default route (default-route)", s.Key(), netconf.EgressGateway)}
+			case len(prims) > 0:
+				return nil, "", &Waiting{WaitBadSelection, fmt.Sprintf("network %s cannot be the pod's default route (default-route): the namespace's primary network is", s.Key())}
+			}
+			out[0].DefaultRouteElsewhere = fams
 		}
 		if !ready(nad) {
 			return nil, "", &Waiting{WaitPrimaryNotReady, fmt.Sprintf("network %s is not allocated yet", s.Key())}

@@ -37,6 +37,9 @@ func TestRequests(t *testing.T) {
 	inL3 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.inl3","topology":"layer2","role":"secondary","subnets":"10.128.7.0/24","netAttachDefName":"ns1/inl3"}`
 	onJoin := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.onjoin","topology":"localnet","role":"secondary","subnets":"100.65.0.0/24","netAttachDefName":"ns1/onjoin"}`
 	sec2 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.sec2","topology":"layer2","role":"secondary","subnets":"192.168.0.128/25","netAttachDefName":"ns1/sec2"}`
+	egress := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.egress","topology":"layer3","role":"secondary","subnets":"10.140.0.0/16/24","egress":"gateway","netAttachDefName":"ns1/egress"}`
+	egress2 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.egress2","topology":"layer2","role":"secondary","subnets":"10.141.0.0/24","egress":"gateway","netAttachDefName":"ns1/egress2"}`
+	route := func(sel string) map[string]string { return map[string]string{netconf.NetworksAnnotation: sel} }
 	pod := func(ann map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "p", Annotations: ann}}
 	}
@@ -49,7 +52,10 @@ func TestRequests(t *testing.T) {
 		}
 		return m
 	}
-	type want struct{ key, role, claim string }
+	type want struct {
+		key, role, claim string
+		elsewhere        map[bool]bool
+	}
 	tests := []struct {
 		name    string
 		pod     *corev1.Pod
@@ -58,15 +64,15 @@ func TestRequests(t *testing.T) {
 		want    []want
 		waiting string
 	}{
-		{"default only", pod(nil), plain, nil, []want{{"default", RolePrimary, ""}}, ""},
-		{"primary UDN", pod(nil), labelled, nads(nad("ns1", "l3", l3, true)), []want{{"default", RoleInfrastructure, ""}, {"ns1/l3", RolePrimary, ""}}, ""},
+		{"default only", pod(nil), plain, nil, []want{{"default", RolePrimary, "", nil}}, ""},
+		{"primary UDN", pod(nil), labelled, nads(nad("ns1", "l3", l3, true)), []want{{"default", RoleInfrastructure, "", nil}, {"ns1/l3", RolePrimary, "", nil}}, ""},
 		{"labelled, no network yet", pod(nil), labelled, nil, nil, WaitPrimaryNotReady},
 		{"primary not allocated", pod(nil), labelled, nads(nad("ns1", "l3", l3, false)), nil, WaitPrimaryNotReady},
 		{"two primaries, not placed", pod(nil), labelled, nads(nad("ns1", "l3", l3, true), nad("ns1", "l3b", l3b, true)), nil, WaitPlacementPending},
 		{"secondary with claim, other plugin ignored",
 			pod(map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","namespace":"ns1","ipam-claim-reference":"vm1"},{"name":"br"}]`}), plain,
 			nads(nad("ns1", "sec", sec1, true), nad("ns1", "br", bridge, false)),
-			[]want{{"default", RolePrimary, ""}, {"ns1/sec", RoleSecondary, "vm1"}}, ""},
+			[]want{{"default", RolePrimary, "", nil}, {"ns1/sec", RoleSecondary, "vm1", nil}}, ""},
 		{"another namespace's network, short form", pod(map[string]string{netconf.NetworksAnnotation: "other/sec"}), plain,
 			nads(nad("other", "sec", sec, true)), nil, WaitBadSelection},
 		{"another namespace's network, JSON form", pod(map[string]string{netconf.NetworksAnnotation: `[{"name":"sec","namespace":"other"}]`}), plain,
@@ -97,7 +103,18 @@ func TestRequests(t *testing.T) {
 			nads(nad("ns1", "sec", sec1, true), nad("ns1", "sec2", sec2, true)), nil, WaitBadSelection},
 		{"secondary beside the primary, apart", pod(map[string]string{netconf.NetworksAnnotation: "sec"}), labelled,
 			nads(nad("ns1", "l3", l3, true), nad("ns1", "sec", sec1, true)),
-			[]want{{"default", RoleInfrastructure, ""}, {"ns1/l3", RolePrimary, ""}, {"ns1/sec", RoleSecondary, ""}}, ""},
+			[]want{{"default", RoleInfrastructure, "", nil}, {"ns1/l3", RolePrimary, "", nil}, {"ns1/sec", RoleSecondary, "", nil}}, ""},
+		{"default-route through a secondary with egress", pod(route(`[{"name":"egress","default-route":["10.140.0.1"]}]`)), plain,
+			nads(nad("ns1", "egress", egress, true)),
+			[]want{{"default", RolePrimary, "", map[bool]bool{true: true}}, {"ns1/egress", RoleSecondary, "", nil}}, ""},
+		{"default-route through a secondary without egress", pod(route(`[{"name":"sec","default-route":["192.168.0.1"]}]`)), plain,
+			nads(nad("ns1", "sec", sec1, true)), nil, WaitBadSelection},
+		{"default-route beside a primary network", pod(route(`[{"name":"egress","default-route":["10.140.0.1"]}]`)), labelled,
+			nads(nad("ns1", "l3", l3, true), nad("ns1", "egress", egress, true)), nil, WaitBadSelection},
+		{"default-route of one family twice", pod(route(`[{"name":"egress","default-route":["10.140.0.1"]},{"name":"egress2","default-route":["10.141.0.1"]}]`)), plain,
+			nads(nad("ns1", "egress", egress, true), nad("ns1", "egress2", egress2, true)), nil, WaitBadSelection},
+		{"default-route that is no address", pod(route(`[{"name":"egress","default-route":["gw"]}]`)), plain,
+			nads(nad("ns1", "egress", egress, true)), nil, WaitBadSelection},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -114,7 +131,7 @@ func TestRequests(t *testing.T) {
 			}
 			var gotW []want
 			for _, r := range got {
-				gotW = append(gotW, want{r.Key, r.Role, r.Claim})
+				gotW = append(gotW, want{r.Key, r.Role, r.Claim, r.DefaultRouteElsewhere})
 			}
 			if diff := cmp.Diff(tc.want, gotW, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
@@ -183,6 +200,48 @@ func TestAttachSecondaryAndDefault(t *testing.T) {
 	}
 	if PortName("default", "ns", "p") != "ns_p" || PortName("ns/l2", "ns", "p") != "ns.l2_ns_p" {
 		t.Error("port names")
+	}
+}
+
+// TestAttachDefaultRouteElsewhere: a secondary network with an egress
+// gateway that the pod asks for its default route (default-route) takes
+// the default route of that family; the default network keeps routes to
+// the cluster's subnets, join subnet and service CIDRs of that family, and
+// its default route of the other.
+func TestAttachDefaultRouteElsewhere(t *testing.T) {
+	cfg := config.Default()
+	egress, err := netconf.ParseConfig(`{"type":"ovn-k8s-cni-overlay","name":"ns.e","topology":"layer3","role":"secondary","subnets":"10.140.0.0/16/24","egress":"gateway"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := &netconf.NetworkSelection{Name: "e", Namespace: "ns", GatewayRequest: []string{"10.0.0.1"}}
+	sec := Attach(Request{Key: "ns/e", Network: "ns.e", Conf: egress, Role: RoleSecondary, Selection: asked},
+		pfx("10.140.3.5/24"), addrs("10.140.3.1"), "", "ns/p", cfg)
+	if d := cmp.Diff([]string{"10.140.3.1"}, sec.Gateways); d != "" {
+		t.Errorf("the secondary's gateways (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]Route{{Dest: "10.140.0.0/16", NextHop: "10.140.3.1"}}, sec.Routes); d != "" {
+		t.Errorf("the secondary's routes (-want +got):\n%s", d)
+	}
+	notAsked := Attach(Request{Key: "ns/e", Network: "ns.e", Conf: egress, Role: RoleSecondary, Selection: &netconf.NetworkSelection{Name: "e", Namespace: "ns"}},
+		pfx("10.140.3.6/24"), addrs("10.140.3.1"), "", "ns/q", cfg)
+	if notAsked.Gateways != nil {
+		t.Errorf("a pod that did not ask got the secondary's default route: %v", notAsked.Gateways)
+	}
+	def := Attach(Request{Key: DefaultKey, Network: "default", Role: RolePrimary, DefaultRouteElsewhere: map[bool]bool{true: true}},
+		pfx("10.244.1.6/24", "fd00:10:244:2::6/64"), addrs("10.244.1.1", "fd00:10:244:2::1"), "", "ns/p", cfg)
+	if d := cmp.Diff([]string{"fd00:10:244:2::1"}, def.Gateways); d != "" {
+		t.Errorf("the default network's gateways (-want +got):\n%s", d)
+	}
+	var v4 []Route
+	for _, r := range def.Routes {
+		if r.NextHop == "10.244.1.1" {
+			v4 = append(v4, r)
+		}
+	}
+	want := []Route{{Dest: "10.244.0.0/16", NextHop: "10.244.1.1"}, {Dest: "100.64.0.0/16", NextHop: "10.244.1.1"}, {Dest: "10.96.0.0/16", NextHop: "10.244.1.1"}}
+	if d := cmp.Diff(want, v4); d != "" {
+		t.Errorf("the default network's IPv4 routes (-want +got):\n%s", d)
 	}
 }
 

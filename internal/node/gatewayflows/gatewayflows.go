@@ -396,7 +396,8 @@ func (r *GatewayReconciler) egressIPs(ctx context.Context, subnets []netip.Prefi
 }
 
 // networks returns the networks with a gateway router on the node: the
-// default network and every allocated primary Layer3 or Layer2 network.
+// default network and every allocated Layer3 or Layer2 network with a
+// gateway (primary, or secondary with an egress gateway).
 func (r *GatewayReconciler) networks(ctx context.Context) ([]topology.Network, error) {
 	out := []topology.Network{topology.DefaultNetwork(r.Opts.Cluster)}
 	nads := &nadv1.NetworkAttachmentDefinitionList{}
@@ -407,7 +408,7 @@ func (r *GatewayReconciler) networks(ctx context.Context) ([]topology.Network, e
 	for i := range nads.Items {
 		nad := &nads.Items[i]
 		c, err := netconf.Parse(nad)
-		if err != nil || c == nil || !c.IsPrimary() || c.Topology == netconf.TopologyLocalnet || seen[c.Name] {
+		if err != nil || c == nil || !c.HasGateway() || c.Topology == netconf.TopologyLocalnet || seen[c.Name] {
 			continue
 		}
 		id, keys, ok, err := netconf.ParseAllocation(nad.Annotations)

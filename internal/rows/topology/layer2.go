@@ -3,6 +3,7 @@ package topology
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -96,8 +97,19 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(allocator.TransitSwitchKey(n.ID)), "interconn-ts": sw}}
 	b.add(ls)
 	b.podSwitch = ls
-	if !n.IsPrimary() {
+	if !n.HasGateway() {
 		return nil
+	}
+	// A secondary network's gateway carries its egress only: no
+	// management port (the host reaches it by no interface), no rerouting
+	// to it, and only the 2.0 topology (there was never a 1.0 one).
+	secondary := !n.IsPrimary()
+	if secondary {
+		local.Layer2V1 = false
+		remotes = slices.Clone(remotes)
+		for i := range remotes {
+			remotes[i].Layer2V1 = false
+		}
 	}
 	if len(n.TunnelKeys) == 0 {
 		return fmt.Errorf("network %s: no transit-router tunnel key", n.Name)
@@ -115,9 +127,10 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	}
 	tr := n.TransitRouter()
 	trtos, stotr := "trtos-"+sw, "stotr-"+sw
-	ls.Ports = append(ls.Ports,
-		b.routerTypePort(stotr, trtos, "", keyOption(RouterPortKey)),
-		b.managementPortWith(n.ManagementPort(local.Name), local.Name, mgmt, keyOption(ManagementPortKey)))
+	ls.Ports = append(ls.Ports, b.routerTypePort(stotr, trtos, "", keyOption(RouterPortKey)))
+	if !secondary {
+		ls.Ports = append(ls.Ports, b.managementPortWith(n.ManagementPort(local.Name), local.Name, mgmt, keyOption(ManagementPortKey)))
+	}
 
 	// The gateway port: the subnet's first address, the same in every zone; a
 	// distributed gateway port on the local chassis, for the management-port
@@ -171,11 +184,16 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		}
 	}
 	// Pods reach their node's address through the node's management port.
-	trPolicies := b.nodeReroutes(tr, trtos, local, mgmt)
+	var trPolicies, trNATs []string
+	if !secondary {
+		trPolicies = b.nodeReroutes(tr, trtos, local, mgmt)
+	}
 	trPolicies = append(trPolicies, b.isolation(tr, cfg)...)
 	// Traffic toward the management port is SNATed on the transit router to
 	// the network's management masquerade address (seed 000, "NAT").
-	trNATs := b.managementSNAT(tr, lrpID(trtos), local, mgmt, cfg)
+	if !secondary {
+		trNATs = b.managementSNAT(tr, lrpID(trtos), local, mgmt, cfg)
+	}
 	b.add(&nbdb.LogicalRouter{UUID: lrID(tr), Name: tr, Ports: trPorts, StaticRoutes: trRoutes, Policies: trPolicies, Nat: trNATs,
 		Options: map[string]string{"requested-tnl-key": strconv.Itoa(n.TunnelKeys[0])}, ExternalIDs: b.ext("")})
 

@@ -121,7 +121,7 @@ func split(n Network, nodes []nodeinfo.Info, zone string, active activity.Nodes)
 			if found || inactive {
 				return local, nil, nil, fmt.Errorf("zone %s has two nodes (%s, %s); one node per zone is supported", zone, local.Name, node.Name)
 			}
-			if problem == "" && n.IsPrimary() && n.Topology != netconf.TopologyLocalnet && node.Gateway == nil {
+			if problem == "" && n.HasGateway() && node.Gateway == nil {
 				problem = "no gateway configuration (" + nodeinfo.GatewayAnnotation + ")"
 			}
 			if problem != "" {
@@ -214,7 +214,7 @@ func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	b.add(&nbdb.LogicalSwitch{UUID: lsID(ts), Name: ts, Ports: tsPorts, ExternalIDs: b.ext(""),
 		OtherConfig: map[string]string{"requested-tnl-key": strconv.Itoa(allocator.TransitSwitchKey(n.ID)), "interconn-ts": ts}})
 
-	if n.IsPrimary() {
+	if n.HasGateway() {
 		crJoinPort, crJoinRoutes := b.gateway(local, cfg)
 		crPorts = append(crPorts, crJoinPort)
 		crRoutes = append(crRoutes, crJoinRoutes...)

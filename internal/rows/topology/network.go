@@ -34,6 +34,8 @@ type Network struct {
 	PersistentIPs       bool
 	PhysicalNetworkName string
 	VLANID              int
+	// Egress is a secondary network's netconf.NetConf.Egress.
+	Egress string
 }
 
 // IsDefault reports whether this is the cluster default network.
@@ -41,6 +43,15 @@ func (n Network) IsDefault() bool { return n.Name == nodeinfo.DefaultNetwork }
 
 // IsPrimary reports whether pods use the network as their default route.
 func (n Network) IsPrimary() bool { return n.Role == netconf.RolePrimary }
+
+// HasGateway reports whether the network has a join switch and a gateway
+// router per node: primary networks, and secondary Layer3 and Layer2 ones
+// that ask for egress (netconf.EgressGateway). A secondary network's
+// gateway carries egress only: no load balancers, no management port, no
+// EgressIP.
+func (n Network) HasGateway() bool {
+	return n.IsPrimary() || n.Egress == netconf.EgressGateway && (n.Topology == netconf.TopologyLayer3 || n.Topology == netconf.TopologyLayer2)
+}
 
 // DefaultNetwork is the cluster default network: a Layer3 primary network
 // with ID 0, from the cluster configuration.
@@ -58,6 +69,7 @@ func FromNetConf(c *netconf.NetConf, id int, keys []int, cfg config.Cluster) (Ne
 		Name: c.Name, ID: id, Topology: c.Topology, Role: c.Role, Subnets: c.ParsedSubnets(),
 		Exclude: c.ExcludePrefixes(), Join: c.JoinPrefixes(), Transit: c.TransitPrefixes(), MTU: c.MTU,
 		TunnelKeys: keys, PersistentIPs: c.PersistentIPs, PhysicalNetworkName: c.PhysicalNetworkName, VLANID: c.VLANID,
+		Egress: c.Egress,
 	}
 	if n.MTU == 0 {
 		n.MTU = cfg.MTU
@@ -68,11 +80,11 @@ func FromNetConf(c *netconf.NetConf, id int, keys []int, cfg config.Cluster) (Ne
 	if len(n.Transit) == 0 {
 		n.Transit = sameFamilies(cfg.TransitSubnets, n.Subnets)
 	}
-	if n.IsPrimary() && len(n.Join) == 0 {
+	if n.HasGateway() && len(n.Join) == 0 {
 		n.Join = sameFamilies(cfg.UDNJoinSubnets, n.Subnets)
 	}
-	if n.Topology == netconf.TopologyLayer2 && n.IsPrimary() && len(keys) == 0 {
-		return n, fmt.Errorf("network %s: a Layer2 primary network needs a transit-router tunnel key, and has none yet", n.Name)
+	if n.Topology == netconf.TopologyLayer2 && n.HasGateway() && len(keys) == 0 {
+		return n, fmt.Errorf("network %s: a Layer2 network with a gateway needs a transit-router tunnel key, and has none yet", n.Name)
 	}
 	return n, nil
 }

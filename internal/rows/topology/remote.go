@@ -39,16 +39,16 @@ type Remote struct {
 // RemoteOf returns what network n's rendering reads of node.
 func RemoteOf(n Network, node nodeinfo.Info) Remote {
 	return Remote{Name: node.Name, Zone: node.Zone, ID: node.ID, ChassisID: node.ChassisID, Subnets: node.Subnets[n.Name],
-		Layer2V1: node.Layer2V1 && n.Topology == netconf.TopologyLayer2}
+		Layer2V1: node.Layer2V1 && n.Topology == netconf.TopologyLayer2 && n.IsPrimary()}
 }
 
 // HasRemoteParts reports whether network n's rows for each remote node can
 // be rendered and planned apart from the rest (RenderRemote): Layer3
-// networks, and Layer2 primary networks (their transit router). A Layer2
-// secondary network has no rows for remote nodes (its remote pods' ports
-// are the pods'), a Localnet network none either.
+// networks, and Layer2 networks with a gateway (their transit router). A
+// Layer2 secondary network without one has no rows for remote nodes (its
+// remote pods' ports are the pods'), a Localnet network none either.
 func HasRemoteParts(n Network) bool {
-	return n.Topology == netconf.TopologyLayer3 || n.Topology == netconf.TopologyLayer2 && n.IsPrimary()
+	return n.Topology == netconf.TopologyLayer3 || n.Topology == netconf.TopologyLayer2 && n.HasGateway()
 }
 
 // RemotePart is the part of a network's rendering in a zone that some
@@ -145,7 +145,7 @@ func (b *builder) remoteNode(r Remote) (port string, routes []string) {
 			routes = append(routes, b.route(cr, "", s, hop.Addr().String(), "", r.Name))
 		}
 	}
-	if n.IsPrimary() {
+	if n.HasGateway() {
 		for _, j := range n.Join {
 			grJoin, err := allocator.GatewayJoinIP(j, r.ID)
 			if hop, ok := FamilyOf(rt, j.Addr()); ok && err == nil {

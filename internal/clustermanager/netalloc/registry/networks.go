@@ -58,9 +58,9 @@ func NewNetworks(limit int) *Networks {
 }
 
 // TunnelKeysNeeded is how many central tunnel keys a network of this config
-// needs: one for a Layer2 primary network's transit router.
+// needs: one for the transit router of a Layer2 network with a gateway.
 func TunnelKeysNeeded(c *netconf.NetConf) int {
-	if c.Topology == netconf.TopologyLayer2 && c.IsPrimary() {
+	if c.Topology == netconf.TopologyLayer2 && c.HasGateway() {
 		return 1
 	}
 	return 0
