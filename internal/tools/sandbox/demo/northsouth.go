@@ -26,6 +26,11 @@ var DemoEgressClients = []string{"plain/a", "l3-blue/a", "l2-blue/a", "shared-a/
 // the same source port.
 var DemoSameAddressPair = []string{"l2-blue/a", "l2-red/a"}
 
+// DemoSecondaryEgress is a pod whose default route is a secondary network
+// with an egress gateway (examples/secondary-egress.yaml), and the gateway
+// its route to the outside must take.
+var DemoSecondaryEgress = struct{ Pod, Via string }{"egress-sec/a", "10.163.0.1 dev net1"}
+
 // demoSourcePort is the source port both pods of DemoSameAddressPair use.
 const demoSourcePort = 41000
 
@@ -71,6 +76,23 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 		}
 		out = append(out, AppCheck{Name: "egress, the outside sees the node", From: ref, Target: server, Want: sandbox.NodeAddr(node)})
 		jobs = append(jobs, func(a *AppCheck) {
+			retry(a, func() (string, error) {
+				s, err := run(ctx, dir, ref, binary, "sandbox", "probe", server)
+				return asNodeAddr(node, strings.TrimSpace(s)), err
+			})
+		})
+	}
+	if node, ok := podNode(DemoSecondaryEgress.Pod); ok {
+		ref := DemoSecondaryEgress.Pod
+		out = append(out,
+			AppCheck{Name: "egress through a secondary network (default-route): its route", From: ref, Target: sandbox.ExternalServerIP, Want: "via " + DemoSecondaryEgress.Via},
+			AppCheck{Name: "egress through a secondary network (default-route), the outside sees the node", From: ref, Target: server, Want: sandbox.NodeAddr(node)})
+		jobs = append(jobs, func(a *AppCheck) {
+			retry(a, func() (string, error) {
+				s, err := run(ctx, dir, ref, "ip", "-4", "route", "get", sandbox.ExternalServerIP)
+				return routeVia(s), err
+			})
+		}, func(a *AppCheck) {
 			retry(a, func() (string, error) {
 				s, err := run(ctx, dir, ref, binary, "sandbox", "probe", server)
 				return asNodeAddr(node, strings.TrimSpace(s)), err
@@ -171,4 +193,23 @@ func asNodeAddr(node, got string) string {
 		}
 	}
 	return got
+}
+
+// routeVia is "via GATEWAY dev INTERFACE" of an `ip route get` answer, or
+// the answer itself when it has no gateway.
+func routeVia(answer string) string {
+	f := strings.Fields(answer)
+	var via, dev string
+	for i := 0; i+1 < len(f); i++ {
+		switch f[i] {
+		case "via":
+			via = f[i+1]
+		case "dev":
+			dev = f[i+1]
+		}
+	}
+	if via == "" {
+		return strings.TrimSpace(answer)
+	}
+	return "via " + via + " dev " + dev
 }
