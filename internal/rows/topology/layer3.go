@@ -323,7 +323,7 @@ func (b *builder) external(local nodeinfo.Info, gr string, cfg config.Cluster) (
 			exits = append(exits, exit{hop: hop, port: rtoe})
 		}
 	}
-	routes = append(routes, b.defaultRoutes(local, gr, exits, cfg.MasqueradeSubnets)...)
+	routes = append(routes, b.defaultRoutes(local, gr, exits)...)
 	rtoe := routerToExternal(gr)
 	// Replies to the host's connections to services (br-ex SNATs them to
 	// the host masquerade address) go back out the first uplink's external

@@ -19,12 +19,6 @@ import (
 //     has several, each carries options:ecmp_symmetric_reply (replies to a
 //     connection leave through the next hop it came from); off, the first
 //     next hop of each family only (the "compatibility gateway").
-//     With the option the routes cannot be "default": northd commits every
-//     connection entering the external port from a source within a
-//     symmetric route's prefix, and that commit breaks the load balancer's
-//     forced SNAT of the host's own connections to services (they enter
-//     from the host masquerade address, see symmetricPrefixes). So the
-//     routes cover the family's whole space except the masquerade subnet.
 //   - BFD: one BFD session per node and next hop, run by the default
 //     network's gateway router (logical_port = its external port on the
 //     next hop's uplink), and the
@@ -73,7 +67,7 @@ func defaultRouteExits(exits []exit, ecmp bool) []exit {
 
 // defaultRoutes renders the gateway router's default routes through exits
 // and, for the default network, the node's BFD rows.
-func (b *builder) defaultRoutes(local nodeinfo.Info, gr string, exits []exit, masquerade []netip.Prefix) []string {
+func (b *builder) defaultRoutes(local nodeinfo.Info, gr string, exits []exit) []string {
 	policy := UplinkPolicy(b.gw, local.Gateway)
 	exits = defaultRouteExits(exits, policy.ECMP)
 	perFamily := map[bool]int{}
@@ -82,76 +76,22 @@ func (b *builder) defaultRoutes(local nodeinfo.Info, gr string, exits []exit, ma
 	}
 	var routes []string
 	for _, e := range exits {
-		symmetric := perFamily[e.hop.Is4()] > 1
-		var bfd *string
+		def := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+		if e.hop.Is6() {
+			def = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+		}
+		r := b.routeRow(gr, "", def, e.hop.String(), e.port, local.Name)
+		if perFamily[e.hop.Is4()] > 1 {
+			r.Options = map[string]string{"ecmp_symmetric_reply": "true"}
+		}
 		if policy.BFD {
 			if ref, ok := b.bfd(local.Name, e.port, e.hop, policy); ok {
-				bfd = &ref
+				r.BFD = &ref
 			}
 		}
-		prefixes := []netip.Prefix{unspecified(e.hop.Is4())}
-		if symmetric {
-			prefixes = symmetricPrefixes(e.hop.Is4(), masquerade)
-		}
-		for _, p := range prefixes {
-			r := b.routeRow(gr, "", p, e.hop.String(), e.port, local.Name)
-			if symmetric {
-				r.Options = map[string]string{"ecmp_symmetric_reply": "true"}
-			}
-			r.BFD = bfd
-			routes = append(routes, r.UUID)
-		}
+		routes = append(routes, r.UUID)
 	}
 	return routes
-}
-
-// unspecified is the default route's prefix of a family.
-func unspecified(is4 bool) netip.Prefix {
-	if is4 {
-		return netip.PrefixFrom(netip.IPv4Unspecified(), 0)
-	}
-	return netip.PrefixFrom(netip.IPv6Unspecified(), 0)
-}
-
-// Widest masquerade prefixes symmetricPrefixes leaves out: IPv4's link-local
-// /16 (never routed), and a /32 for IPv6 (one unique local site prefix).
-const (
-	masqueradeWidest4 = 16
-	masqueradeWidest6 = 32
-)
-
-// symmetricPrefixes are the prefixes the symmetric routes of a family
-// cover: the family's whole space except its masquerade subnet (widened to
-// at most masqueradeWidest4/6 bits, for fewer routes), shortest first, so
-// that northd's commit for symmetric replies (it matches the route's prefix
-// on the source) leaves out the host's connections to services, which enter
-// from the host masquerade address. That is as many prefixes as the widened
-// subnet has bits: 16 for 169.254.0.0/17, 32 for fd69::/112. Without a
-// masquerade subnet of the family, the default prefix.
-func symmetricPrefixes(is4 bool, masquerade []netip.Prefix) []netip.Prefix {
-	var m netip.Prefix
-	for _, p := range masquerade {
-		if p.Addr().Is4() == is4 {
-			m = p
-		}
-	}
-	if !m.IsValid() {
-		return []netip.Prefix{unspecified(is4)}
-	}
-	bits := min(m.Bits(), masqueradeWidest6)
-	if is4 {
-		bits = min(m.Bits(), masqueradeWidest4)
-	}
-	addr := m.Addr().AsSlice()
-	out := make([]netip.Prefix, 0, bits)
-	for i := 1; i <= bits; i++ {
-		sibling := make([]byte, len(addr))
-		copy(sibling, addr)
-		sibling[(i-1)/8] ^= 0x80 >> ((i - 1) % 8)
-		a, _ := netip.AddrFromSlice(sibling)
-		out = append(out, netip.PrefixFrom(a, i).Masked())
-	}
-	return out
 }
 
 // BFDRowID is the row ID of the default network's BFD session with hop on
