@@ -1,6 +1,7 @@
 package zone_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -22,7 +23,10 @@ func TestThirdPartyEditsPutBack(t *testing.T) {
 	const period = time.Second
 	c := clustertest.StartWith(t, env, config.Default(), func(o *zone.Options) { o.RenderEverywhere, o.ResyncPeriod = true, period }, "node-a")
 	z := c.Zones["node-a"]
-	network, _ := layer3UDN(t, c.Admin, "10.139.0.0/16/24")
+	network, udn := layer3UDN(t, c.Admin, "10.139.0.0/16/24")
+	// The zone tests share one API server; a network left behind is one
+	// more for every later test's zones (and their Events) to handle.
+	t.Cleanup(func() { _ = c.Admin.Delete(context.Background(), udn) })
 	gr := topology.Network{Name: network}.GatewayRouter("node-a")
 
 	// intact reports whether the router has its forced-SNAT option and its

@@ -186,6 +186,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr manager.Manager, 
 	allKeys := handler.TypedEnqueueRequestsFromMapFunc[client.Object, feature.Key](func(ctx context.Context, _ client.Object) []feature.Key {
 		keys, err := r.Keys(ctx)
 		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "resync: listing every key failed; the next resync or event will retry", "zone", r.Zone)
 			return nil
 		}
 		return keys

@@ -302,6 +302,11 @@ func PlaceRequests(pod *corev1.Pod, ns *corev1.Namespace, nads map[string]*nadv1
 			case len(prims) > 0:
 				return nil, "", &Waiting{WaitBadSelection, fmt.Sprintf("network %s cannot be the pod's default route (default-route): the namespace's primary network is", s.Key())}
 			}
+			for is4 := range fams {
+				if !slices.ContainsFunc(c.ParsedSubnets(), func(sn netconf.Subnet) bool { return sn.CIDR.Addr().Is4() == is4 }) {
+					return nil, "", &Waiting{WaitBadSelection, fmt.Sprintf("network %s has no subnet of the IP family of its default-route %v", s.Key(), s.GatewayRequest)}
+				}
+			}
 			out[0].DefaultRouteElsewhere = fams
 		}
 		if !ready(nad) {

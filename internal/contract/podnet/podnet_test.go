@@ -113,6 +113,8 @@ func TestRequests(t *testing.T) {
 			nads(nad("ns1", "l3", l3, true), nad("ns1", "egress", egress, true)), nil, WaitBadSelection},
 		{"default-route of one family twice", pod(route(`[{"name":"egress","default-route":["10.140.0.1"]},{"name":"egress2","default-route":["10.141.0.1"]}]`)), plain,
 			nads(nad("ns1", "egress", egress, true), nad("ns1", "egress2", egress2, true)), nil, WaitBadSelection},
+		{"default-route of a family the network lacks", pod(route(`[{"name":"egress","default-route":["fd00::1"]}]`)), plain,
+			nads(nad("ns1", "egress", egress, true)), nil, WaitBadSelection},
 		{"default-route that is no address", pod(route(`[{"name":"egress","default-route":["gw"]}]`)), plain,
 			nads(nad("ns1", "egress", egress, true)), nil, WaitBadSelection},
 	}
