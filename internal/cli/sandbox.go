@@ -283,16 +283,21 @@ func sandboxProbeCommand() *cobra.Command {
 
 func sandboxAnnounceCommand() *cobra.Command {
 	var iface string
+	var onLine bool
 	cmd := &cobra.Command{
 		Use:    "announce",
 		Short:  "Send the RARP a live-migrated VM sends from its interface (run in a pod by the tests and the demo)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if onLine {
+				return demo.AnnounceWhen(iface, cmd.OutOrStdout(), cmd.InOrStdin())
+			}
 			return demo.Announce(iface)
 		},
 	}
 	cmd.Flags().StringVar(&iface, "iface", "ovn-udn1", "the interface to send it from")
+	cmd.Flags().BoolVar(&onLine, "on-line", false, "print \"ready\" once the socket is open, then send when a line comes on standard input")
 	return cmd
 }
 

@@ -1,7 +1,9 @@
 package demo
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"net"
 
 	"golang.org/x/sys/unix"
@@ -36,6 +38,14 @@ func RARP(mac net.HardwareAddr) []byte {
 // process's network namespace, as a VM that just arrived does: the
 // interface's own MAC, broadcast.
 func Announce(name string) error {
+	return AnnounceWhen(name, nil, nil)
+}
+
+// AnnounceWhen is Announce, its socket opened first: when go is not nil,
+// it writes "ready" to ready, then sends once a line comes on go. A test
+// can then pause the source and announce on the target back to back, the
+// start of this process not counted in the gap it measures.
+func AnnounceWhen(name string, ready io.Writer, goLine io.Reader) error {
 	iface, err := net.InterfaceByName(name)
 	if err != nil {
 		return err
@@ -47,7 +57,16 @@ func Announce(name string) error {
 	defer unix.Close(fd)
 	to := &unix.SockaddrLinklayer{Ifindex: iface.Index, Protocol: htons(rarpEtherType), Halen: 6}
 	copy(to.Addr[:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
-	if err := unix.Sendto(fd, RARP(iface.HardwareAddr), 0, to); err != nil {
+	frame := RARP(iface.HardwareAddr)
+	if goLine != nil {
+		if _, err := fmt.Fprintln(ready, "ready"); err != nil {
+			return err
+		}
+		if _, err := bufio.NewReader(goLine).ReadString('\n'); err != nil {
+			return fmt.Errorf("waiting for the line to announce on: %w", err)
+		}
+	}
+	if err := unix.Sendto(fd, frame, 0, to); err != nil {
 		return fmt.Errorf("sending a RARP from %s: %w", name, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -232,17 +233,25 @@ func (r *vmRun) migrate(source, target *corev1.Pod, a podnet.Attachment, addr ne
 		return m, err
 	}
 	// The VM pauses on the source (its interface falls silent: a paused VM
-	// neither answers nor refuses) and announces itself on the target.
+	// neither answers nor refuses) and announces itself on the target at
+	// once. The announcing process is started and ready first: its start
+	// (a second or more on a loaded machine) is the harness's, not the
+	// migration's, and is not in the gap.
 	sourceNetns, err := sandbox.PodNetns(r.ctx, r.dir, r.c, ref(source))
 	if err != nil {
 		return m, err
 	}
+	announce, err := startAnnounce(r.ctx, netns, r.binary)
+	if err != nil {
+		return m, err
+	}
 	if out, err := sandbox.Command(r.ctx, sourceNetns, []string{"ip", "link", "set", "ovn-udn1", "down"}).CombinedOutput(); err != nil {
+		announce.abort()
 		return m, fmt.Errorf("pausing the source: %v: %s", err, out)
 	}
 	announced := time.Now()
-	if out, err := sandbox.Command(r.ctx, netns, []string{r.binary, "sandbox", "announce", "--iface", "ovn-udn1"}).CombinedOutput(); err != nil {
-		return m, fmt.Errorf("announce: %v: %s", err, out)
+	if err := announce.send(); err != nil {
+		return m, err
 	}
 	moved, err := r.probes.WaitAnswers(ref(target), 5, time.Minute)
 	if err != nil {
@@ -378,6 +387,58 @@ func (r *vmRun) captureGARP(netns string, a podnet.Attachment) (func() bool, err
 		cancel()
 		return err == nil && strings.Contains(out.String(), gw.String())
 	}, nil
+}
+
+// announcer is a started `sandbox announce --on-line`, its socket open.
+type announcer struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bytes.Buffer
+}
+
+// startAnnounce starts the announcing process in netns and waits until it
+// is ready to send.
+func startAnnounce(ctx context.Context, netns, binary string) (*announcer, error) {
+	cmd := sandbox.Command(ctx, netns, []string{binary, "sandbox", "announce", "--iface", "ovn-udn1", "--on-line"})
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	a := &announcer{cmd: cmd, in: in, out: &bytes.Buffer{}}
+	cmd.Stderr = a.out
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("announce: %w", err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "ready" {
+		a.abort()
+		return nil, fmt.Errorf("announce: not ready (%q, %v): %s", line, err, a.out)
+	}
+	return a, nil
+}
+
+// send has the RARP sent, and waits for the process to end.
+func (a *announcer) send() error {
+	_, err := fmt.Fprintln(a.in, "go")
+	_ = a.in.Close()
+	if werr := a.cmd.Wait(); err == nil && werr != nil {
+		err = werr
+	}
+	if err != nil {
+		return fmt.Errorf("announce: %v: %s", err, a.out)
+	}
+	return nil
+}
+
+// abort ends the process without sending.
+func (a *announcer) abort() {
+	_ = a.in.Close()
+	_ = a.cmd.Process.Kill()
+	_ = a.cmd.Wait()
 }
 
 // neighbourMAC returns the MAC a network namespace's neighbour table holds
