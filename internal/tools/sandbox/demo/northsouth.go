@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -41,8 +42,9 @@ const demoSourcePort = 41000
 // outside on every node's address with one of its own namespace's pods; and
 // a datagram from outside too large for a network gets "fragmentation
 // needed" with the network's MTU (pathMTUCheck).
-// Rows whose pods do not exist are left out. Each check retries for 10 s
-// (the first packet of a path may wait for address resolution).
+// Rows whose pods do not exist are left out. Each check retries for 30 s
+// (the first packet of a path may wait for address resolution; a loaded
+// machine, the deploy test's, has needed more than 10 s).
 func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, nodes int) ([]AppCheck, error) {
 	l, err := sandbox.NewLayout(dir)
 	if err != nil {
@@ -52,7 +54,7 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 	var out []AppCheck
 	var jobs []func(*AppCheck)
 	retry := func(a *AppCheck, ask func() (string, error)) {
-		a.Err = proc.WaitFor(10*time.Second, 200*time.Millisecond, func() (bool, error) {
+		a.Err = proc.WaitFor(30*time.Second, 200*time.Millisecond, func() (bool, error) {
 			got, err := ask()
 			a.Got = got
 			return err == nil && got == a.Want, err
@@ -139,9 +141,15 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 			ns := s.Namespace
 			jobs = append(jobs, func(a *AppCheck) {
 				retry(a, func() (string, error) {
-					b, err := sandbox.Command(ctx, l.ExternalNetns(), []string{binary, "sandbox", "probe", target}).Output()
+					cmd := sandbox.Command(ctx, l.ExternalNetns(), []string{binary, "sandbox", "probe", target})
+					var stderr bytes.Buffer
+					cmd.Stderr = &stderr
+					b, err := cmd.Output()
 					got := strings.TrimSpace(string(b))
-					if err == nil && strings.HasPrefix(got, ns+"/") {
+					if err != nil {
+						// What failed (refused, timed out) is the answer shown.
+						got = strings.TrimSpace(stderr.String())
+					} else if strings.HasPrefix(got, ns+"/") {
 						got = "a " + ns + " pod"
 					}
 					return got, err
