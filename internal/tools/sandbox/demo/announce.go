@@ -41,10 +41,10 @@ func Announce(name string) error {
 	return AnnounceWhen(name, nil, nil)
 }
 
-// AnnounceWhen is Announce, its socket opened first: when go is not nil,
-// it writes "ready" to ready, then sends once a line comes on go. A test
-// can then pause the source and announce on the target back to back, the
-// start of this process not counted in the gap it measures.
+// AnnounceWhen is Announce, its socket opened first: when goLine is not
+// nil, it writes "ready" to ready, then sends once a line comes on goLine.
+// A test can then pause the source and announce on the target back to
+// back, the start of this process not counted in the gap it measures.
 func AnnounceWhen(name string, ready io.Writer, goLine io.Reader) error {
 	iface, err := net.InterfaceByName(name)
 	if err != nil {
