@@ -458,9 +458,9 @@ func (s *uplinkSandbox) failover(t *testing.T, dead int, bfd time.Duration, serv
 		// timing differed).
 		// Under load a retransmission of another connection can land in
 		// the window (2026-11-28, a loaded machine): a line whose counters
-		// moved on two routers is sent again, up to three times. A
-		// connection whose packets really take two routers moves both
-		// every time, and still fails below.
+		// moved on two routers is sent again, up to three times. One that
+		// moves two every time is left out below (at most three); more
+		// than that fails the test.
 		var before, after []sandbox.UplinkCount
 		moved, twice := -1, false
 		for try := 0; try < 3 && (try == 0 || twice); try++ {
