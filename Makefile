@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 GO ?= go
 # Integration tests start real API servers and OVN zones; give the whole run room.
-TEST_TIMEOUT ?= 45m
+TEST_TIMEOUT ?= 70m
 TESTFLAGS ?=
 # Fuzz targets (package:Target:executions); `make fuzz` runs each for its
 # execution count, about 5 s on this machine. Counts, not durations: Go 1.26's
@@ -46,7 +46,8 @@ vet:
 
 ## test: install dependencies, then run every test, unit and integration, against real components, then each fuzz target briefly
 test: deps vet
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./...
+	@mkdir -p bin; set -o pipefail; $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $(TESTFLAGS) ./... 2>&1 | tee bin/test.log \
+		|| { bash hack/test-failures.sh bin/test.log; exit 1; }
 	$(MAKE) fuzz
 
 ## fuzz: run each fuzz target for its execution count (about 5 s each), or for FUZZTIME (e.g. make fuzz FUZZTIME=10m); a failure leaves its input in the package's testdata/fuzz
