@@ -54,8 +54,8 @@ render it (--render-everywhere on both for every node).`,
 	fs.BoolVar(&opts.RenderEverywhere, "render-everywhere", false, "give every node a slice of every Layer3 network, for zone controllers started with --render-everywhere; by default a node holds a primary user-defined network's slice only while it uses the network")
 	fs.DurationVar(&opts.InactiveGracePeriod, "inactive-grace-period", activity.DefaultGracePeriod, "the zone controllers' --inactive-grace-period: a node keeps a slice of a network it stopped using a quarter longer than this")
 	fs.IntVar(&opts.EgressIPHealth.Port, "egressip-health-port", egressip.DefaultHealthPort, "probe the egress-assignable nodes' agents on this TCP port (their --egressip-health-port), and move egress IPs off a node that stops answering (0: only off a node that is not Ready)")
-	fs.DurationVar(&opts.EgressIPHealth.Interval, "egressip-health-interval", 100*time.Millisecond, "time between two probes of an egress node, and each probe's timeout")
-	fs.IntVar(&opts.EgressIPHealth.Misses, "egressip-health-misses", 3, "unanswered probes in a row after which an egress node's IPs move")
+	fs.DurationVar(&opts.EgressIPHealth.Interval, "egressip-health-interval", 100*time.Millisecond, "time between two probes of an egress node (docs/egressip.md \"Failover\")")
+	fs.IntVar(&opts.EgressIPHealth.Misses, "egressip-health-misses", 3, "intervals in a row without an answer after which an egress node's IPs move (and a silence beyond its recent answers' round-trip time, at most 30 intervals)")
 	fs.StringVar(&opts.EgressIPHealth.Netns, "egressip-health-netns", "", "network namespace to probe egress nodes from (default: cluster-manager's own)")
 	opts.Cluster.AddFlags(fs)
 	return cmd

@@ -3,10 +3,12 @@ package egressip
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -24,10 +26,11 @@ const DefaultHealthPort = 9107
 // long before the node's Ready condition turns (40 s by default).
 //
 // Each tracked node has one TCP connection to its agent (Port on the
-// node's primary address), on which a byte is sent every Interval and
-// must come back within it. A node is unreachable after Misses probes in
-// a row got no answer at all (a connect or a read that timed out, or no
-// route): the machine or its network is gone. A refused connection or a
+// node's primary address), on which a byte is sent every Interval; its
+// echo counts whenever it comes back. A node is unreachable after Misses
+// intervals in a row with no answer at all, and a silence longer than its
+// recent echoes took (rttEstimator; a connect that timed out, or no route,
+// is no answer): the machine or its network is gone. A refused connection or a
 // closed one is an answer (the node's kernel is there, only the agent is
 // not: restarting, or older than the probe), so a restarting agent never
 // moves an address; the Ready condition still covers a node that stays
@@ -39,10 +42,10 @@ const DefaultHealthPort = 9107
 type Reachability struct {
 	// Port is the agents' probe port.
 	Port int
-	// Interval is both the time between probes and each probe's timeout.
+	// Interval is the time between probes, and a connect's timeout.
 	Interval time.Duration
-	// Misses is how many unanswered probes in a row make a node
-	// unreachable.
+	// Misses is how many intervals in a row without an answer make a node
+	// unreachable (with a silence beyond its round-trip time).
 	Misses int
 	// Dial opens a connection (net.Dialer's by default; the sandbox dials
 	// from the nodes' network namespace).
@@ -138,6 +141,16 @@ func (r *Reachability) startLocked(name string, p *probe) {
 }
 
 // run probes one node until ctx ends.
+//
+// While the node is reachable, the connection is kept: a byte goes every
+// interval, and a reader takes the echoes whenever they come, so a late
+// answer (a loaded machine's scheduler, a userspace datapath) still counts
+// as one. An interval is missed when no byte came back during it; a round
+// that began more than two intervals after the previous one is not counted
+// either way (this process itself was not running: its silence says
+// nothing of the node). Once the node is unreachable, the connection is
+// closed and dialled again every interval, as a node that returns is best
+// found by a new connection.
 func (r *Reachability) run(ctx context.Context, name string, p *probe) {
 	addr := p.addr
 	logger := log.FromContext(ctx).WithValues("node", name, "address", addr)
@@ -153,54 +166,223 @@ func (r *Reachability) run(ctx context.Context, name string, p *probe) {
 	if misses <= 0 {
 		misses = 3
 	}
-	var conn net.Conn
+	var heard atomic.Int64 // UnixNano of the last answer
+	est := &rttEstimator{}
+	var c *echoConn
 	defer func() {
-		if conn != nil {
-			_ = conn.Close()
+		if c != nil {
+			_ = c.conn.Close()
 		}
 	}()
-	missed := 0
+	missed, down := 0, false
+	var damp flapDamping
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	buf := []byte{1}
+	last := time.Now()
 	for {
-		answered, err := true, error(nil)
-		if conn == nil {
+		begun := time.Now()
+		starved := begun.Sub(last) > 2*interval
+		last = begun
+		var err error
+		if c != nil && (down || c.closed()) {
+			_ = c.conn.Close()
+			c = nil
+		}
+		if c == nil {
 			dctx, cancel := context.WithTimeout(ctx, interval)
-			conn, err = dial(dctx, "tcp", target)
+			conn, derr := dial(dctx, "tcp", target)
 			cancel()
-			if err != nil {
-				conn, answered = nil, refused(err)
+			switch {
+			case derr == nil:
+				est.reset()
+				c = newEchoConn(conn, &heard, est)
+				heard.Store(time.Now().UnixNano()) // the handshake is an answer
+			case refused(derr):
+				heard.Store(time.Now().UnixNano())
+			default:
+				err = derr
 			}
 		}
-		if conn != nil {
-			_ = conn.SetDeadline(time.Now().Add(interval))
-			if _, err = conn.Write(buf); err == nil {
-				_, err = conn.Read(buf)
-			}
-			if err != nil {
-				var ne net.Error
-				answered = !(errors.As(err, &ne) && ne.Timeout())
-				_ = conn.Close()
-				conn = nil
+		if c != nil {
+			_ = c.conn.SetWriteDeadline(time.Now().Add(interval))
+			est.sent(time.Now())
+			if _, werr := c.conn.Write([]byte{1}); werr != nil {
+				err = werr
+				_ = c.conn.Close()
 			}
 		}
 		if ctx.Err() != nil {
 			return
-		}
-		if answered {
-			missed = 0
-		} else {
-			missed++
-		}
-		if down := missed >= misses; r.set(name, p, down) {
-			logger.Info("egress node reachability changed", "reachable", !down, "lastError", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
+		damp.calm(down, time.Now())
+		switch answered := heard.Load() >= begun.UnixNano(); {
+		case answered:
+			missed = 0
+		case !starved:
+			missed++
+		}
+		silence := time.Since(time.Unix(0, heard.Load()))
+		floor := min(time.Duration(misses)*interval<<damp.level, maxSilenceIntervals*interval)
+		if now := missed >= misses && silence > est.timeout(floor, maxSilenceIntervals*interval); now != down {
+			down = now
+			damp.changed(down, time.Now())
+			if r.set(name, p, down) {
+				if err == nil && down {
+					err = errors.New("no answer for " + strconv.Itoa(misses) + " intervals of " + interval.String())
+				}
+				logger.Info("egress node reachability changed", "reachable", !down, "lastError", err)
+			}
+		}
+	}
+}
+
+// maxSilenceIntervals bounds how long a node may stay silent, in
+// intervals, however slow its recent answers were: 30 (3 s by default).
+const maxSilenceIntervals = 30
+
+// flapDamping makes a node that keeps coming back soon after it was given
+// up slower to give up again: each outage shorter than flapWindow doubles
+// the silence it is allowed (level, at most maxFlapLevel), and each
+// calmPeriod reachable without one halves it again. A machine so loaded
+// that answers stall for half a second at a time then stops moving egress
+// IPs between healthy nodes after a few moves, while a quiet one keeps its
+// sub-second failover.
+type flapDamping struct {
+	level  uint
+	downAt time.Time
+	since  time.Time // reachable since, or last decay
+}
+
+const (
+	flapWindow   = 10 * time.Second
+	calmPeriod   = 5 * time.Minute
+	maxFlapLevel = 4
+)
+
+// changed records a verdict change at now.
+func (d *flapDamping) changed(down bool, now time.Time) {
+	if down {
+		d.downAt = now
+		return
+	}
+	if now.Sub(d.downAt) < flapWindow && d.level < maxFlapLevel {
+		d.level++
+	}
+	d.since = now
+}
+
+// calm lowers the level once per calmPeriod a node stays reachable.
+func (d *flapDamping) calm(down bool, now time.Time) {
+	if down || d.level == 0 {
+		return
+	}
+	if now.Sub(d.since) >= calmPeriod {
+		d.level--
+		d.since = now
+	}
+}
+
+// rttEstimator measures how long the echoes of one node take to come
+// back, as TCP does for its retransmission timeout (RFC 6298: a smoothed
+// round-trip time and its mean deviation), so that a node is given up only
+// after a silence well beyond what its recent answers took: Misses
+// intervals on a quiet machine, longer where answers have been slow (a
+// loaded machine, a userspace datapath), at most maxSilenceIntervals.
+type rttEstimator struct {
+	mu           sync.Mutex
+	sends        []time.Time // bytes sent on the current connection, not yet echoed
+	srtt, rttvar time.Duration
+	sampled      bool
+}
+
+// reset forgets the bytes in flight (a new connection); the estimate stays.
+func (e *rttEstimator) reset() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.sends = e.sends[:0]
+}
+
+// sent records a byte sent at t.
+func (e *rttEstimator) sent(t time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.sends) >= 1024 {
+		return // a node silent this long is unreachable long since
+	}
+	e.sends = append(e.sends, t)
+}
+
+// echoed records n bytes echoed at t, the oldest ones sent first.
+func (e *rttEstimator) echoed(n int, at time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for ; n > 0 && len(e.sends) > 0; n-- {
+		r := at.Sub(e.sends[0])
+		e.sends = e.sends[1:]
+		if !e.sampled {
+			e.srtt, e.rttvar, e.sampled = r, r/2, true
+			continue
+		}
+		d := e.srtt - r
+		if d < 0 {
+			d = -d
+		}
+		e.rttvar = (3*e.rttvar + d) / 4
+		e.srtt = (7*e.srtt + r) / 8
+	}
+}
+
+// timeout is how long a silence must last before the node is given up:
+// srtt + 4·rttvar, within [lo, hi].
+func (e *rttEstimator) timeout(lo, hi time.Duration) time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return min(max(lo, e.srtt+4*e.rttvar), hi)
+}
+
+// echoConn is a probe connection and its reader, which records when each
+// echo came back.
+type echoConn struct {
+	conn net.Conn
+	done chan struct{} // closed when the reader ends
+}
+
+func newEchoConn(conn net.Conn, heard *atomic.Int64, est *rttEstimator) *echoConn {
+	c := &echoConn{conn: conn, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		buf := make([]byte, 64)
+		for {
+			n, err := conn.Read(buf)
+			if n > 0 {
+				est.echoed(n, time.Now())
+			}
+			if err != nil {
+				if errors.Is(err, io.EOF) || refused(err) {
+					// The agent closed or reset it: its kernel answered.
+					heard.Store(time.Now().UnixNano())
+				}
+				return
+			}
+			heard.Store(time.Now().UnixNano())
+		}
+	}()
+	return c
+}
+
+// closed reports whether the reader ended (the connection was reset or
+// closed: the next round dials again).
+func (c *echoConn) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
 	}
 }
 

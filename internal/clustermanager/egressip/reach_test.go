@@ -136,3 +136,118 @@ func TestReachability(t *testing.T) {
 		t.Error("an untracked node keeps its verdict")
 	}
 }
+
+// TestReachabilityLateAnswers: an agent whose echoes come back later than
+// the interval (a loaded machine) stays reachable, as long as answers keep
+// coming; the probes of the first version timed each one out, closed the
+// connection and counted it missed, and a loaded sandbox saw its egress IPs
+// move back and forth between nodes every few seconds.
+func TestReachabilityLateAnswers(t *testing.T) {
+	const interval, delay = 20 * time.Millisecond, 50 * time.Millisecond
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var echoed atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := make([]byte, 1)
+				for {
+					if _, err := c.Read(b); err != nil {
+						return
+					}
+					go func() {
+						time.Sleep(delay) // the late answer itself, not synchronisation
+						if _, err := c.Write([]byte{1}); err == nil {
+							echoed.Add(1)
+						}
+					}()
+				}
+			}()
+		}
+	}()
+	r := &Reachability{Port: l.Addr().(*net.TCPAddr).Port, Interval: interval, Misses: 3}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Start(ctx) }()
+	r.Track(map[string]netip.Addr{"n1": netip.MustParseAddr("127.0.0.1")})
+	changes := r.Changes()
+	waitFor(t, "fifty late answers", func() bool { return echoed.Load() >= 50 })
+	if r.Unreachable("n1") {
+		t.Fatal("n1 answers every probe 2.5 intervals late, yet is unreachable")
+	}
+	select {
+	case e := <-changes:
+		t.Errorf("a verdict changed for %q while every probe was answered late", e.Object.Name)
+	default:
+	}
+}
+
+// TestRTTEstimatorTimeout: the silence a node is allowed follows its
+// recent echoes' round-trip times, within the floor and the ceiling.
+func TestRTTEstimatorTimeout(t *testing.T) {
+	const lo, hi = 300 * time.Millisecond, 3 * time.Second
+	for _, tc := range []struct {
+		name string
+		rtts []time.Duration
+		want time.Duration
+	}{
+		{"no echo yet: the floor", nil, lo},
+		{"quick echoes: the floor", []time.Duration{time.Millisecond, 2 * time.Millisecond, time.Millisecond}, lo},
+		{"one slow echo: srtt + 4 rttvar", []time.Duration{200 * time.Millisecond}, 600 * time.Millisecond},
+		{"very slow echoes: the ceiling", []time.Duration{2 * time.Second, 2 * time.Second}, hi},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &rttEstimator{}
+			at := time.Unix(1000, 0)
+			for _, r := range tc.rtts {
+				e.sent(at)
+				e.echoed(1, at.Add(r))
+				at = at.Add(time.Second)
+			}
+			if got := e.timeout(lo, hi); got != tc.want {
+				t.Errorf("timeout = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFlapDamping: short outages raise the level, up to its bound; a
+// long one does not; calm periods lower it again.
+func TestFlapDamping(t *testing.T) {
+	var d flapDamping
+	at := time.Unix(1000, 0)
+	flap := func(outage time.Duration) {
+		d.changed(true, at)
+		at = at.Add(outage)
+		d.changed(false, at)
+	}
+	for range 6 {
+		flap(200 * time.Millisecond)
+	}
+	if d.level != maxFlapLevel {
+		t.Fatalf("after six short outages: level %d, want %d", d.level, maxFlapLevel)
+	}
+	d.calm(false, at.Add(calmPeriod/2))
+	if d.level != maxFlapLevel {
+		t.Errorf("half a calm period lowered the level to %d", d.level)
+	}
+	d.calm(false, at.Add(calmPeriod))
+	d.calm(false, at.Add(2*calmPeriod))
+	if d.level != maxFlapLevel-2 {
+		t.Errorf("after two calm periods: level %d, want %d", d.level, maxFlapLevel-2)
+	}
+	at = at.Add(3 * calmPeriod)
+	before := d.level
+	flap(time.Minute)
+	if d.level != before {
+		t.Errorf("a minute-long outage (a node really gone) raised the level from %d to %d", before, d.level)
+	}
+}
