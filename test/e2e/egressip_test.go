@@ -332,10 +332,19 @@ func TestEgressIPFailover(t *testing.T) {
 	}
 	slices.Sort(gaps)
 	t.Logf("failover over %d rounds: p50 %s, max %s", rounds, gaps[len(gaps)/2].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond))
-	if worst := gaps[len(gaps)-1]; worst > 2*time.Second {
-		t.Errorf("the slowest failover took %s (goal: under a second; measured 0.5-0.66 s)", worst)
+	// The goal, under a second, is measured by the documented command
+	// (docs/egressip.md "Failover") on a quiet machine; this bound says
+	// only that the probes moved the address, which the Ready condition
+	// alone would have done after 40 s.
+	if worst := gaps[len(gaps)-1]; worst > failoverBound {
+		t.Errorf("the slowest failover took %s: more than %s, so not by cluster-manager's probes (goal: under a second)", worst, failoverBound)
 	}
 }
+
+// failoverBound is the slowest failover TestEgressIPFailover accepts: far
+// above a loaded machine's seconds, far below the 40 s of the Ready
+// condition (kube-controller-manager's --node-monitor-grace-period).
+const failoverBound = 10 * time.Second
 
 // neighbour returns the MAC a network namespace's neighbour table has for
 // addr ("" when none).

@@ -123,6 +123,9 @@ func EgressIPDemo(ctx context.Context, dir, binary string, c client.Client, node
 			check.Got = strings.Join(list, " and ")
 			return slices.Equal(list, want), nil
 		})
+		if check.Err != nil || check.Got != strings.Join(want, " and ") {
+			check.Got += " (" + egressIPRows(dir) + ")"
+		}
 	}
 	both := AppCheck{Name: "12 new connections to the outside", From: from, Target: server, Want: strings.Join(addrs, " and ")}
 	if withPod {

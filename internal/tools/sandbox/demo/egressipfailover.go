@@ -104,13 +104,19 @@ func seenAs(ctx context.Context, dir, binary, pod, server, want string, timeout 
 	return got, err
 }
 
+// FailoverBound is the slowest EgressIP failover the demo accepts: the
+// probes' work on a loaded machine takes seconds, the Ready condition's
+// 40 s (docs/egressip.md "Failover"; the sub-second goal is measured by
+// TestEgressIPFailover's documented command).
+const FailoverBound = 10 * time.Second
+
 // failover pulls the link of the node holding addr (of EgressIP name) and
 // measures how long until pod's new connections are seen from addr again,
 // then puts the link back and waits until that node no longer answers for
 // addr. Under cluster-manager replicas (--deploy), a node running one is
 // not pulled: if it is the leader, the lease, not the probe, decides.
 func failover(ctx context.Context, dir, binary string, c client.Client, pod, name, addr, server string) AppCheck {
-	check := AppCheck{Name: "its egress node's link pulled: the other node takes it", From: pod, Target: server, Want: addr + " within 2s"}
+	check := AppCheck{Name: "its egress node's link pulled: the other node takes it", From: pod, Target: server, Want: addr + " within " + FailoverBound.String()}
 	var e v1.EgressIP
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, &e); err != nil || len(e.Status.Items) != 1 {
 		check.Err = fmt.Errorf("EgressIP %s: %v, items %v", name, err, e.Status.Items)
@@ -139,22 +145,41 @@ func failover(ctx context.Context, dir, binary string, c client.Client, pod, nam
 		}
 		return nil
 	}
+	// A connection every 50 ms from a prober started before the cut: the
+	// time is when the first connection begun after it was answered from
+	// addr again, not how long a probe process takes to start on a loaded
+	// machine.
+	netns, err := sandbox.PodNetns(ctx, dir, c, pod)
+	if err != nil {
+		check.Err = err
+		return check
+	}
+	p, err := StartProber(netns, binary, server, 50*time.Millisecond, 300*time.Millisecond)
+	if err != nil {
+		check.Err = err
+		return check
+	}
+	defer p.Stop()
+	if _, err := p.WaitAnswers(addr, 3, 30*time.Second); err != nil {
+		check.Err = fmt.Errorf("before the cut: %w", err)
+		return check
+	}
 	if err := link("down"); err != nil {
 		check.Err = err
 		return check
 	}
 	cut := time.Now()
-	got, err := seenAs(ctx, dir, binary, pod, server, addr, 30*time.Second)
-	took := time.Since(cut)
+	_, err = p.WaitAnswers(addr, 3, 30*time.Second)
+	took := p.FirstSince(cut, addr).Sub(cut)
 	if lerr := link("up"); lerr != nil && err == nil {
 		err = lerr
 	}
 	check.Name = fmt.Sprintf("%s's link pulled: the other node takes it (%d ms)", victim, took.Milliseconds())
 	switch {
 	case err != nil:
-		check.Got, check.Err = got, err
-	case took > 2*time.Second:
-		check.Got = fmt.Sprintf("%s after %s", got, took.Round(time.Millisecond))
+		check.Err = err
+	case took > FailoverBound:
+		check.Got = fmt.Sprintf("%s after %s", addr, took.Round(time.Millisecond))
 	default:
 		check.Got = check.Want
 	}
