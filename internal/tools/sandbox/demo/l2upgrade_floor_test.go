@@ -1,6 +1,9 @@
 package demo
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestLossWithinFloor: a step's lost probes pass only when none were lost,
 // or when the same paths lost at least half that rate with nothing moving.
@@ -19,6 +22,27 @@ func TestLossWithinFloor(t *testing.T) {
 		s := UpgradeStep{Probes: c.probes, Lost: map[string]int{"a → b": c.lost}, FloorLost: c.floorLost, FloorProbes: c.floorProbes}
 		if got := s.LossWithinFloor(); got != c.want {
 			t.Errorf("%s: LossWithinFloor() = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestUnbroken: beyond the floor, a step passes only when no path went
+// silent for longer than UpgradeGapBound.
+func TestUnbroken(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lost int
+		gaps map[string]time.Duration
+		want bool
+	}{
+		{"nothing lost", 0, nil, true},
+		{"scattered timeouts", 300, map[string]time.Duration{"a → b": 900 * time.Millisecond, "b → a": 1200 * time.Millisecond}, true},
+		{"one path stopped", 300, map[string]time.Duration{"a → b": 900 * time.Millisecond, "b → a": 12 * time.Second}, false},
+		{"lost, no gaps measured", 300, nil, false},
+	} {
+		s := UpgradeStep{Probes: 1000, Lost: map[string]int{"a → b": c.lost}, FloorProbes: 100, Gaps: c.gaps}
+		if got := s.Unbroken(); got != c.want {
+			t.Errorf("%s: Unbroken() = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
