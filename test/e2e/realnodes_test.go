@@ -349,23 +349,29 @@ func (s *realSandbox) faults(t *testing.T, blue []struct{ ns, name, node, addr s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = server.Process.Kill(); _ = server.Wait() })
-	var sent io.WriteCloser
-	eventually(t, func() error { // the server listens a moment after it starts
-		client := sandbox.Command(ctx, clientNS, []string{"nc", blue[1].addr, "9000"})
-		w, err := client.StdinPipe()
-		if err != nil {
-			return err
+	// The server listens a moment after it starts (seconds on a loaded
+	// machine). A client started before that is refused and exits, while
+	// the line written to its standard input still goes into the pipe:
+	// wait for the listening socket first.
+	eventually(t, func() error {
+		out, err := sandbox.Command(ctx, serverNS, []string{"ss", "-Hltn", "sport = :9000"}).Output()
+		if err != nil || strings.TrimSpace(string(out)) == "" {
+			return fmt.Errorf("nc -l 9000 not listening yet (%v)", err)
 		}
-		if err := client.Start(); err != nil {
-			return err
-		}
-		t.Cleanup(func() { _ = client.Process.Kill(); _ = client.Wait() })
-		if _, err := io.WriteString(w, "before\n"); err != nil {
-			return err
-		}
-		sent = w
 		return nil
 	})
+	client := sandbox.Command(ctx, clientNS, []string{"nc", blue[1].addr, "9000"})
+	sent, err := client.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Process.Kill(); _ = client.Wait() })
+	if _, err := io.WriteString(sent, "before\n"); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, func() error {
 		if !strings.Contains(received.String(), "before") {
 			return fmt.Errorf("the server has not received the first line")
