@@ -145,12 +145,14 @@ func (r *Reachability) startLocked(name string, p *probe) {
 // While the node is reachable, the connection is kept: a byte goes every
 // interval, and a reader takes the echoes whenever they come, so a late
 // answer (a loaded machine's scheduler, a userspace datapath) still counts
-// as one. An interval is missed when no byte came back during it; a round
-// that began more than two intervals after the previous one is not counted
-// either way (this process itself was not running: its silence says
-// nothing of the node). Once the node is unreachable, the connection is
-// closed and dialled again every interval, as a node that returns is best
-// found by a new connection.
+// as one. An interval is missed when no answer came during it; a round
+// that lasted more than two intervals is not counted either way (this
+// process itself was not running: its silence says nothing of the node).
+// Once the node is unreachable, a new connection is dialled every
+// interval, and only an echo on it, or a refusal, counts: a hung agent's
+// kernel still completes handshakes. The connection open at the verdict is
+// kept a while: an echo on it soon after says the verdict was wrong, and
+// the node's allowed silence grows (flapDamping).
 func (r *Reachability) run(ctx context.Context, name string, p *probe) {
 	addr := p.addr
 	logger := log.FromContext(ctx).WithValues("node", name, "address", addr)
@@ -166,23 +168,27 @@ func (r *Reachability) run(ctx context.Context, name string, p *probe) {
 	if misses <= 0 {
 		misses = 3
 	}
-	var heard atomic.Int64 // UnixNano of the last answer
+	// Times are offsets on the monotonic clock from base: a step of the
+	// wall clock must not read as a silence.
+	base := time.Now()
+	mono := func() time.Duration { return time.Since(base) }
+	var heard atomic.Int64 // when the last answer came
 	est := &rttEstimator{}
-	var c *echoConn
+	var c, suspect *echoConn // suspect: the connection open when the node was given up
+	var suspectAt, evidence time.Duration
 	defer func() {
-		if c != nil {
-			_ = c.conn.Close()
+		for _, x := range []*echoConn{c, suspect} {
+			if x != nil {
+				_ = x.conn.Close()
+			}
 		}
 	}()
 	missed, down := 0, false
 	var damp flapDamping
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	last := time.Now()
 	for {
-		begun := time.Now()
-		starved := begun.Sub(last) > 2*interval
-		last = begun
+		begun := mono()
 		var err error
 		if c != nil && (down || c.closed()) {
 			_ = c.conn.Close()
@@ -195,10 +201,12 @@ func (r *Reachability) run(ctx context.Context, name string, p *probe) {
 			switch {
 			case derr == nil:
 				est.reset()
-				c = newEchoConn(conn, &heard, est)
-				heard.Store(time.Now().UnixNano()) // the handshake is an answer
+				c = newEchoConn(conn, &heard, est, mono)
+				if !down {
+					heard.Store(int64(mono())) // the handshake is an answer, but not one that brings a node back
+				}
 			case refused(derr):
-				heard.Store(time.Now().UnixNano())
+				heard.Store(int64(mono()))
 			default:
 				err = derr
 			}
@@ -219,18 +227,37 @@ func (r *Reachability) run(ctx context.Context, name string, p *probe) {
 			return
 		case <-tick.C:
 		}
-		damp.calm(down, time.Now())
-		switch answered := heard.Load() >= begun.UnixNano(); {
+		now := mono()
+		if suspect != nil {
+			switch {
+			case suspect.last.Load() >= int64(suspectAt):
+				// An echo of a byte sent before the verdict: the node was
+				// there all along.
+				damp.flap(now)
+				fallthrough
+			case now-suspectAt > evidence:
+				_ = suspect.conn.Close()
+				suspect = nil
+			}
+		}
+		damp.calm(down, now)
+		switch answered := heard.Load() >= int64(begun); {
 		case answered:
 			missed = 0
-		case !starved:
+		case now-begun <= 2*interval:
 			missed++
 		}
-		silence := time.Since(time.Unix(0, heard.Load()))
+		silence := now - time.Duration(heard.Load())
 		floor := min(time.Duration(misses)*interval<<damp.level, maxSilenceIntervals*interval)
-		if now := missed >= misses && silence > est.timeout(floor, maxSilenceIntervals*interval); now != down {
-			down = now
-			damp.changed(down, time.Now())
+		giveUp := est.timeout(floor, maxSilenceIntervals*interval)
+		if verdict := missed >= misses && silence > giveUp; verdict != down {
+			down = verdict
+			if down && c != nil {
+				if suspect != nil {
+					_ = suspect.conn.Close()
+				}
+				suspect, suspectAt, evidence, c = c, now, 2*giveUp, nil
+			}
 			if r.set(name, p, down) {
 				if err == nil && down {
 					err = errors.New("no answer for " + strconv.Itoa(misses) + " intervals of " + interval.String())
@@ -245,43 +272,39 @@ func (r *Reachability) run(ctx context.Context, name string, p *probe) {
 // intervals, however slow its recent answers were: 30 (3 s by default).
 const maxSilenceIntervals = 30
 
-// flapDamping makes a node that keeps coming back soon after it was given
-// up slower to give up again: each outage shorter than flapWindow doubles
-// the silence it is allowed (level, at most maxFlapLevel), and each
-// calmPeriod reachable without one halves it again. A machine so loaded
-// that answers stall for half a second at a time then stops moving egress
-// IPs between healthy nodes after a few moves, while a quiet one keeps its
-// sub-second failover.
+// flapDamping makes a node given up wrongly slower to give up again: each
+// false verdict (an echo, soon after it, of a byte sent before it) doubles
+// the silence the node is allowed (level, at most maxFlapLevel), and each
+// calmPeriod without one halves it again. A machine so loaded that answers
+// stall for half a second at a time then stops moving egress IPs between
+// healthy nodes after a few moves; a node really gone, whose link comes
+// back later, raises nothing, and a quiet machine keeps its sub-second
+// failover.
 type flapDamping struct {
-	level  uint
-	downAt time.Time
-	since  time.Time // reachable since, or last decay
+	level uint
+	since time.Duration // the last flap or decay
 }
 
 const (
-	flapWindow   = 10 * time.Second
 	calmPeriod   = 5 * time.Minute
 	maxFlapLevel = 4
 )
 
-// changed records a verdict change at now.
-func (d *flapDamping) changed(down bool, now time.Time) {
-	if down {
-		d.downAt = now
-		return
-	}
-	if now.Sub(d.downAt) < flapWindow && d.level < maxFlapLevel {
+// flap records a false verdict at now.
+func (d *flapDamping) flap(now time.Duration) {
+	if d.level < maxFlapLevel {
 		d.level++
 	}
 	d.since = now
 }
 
-// calm lowers the level once per calmPeriod a node stays reachable.
-func (d *flapDamping) calm(down bool, now time.Time) {
+// calm lowers the level once per calmPeriod without a flap while the node
+// is reachable.
+func (d *flapDamping) calm(down bool, now time.Duration) {
 	if down || d.level == 0 {
 		return
 	}
-	if now.Sub(d.since) >= calmPeriod {
+	if now-d.since >= calmPeriod {
 		d.level--
 		d.since = now
 	}
@@ -350,10 +373,12 @@ func (e *rttEstimator) timeout(lo, hi time.Duration) time.Duration {
 type echoConn struct {
 	conn net.Conn
 	done chan struct{} // closed when the reader ends
+	last atomic.Int64  // when an echo last came back on it (run's clock)
 }
 
-func newEchoConn(conn net.Conn, heard *atomic.Int64, est *rttEstimator) *echoConn {
+func newEchoConn(conn net.Conn, heard *atomic.Int64, est *rttEstimator, mono func() time.Duration) *echoConn {
 	c := &echoConn{conn: conn, done: make(chan struct{})}
+	c.last.Store(-1)
 	go func() {
 		defer close(c.done)
 		buf := make([]byte, 64)
@@ -361,15 +386,17 @@ func newEchoConn(conn net.Conn, heard *atomic.Int64, est *rttEstimator) *echoCon
 			n, err := conn.Read(buf)
 			if n > 0 {
 				est.echoed(n, time.Now())
+				now := int64(mono())
+				c.last.Store(now)
+				heard.Store(now)
 			}
 			if err != nil {
 				if errors.Is(err, io.EOF) || refused(err) {
 					// The agent closed or reset it: its kernel answered.
-					heard.Store(time.Now().UnixNano())
+					heard.Store(int64(mono()))
 				}
 				return
 			}
-			heard.Store(time.Now().UnixNano())
 		}
 	}()
 	return c
