@@ -76,8 +76,8 @@ type UpgradeStep struct {
 	// machine loses anyway (timeouts), the floor Lost is compared with.
 	FloorProbes, FloorLost int
 	// Gaps are the longest times each of the other nodes' paths went
-	// without an answer during the step (LongestGap; not the egress paths
-	// while the egress IP's node moves).
+	// without an answer during the step, its ends included (LongestSilence;
+	// not the egress paths while the egress IP's node moves).
 	Gaps map[string]time.Duration
 	// UpgradePorts: after the move, the node's zone has the upgrade ports
 	// (it should while another node is at 1.0, and not after).
@@ -321,11 +321,14 @@ func (r *upgradeRun) step(node string, pods map[string]*corev1.Pod, a, b string,
 	time.Sleep(FloorWindow) // a measurement window (the floor), not a wait for an event
 	floorEnd := time.Now()
 	for path, p := range probers {
+		answered := func(answer string) bool {
+			return !strings.HasPrefix(answer, "error") && (!strings.HasSuffix(path, "→ outside") || answer == UpgradeEgressIP)
+		}
 		if !strings.HasSuffix(path, "→ outside") || node != r.egressNode {
-			s.Gaps[path] = p.LongestGap(start, end)
+			s.Gaps[path] = p.LongestSilence(start, end, answered)
 		}
 		for _, l := range p.Since(start) {
-			ok := !strings.HasPrefix(l.Answer, "error") && (!strings.HasSuffix(path, "→ outside") || l.Answer == UpgradeEgressIP)
+			ok := answered(l.Answer)
 			switch {
 			case l.Began.After(floorEnd):
 			case l.Began.After(end):

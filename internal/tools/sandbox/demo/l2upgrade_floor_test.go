@@ -46,3 +46,32 @@ func TestUnbroken(t *testing.T) {
 		}
 	}
 }
+
+// TestLongestSilence: a path never answered is silent for the whole
+// window, one broken from some moment on until the window's end, and only
+// answers ok accepts count.
+func TestLongestSilence(t *testing.T) {
+	from := time.Unix(1000, 0)
+	to := from.Add(10 * time.Second)
+	at := func(ms int, answer string) ProbeLine {
+		return ProbeLine{Began: from.Add(time.Duration(ms) * time.Millisecond), Answer: answer}
+	}
+	ok := func(a string) bool { return a == "b" }
+	for _, c := range []struct {
+		name  string
+		lines []ProbeLine
+		want  time.Duration
+	}{
+		{"never answered", []ProbeLine{at(100, "error: timeout"), at(5000, "error: timeout")}, 10 * time.Second},
+		{"nothing at all", nil, 10 * time.Second},
+		{"broken from 2 s on", []ProbeLine{at(0, "b"), at(1000, "b"), at(2000, "b"), at(3000, "error: x")}, 8 * time.Second},
+		{"answered late at first", []ProbeLine{at(4000, "b"), at(9000, "b"), at(10000, "b")}, 5 * time.Second},
+		{"a wrong answer is no answer", []ProbeLine{at(0, "b"), at(5000, "c"), at(10000, "b")}, 10 * time.Second},
+		{"answered throughout", []ProbeLine{at(0, "b"), at(2500, "b"), at(5000, "b"), at(7500, "b"), at(10000, "b")}, 2500 * time.Millisecond},
+	} {
+		p := &Prober{all: c.lines}
+		if got := p.LongestSilence(from, to, ok); got != c.want {
+			t.Errorf("%s: LongestSilence = %s, want %s", c.name, got, c.want)
+		}
+	}
+}

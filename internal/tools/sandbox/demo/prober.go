@@ -143,6 +143,27 @@ func (p *Prober) LongestGap(from, to time.Time) time.Duration {
 	return gap
 }
 
+// LongestSilence is the longest time within [from, to] with no attempt
+// begun that ok accepts the answer of, counting the stretch from from to
+// the first such attempt and from the last one to to: the whole window
+// when none was answered. Unlike LongestGap, a path broken from some
+// moment on, or for the whole window, shows as such.
+func (p *Prober) LongestSilence(from, to time.Time, ok func(answer string) bool) time.Duration {
+	var answered []time.Time
+	for _, l := range p.Since(from) {
+		if !l.Began.After(to) && ok(l.Answer) {
+			answered = append(answered, l.Began)
+		}
+	}
+	slices.SortFunc(answered, func(a, b time.Time) int { return a.Compare(b) })
+	prev, gap := from, time.Duration(0)
+	for _, a := range answered {
+		gap = max(gap, a.Sub(prev))
+		prev = a
+	}
+	return max(gap, to.Sub(prev))
+}
+
 // Stop ends the prober.
 func (p *Prober) Stop() {
 	if p.cmd.Process != nil {
