@@ -10,19 +10,23 @@ import (
 )
 
 // agent is a probe target on loopback: it echoes each byte while echo is
-// set, and swallows them (a node that went silent) otherwise.
+// set, delay after it came (a loaded machine), and swallows them (a node
+// that went silent) otherwise.
 type agent struct {
 	l      net.Listener
 	echo   atomic.Bool
 	echoed atomic.Int64
+	delay  time.Duration
 }
 
-func newAgent(t *testing.T) *agent {
+func newAgent(t *testing.T) *agent { return newDelayedAgent(t, 0) }
+
+func newDelayedAgent(t *testing.T, delay time.Duration) *agent {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &agent{l: l}
+	a := &agent{l: l, delay: delay}
 	a.echo.Store(true)
 	t.Cleanup(func() { _ = l.Close() })
 	go func() {
@@ -38,12 +42,22 @@ func newAgent(t *testing.T) *agent {
 					if _, err := c.Read(b); err != nil {
 						return
 					}
-					if a.echo.Load() {
+					if !a.echo.Load() {
+						continue
+					}
+					if a.delay == 0 {
 						if _, err := c.Write(b); err != nil {
 							return
 						}
 						a.echoed.Add(1)
+						continue
 					}
+					go func() {
+						time.Sleep(a.delay) // the late answer itself, not synchronisation
+						if _, err := c.Write([]byte{1}); err == nil {
+							a.echoed.Add(1)
+						}
+					}()
 				}
 			}()
 		}
@@ -152,42 +166,14 @@ func TestReachability(t *testing.T) {
 // move back and forth between nodes every few seconds.
 func TestReachabilityLateAnswers(t *testing.T) {
 	const interval, delay = 20 * time.Millisecond, 50 * time.Millisecond
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var echoed atomic.Int64
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				b := make([]byte, 1)
-				for {
-					if _, err := c.Read(b); err != nil {
-						return
-					}
-					go func() {
-						time.Sleep(delay) // the late answer itself, not synchronisation
-						if _, err := c.Write([]byte{1}); err == nil {
-							echoed.Add(1)
-						}
-					}()
-				}
-			}()
-		}
-	}()
-	r := &Reachability{Port: l.Addr().(*net.TCPAddr).Port, Interval: interval, Misses: 3}
+	a := newDelayedAgent(t, delay)
+	r := &Reachability{Port: a.port(), Interval: interval, Misses: 3}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = r.Start(ctx) }()
 	r.Track(map[string]netip.Addr{"n1": netip.MustParseAddr("127.0.0.1")})
 	changes := r.Changes()
-	waitFor(t, "fifty late answers", func() bool { return echoed.Load() >= 50 })
+	waitFor(t, "fifty late answers", func() bool { return a.echoed.Load() >= 50 })
 	if r.Unreachable("n1") {
 		t.Fatal("n1 answers every probe 2.5 intervals late, yet is unreachable")
 	}
