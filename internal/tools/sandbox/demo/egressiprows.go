@@ -23,26 +23,23 @@ func egressIPRows(dir string) string {
 		return err.Error()
 	}
 	var parts []string
+	finds := []struct{ word, table, columns, condition string }{
+		{"policy", "Logical_Router_Policy", "match,nexthops", fmt.Sprintf("priority=%d", egressip.ReroutePriority)},
+		{"snat", "NAT", "logical_ip,external_ip,match", fmt.Sprintf("priority=%d", egressip.SNATPriority)},
+	}
 	for _, n := range st.Nodes {
 		var rows []string
-		pol, err := deps.OVNCommand("ovn-nbctl", "--db="+n.NB, "--timeout=10", "--bare", "--format=csv", "--no-headings", "--columns=match,nexthops",
-			"find", "Logical_Router_Policy", fmt.Sprintf("priority=%d", egressip.ReroutePriority)).CombinedOutput()
-		if err != nil {
-			rows = append(rows, "policies: "+strings.TrimSpace(string(pol)))
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(pol)), "\n") {
-			if line != "" && err == nil {
-				rows = append(rows, "policy "+line)
+		for _, f := range finds {
+			out, err := deps.OVNCommand("ovn-nbctl", "--db="+n.NB, "--timeout=10", "--bare", "--format=csv", "--no-headings",
+				"--columns="+f.columns, "find", f.table, f.condition).CombinedOutput()
+			if err != nil {
+				rows = append(rows, f.word+": "+strings.TrimSpace(string(out)))
+				continue
 			}
-		}
-		nat, err := deps.OVNCommand("ovn-nbctl", "--db="+n.NB, "--timeout=10", "--bare", "--format=csv", "--no-headings", "--columns=logical_ip,external_ip,match",
-			"find", "NAT", fmt.Sprintf("priority=%d", egressip.SNATPriority)).CombinedOutput()
-		if err != nil {
-			rows = append(rows, "nats: "+strings.TrimSpace(string(nat)))
-		}
-		for _, line := range strings.Split(strings.TrimSpace(string(nat)), "\n") {
-			if line != "" && err == nil {
-				rows = append(rows, "snat "+line)
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if line != "" {
+					rows = append(rows, f.word+" "+line)
+				}
 			}
 		}
 		if len(rows) == 0 {
