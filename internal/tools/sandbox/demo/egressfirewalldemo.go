@@ -208,7 +208,6 @@ func blockedAfter(ctx context.Context, dir string, c client.Client, binary, pod,
 		cancel()
 		return nil, err
 	}
-	started := time.Now()
 	lines := make(chan string, 2048) // a minute of attempts: the reader never blocks
 	go func() {
 		defer close(lines)
@@ -246,13 +245,12 @@ func blockedAfter(ctx context.Context, dir string, c client.Client, binary, pod,
 				if !ok {
 					return "never"
 				}
-				ms, answer, _ := strings.Cut(l, " ")
-				n, err := strconv.Atoi(ms)
-				began := started.Add(time.Duration(n) * time.Millisecond)
-				if err != nil || began.Before(since) {
+				pl, ok := ParseProbeLine(l)
+				began := pl.Began
+				if !ok || began.Before(since) {
 					continue
 				}
-				if !strings.HasPrefix(answer, "error: ") {
+				if !strings.HasPrefix(pl.Answer, "error: ") {
 					if began.After(lastAnswered) {
 						lastAnswered, firstBlocked, blockedInRow = began, time.Time{}, 0
 					}

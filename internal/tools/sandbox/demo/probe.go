@@ -282,17 +282,18 @@ func getIn(ctx context.Context, ns, url string) (string, error) {
 }
 
 // ProbeEvery starts a ProbeFrom of addr every interval until ctx ends,
-// each with its own timeout, and writes a line as each one ends: the
-// milliseconds from the start to when it began, then the answer or
-// "error: ..." (lines in the order attempts end).
+// each with its own timeout, and writes a line as each one ends: when it
+// began, as Unix microseconds, then the answer or "error: ..." (lines in
+// the order attempts end). The start is wall-clock time, so that a reader
+// in another process places attempts on its own clock without counting
+// this process's start-up (ParseProbeLine).
 func ProbeEvery(ctx context.Context, addr string, interval, timeout time.Duration, w io.Writer) {
-	start := time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		began := time.Since(start)
+		began := time.Now()
 		wg.Go(func() {
 			a, err := ProbeFrom(addr, "", 0, timeout)
 			if err != nil {
@@ -300,7 +301,7 @@ func ProbeEvery(ctx context.Context, addr string, interval, timeout time.Duratio
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			fmt.Fprintf(w, "%d %s\n", began.Milliseconds(), a)
+			fmt.Fprintf(w, "%d %s\n", began.UnixMicro(), a)
 		})
 		select {
 		case <-ctx.Done():

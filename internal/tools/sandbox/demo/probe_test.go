@@ -70,3 +70,43 @@ func TestBulk(t *testing.T) {
 		t.Fatalf("bulk: %+v", r)
 	}
 }
+
+// TestProbeEveryLines checks the line format a Prober in another process
+// reads: each attempt's wall-clock start, between the moments around the
+// run here, and the server's answer; a closed port gives "error: ".
+func TestProbeEveryLines(t *testing.T) {
+	addr := listenAddr(t)
+	serving(t, addr, addr)
+	closed := listenAddr(t)
+	for _, tc := range []struct {
+		name, addr, prefix string
+	}{
+		{"answered", addr, "127.0.0.1"}, // ClientReply answers with the client address
+		{"refused", closed, "error: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Millisecond)
+			defer cancel()
+			var out bytes.Buffer
+			ProbeEvery(ctx, tc.addr, 50*time.Millisecond, time.Second, &out)
+			after := time.Now()
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if len(lines) < 2 {
+				t.Fatalf("want at least 2 attempts in 120 ms at 50 ms, got %q", out.String())
+			}
+			for _, s := range lines {
+				l, ok := ParseProbeLine(s)
+				if !ok {
+					t.Fatalf("line %q does not parse", s)
+				}
+				if l.Began.Before(before.Truncate(time.Microsecond)) || l.Began.After(after) {
+					t.Errorf("line %q began at %s, outside the run [%s, %s]", s, l.Began, before, after)
+				}
+				if !strings.HasPrefix(l.Answer, tc.prefix) {
+					t.Errorf("line %q: want an answer starting %q", s, tc.prefix)
+				}
+			}
+		})
+	}
+}

@@ -18,11 +18,10 @@ import (
 // connection to one target every interval, each answer kept with the time
 // its attempt began.
 type Prober struct {
-	cmd     *exec.Cmd
-	started time.Time
-	lines   chan ProbeLine
-	mu      sync.Mutex
-	all     []ProbeLine // every attempt that ended, in the order they ended
+	cmd   *exec.Cmd
+	lines chan ProbeLine
+	mu    sync.Mutex
+	all   []ProbeLine // every attempt that ended, in the order they ended
 }
 
 // ProbeLine is one attempt: when it began, and the server's answer or
@@ -30,6 +29,18 @@ type Prober struct {
 type ProbeLine struct {
 	Began  time.Time
 	Answer string
+}
+
+// ParseProbeLine reads one line of ProbeEvery. Began is wall-clock time
+// (no monotonic reading): comparisons with this process's times then use
+// the wall clock, which both processes share.
+func ParseProbeLine(s string) (ProbeLine, bool) {
+	us, answer, ok := strings.Cut(s, " ")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil {
+		return ProbeLine{}, false
+	}
+	return ProbeLine{Began: time.UnixMicro(n), Answer: answer}, true
 }
 
 // StartProber runs binary's probe-every in netns toward target (host:port)
@@ -45,17 +56,14 @@ func StartProber(netns, binary, target string, interval, timeout time.Duration) 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p.started = time.Now()
 	go func() {
 		defer close(p.lines)
 		r := bufio.NewScanner(out)
 		for r.Scan() {
-			ms, answer, ok := strings.Cut(r.Text(), " ")
-			n, err := strconv.Atoi(ms)
-			if !ok || err != nil {
+			l, ok := ParseProbeLine(r.Text())
+			if !ok {
 				continue
 			}
-			l := ProbeLine{Began: p.started.Add(time.Duration(n) * time.Millisecond), Answer: answer}
 			p.mu.Lock()
 			p.all = append(p.all, l)
 			p.mu.Unlock()
