@@ -60,8 +60,9 @@ type Reachability struct {
 
 // probe is one node's probing goroutine.
 type probe struct {
-	addr   netip.Addr
-	cancel context.CancelFunc
+	addr      netip.Addr
+	cancel    context.CancelFunc
+	flapLevel atomic.Uint32 // flapDamping's level, for logs and tests
 }
 
 // Changes is the channel of verdict changes (for source.Channel).
@@ -234,6 +235,8 @@ func (r *Reachability) run(ctx context.Context, name string, p *probe) {
 				// An echo of a byte sent before the verdict: the node was
 				// there all along.
 				damp.flap(now)
+				p.flapLevel.Store(uint32(damp.level))
+				logger.Info("egress node given up wrongly: its allowed silence grows", "flapLevel", damp.level)
 				fallthrough
 			case now-suspectAt > evidence:
 				_ = suspect.conn.Close()
@@ -241,6 +244,7 @@ func (r *Reachability) run(ctx context.Context, name string, p *probe) {
 			}
 		}
 		damp.calm(down, now)
+		p.flapLevel.Store(uint32(damp.level))
 		switch answered := heard.Load() >= int64(begun); {
 		case answered:
 			missed = 0
@@ -262,7 +266,7 @@ func (r *Reachability) run(ctx context.Context, name string, p *probe) {
 				if err == nil && down {
 					err = errors.New("no answer for " + strconv.Itoa(misses) + " intervals of " + interval.String())
 				}
-				logger.Info("egress node reachability changed", "reachable", !down, "lastError", err)
+				logger.Info("egress node reachability changed", "reachable", !down, "lastError", err, "flapLevel", damp.level)
 			}
 		}
 	}
@@ -439,6 +443,16 @@ func (r *Reachability) notifyLocked(name string) {
 	case r.changes <- event.TypedGenericEvent[*corev1.Node]{Object: n}:
 	default: // a reconcile is queued already: it reads every verdict
 	}
+}
+
+// flapLevel is the node's flapDamping level (0 for a node not tracked).
+func (r *Reachability) flapLevel(node string) uint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.probes[node]; p != nil {
+		return uint(p.flapLevel.Load())
+	}
+	return 0
 }
 
 // refused reports whether a failed connect was answered by the node (a

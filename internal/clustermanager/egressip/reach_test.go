@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,12 +12,14 @@ import (
 
 // agent is a probe target on loopback: it echoes each byte while echo is
 // set, delay after it came (a loaded machine), and swallows them (a node
-// that went silent) otherwise.
+// that went silent) otherwise. While stall is held, it reads nothing: the
+// bytes wait and are echoed once it is released (a stalled process).
 type agent struct {
 	l      net.Listener
 	echo   atomic.Bool
 	echoed atomic.Int64
 	delay  time.Duration
+	stall  sync.Mutex
 }
 
 func newAgent(t *testing.T) *agent { return newDelayedAgent(t, 0) }
@@ -39,6 +42,8 @@ func newDelayedAgent(t *testing.T, delay time.Duration) *agent {
 				defer c.Close()
 				b := make([]byte, 1)
 				for {
+					a.stall.Lock()
+					a.stall.Unlock()
 					if _, err := c.Read(b); err != nil {
 						return
 					}
@@ -181,6 +186,55 @@ func TestReachabilityLateAnswers(t *testing.T) {
 	case e := <-changes:
 		t.Errorf("a verdict changed for %q while every probe was answered late", e.Object.Name)
 	default:
+	}
+}
+
+// TestReachabilityFlap: a node given up whose echoes then come, late, on
+// the connection open at the verdict (a stalled agent, not a gone one) was
+// given up wrongly: its flap level rises, so that it is allowed a longer
+// silence next time. A node that really went silent, and answers again on
+// a new connection, raises nothing.
+func TestReachabilityFlap(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		stall     bool // hold the agent (its bytes wait) rather than drop the bytes
+		wantLevel uint
+	}{
+		{"stalled agent: a flap", true, 1},
+		{"silent node: no flap", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newAgent(t)
+			// 50 ms intervals: the evidence window after a verdict is
+			// 2 × 150 ms, wide enough for the poll below on a loaded machine.
+			r := &Reachability{Port: a.port(), Interval: 50 * time.Millisecond, Misses: 3}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go func() { _ = r.Start(ctx) }()
+			r.Track(map[string]netip.Addr{"n1": netip.MustParseAddr("127.0.0.1")})
+			waitFor(t, "ten echoes", func() bool { return a.echoed.Load() >= 10 })
+			if tc.stall {
+				a.stall.Lock()
+			} else {
+				a.echo.Store(false)
+			}
+			waitFor(t, "n1 unreachable", func() bool { return r.Unreachable("n1") })
+			if tc.stall {
+				a.stall.Unlock()
+			} else {
+				a.echo.Store(true)
+			}
+			waitFor(t, "n1 reachable again", func() bool { return !r.Unreachable("n1") })
+			if tc.stall {
+				waitFor(t, "the flap counted", func() bool { return r.flapLevel("n1") == tc.wantLevel })
+			}
+			// The silent node's level must still be 0 after its evidence
+			// window (2 × 150 ms) closed.
+			time.Sleep(400 * time.Millisecond) // letting the window pass is the point, not synchronisation
+			if got := r.flapLevel("n1"); got != tc.wantLevel {
+				t.Errorf("flap level %d, want %d", got, tc.wantLevel)
+			}
+		})
 	}
 }
 
