@@ -134,6 +134,9 @@ type Reconciler struct {
 	resync chan event.GenericEvent
 	// resyncs counts the periodic resyncs requested (Options.ResyncPeriod).
 	resyncs atomic.Int64
+	// wholePlans counts networks planned whole (every row, not only remote
+	// nodes' parts), written or not: what a resync does to each network.
+	wholePlans atomic.Int64
 	// queue takes keys from outside the watches (feature.Queue).
 	queue keyQueue
 	// features are the zone's kinds of work (setup.go), byKind who
@@ -278,6 +281,7 @@ func (r *Reconciler) reconcileNetwork(ctx context.Context, name string) (ctrl.Re
 		r.whole.forget(name)
 		return ctrl.Result{}, fmt.Errorf("network %s: %w", name, err)
 	}
+	r.wholePlans.Add(1)
 	if d.exists && len(d.rows) > 0 && !d.waitingForBFD {
 		r.whole.remember(r.Zone, in.Input)
 	} else {

@@ -65,7 +65,7 @@ func TestThirdPartyEditsPutBack(t *testing.T) {
 	// most a minute.
 	r := c.Controller("node-a")
 	err := proc.WaitFor(time.Minute, 10*time.Millisecond, func() (bool, error) {
-		before, from := r.Transactions(), zone.Resyncs(r)
+		before, from, planned := r.Transactions(), zone.Resyncs(r), zone.WholePlans(r)
 		// Resyncs from+1 and from+2 run whole within the window (a
 		// resync of a few networks takes milliseconds, the period a
 		// second).
@@ -76,6 +76,11 @@ func TestThirdPartyEditsPutBack(t *testing.T) {
 		}
 		if n := r.Transactions() - before; n != 0 {
 			return false, fmt.Errorf("%d transactions over two resyncs", n)
+		}
+		// Not vacuous: the resyncs planned this test's network (and any
+		// other) whole, and found nothing to write.
+		if n := zone.WholePlans(r) - planned; n < 2 {
+			return false, fmt.Errorf("two resyncs planned %d networks whole, want at least 2", n)
 		}
 		return true, nil
 	})
