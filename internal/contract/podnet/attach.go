@@ -79,7 +79,7 @@ func Attach(r Request, addrs []netip.Prefix, gateways []netip.Addr, mac string, 
 		asked = r.Selection.DefaultRouteFamilies()
 	}
 	for _, gw := range gateways {
-		if r.Role == RolePrimary && !r.DefaultRouteElsewhere[gw.Is4()] || asked[gw.Is4()] {
+		if (r.Role == RolePrimary && !r.DefaultRouteElsewhere[gw.Is4()]) || asked[gw.Is4()] {
 			a.Gateways = append(a.Gateways, gw.String())
 		}
 	}
