@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager"
@@ -31,7 +30,7 @@ user-defined network only while it uses the network, as zone controllers
 render it (--render-everywhere on both for every node).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctrl.SetLogger(zap.New())
+			ctrl.SetLogger(daemonLogger())
 			if err := applyMemoryLimit(memoryLimit); err != nil {
 				return err
 			}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ovn-udn/ovn-udn/internal/activity"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
@@ -32,7 +31,7 @@ Services, NetworkPolicies and ClusterNetworkConnects.`,
 			if opts.Zone == "" || opts.NB == "" || opts.SB == "" {
 				return fmt.Errorf("--zone, --nb and --sb are required")
 			}
-			ctrl.SetLogger(zap.New())
+			ctrl.SetLogger(daemonLogger())
 			if err := applyMemoryLimit(memoryLimit); err != nil {
 				return err
 			}

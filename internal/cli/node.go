@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
@@ -78,7 +77,7 @@ ovn-controller has installed it; a DEL, or the pod's going away, unplumbs it.`,
 			}
 			opts.Host.Command, opts.Host.Path = tools(toolsDir)
 			opts.Gateway.Netns = opts.Host.Netns
-			ctrl.SetLogger(zap.New())
+			ctrl.SetLogger(daemonLogger())
 			if err := applyMemoryLimit(memoryLimit); err != nil {
 				return err
 			}
