@@ -2,9 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -315,6 +318,7 @@ func TestEgressIPFailover(t *testing.T) {
 
 		t.Logf("round %d: %s's link down; new connections from %s again after %s, the outside's neighbour entry at %s after %s (now on %s)",
 			round, from, eip, back.Sub(cut).Round(time.Millisecond), to, learnt.Sub(cut).Round(time.Millisecond), holder())
+		t.Logf("round %d, from the cut, in the components' logs: %s", round, failoverSteps(l, cut, from, to))
 		// The node that came back takes no part until it has caught up:
 		// its bridge no longer answers for the egress IP.
 		eventually(t, func() error {
@@ -404,4 +408,63 @@ func (p *prober) waitAnswers(t *testing.T, want string, n int) time.Time {
 		t.Fatal(err)
 	}
 	return at
+}
+
+// failoverSteps says when, after cut, each component's log shows its part
+// of a failover from one node to another: cluster-manager's verdict and
+// its move of the address, the zones' EgressIP rows (the pod's node1 and
+// the new holder), the new holder's announcement. The logs' timestamps
+// have milliseconds; a step not found shows as "-".
+func failoverSteps(l sandbox.Layout, cut time.Time, from, to string) string {
+	steps := []struct {
+		name, log string
+		has       []string
+	}{
+		{"verdict", "cluster-manager", []string{"egress node reachability changed", `"node":"` + from + `"`, `"reachable":false`}},
+		{"moved", "cluster-manager", []string{"egress IP moved", `"to":"` + to + `"`}},
+		{"node1 rows", "zone-controller-node1", []string{"synced egressips"}},
+		{to + " rows", "zone-controller-" + to, []string{"synced egressips"}},
+		{"announced", "node-agent-" + to, []string{"egress IP announced"}},
+	}
+	var out []string
+	for _, s := range steps {
+		at := "-"
+		if ts, ok := firstLogAfter(filepath.Join(l.LogDir(), s.log+".log"), cut, s.has...); ok {
+			at = ts.Sub(cut).Round(time.Millisecond).String()
+		}
+		out = append(out, s.name+" "+at)
+	}
+	return strings.Join(out, ", ")
+}
+
+// firstLogAfter returns the time of the first line of a JSON log at or
+// after t (to the millisecond) that has every one of has.
+func firstLogAfter(path string, t time.Time, has ...string) (time.Time, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !containsAll(line, has) {
+			continue
+		}
+		var l struct{ TS string }
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue
+		}
+		ts, err := time.Parse(time.RFC3339Nano, l.TS)
+		if err == nil && !ts.Before(t.Truncate(time.Millisecond)) {
+			return ts, true
+		}
+	}
+	return time.Time{}, false
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
