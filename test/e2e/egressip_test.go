@@ -434,6 +434,13 @@ func failoverSteps(l sandbox.Layout, cut time.Time, from, to string) string {
 		}
 		out = append(out, s.name+" "+at)
 	}
+	// The agent's own part: from its reconcile's start to the announcement.
+	if line := lastLogLine(filepath.Join(l.LogDir(), "node-agent-"+to+".log"), "egress IP announced"); line != "" {
+		if _, ms, ok := strings.Cut(line, `"reconcileMillis":`); ok {
+			ms, _, _ = strings.Cut(ms, "}")
+			out = append(out, "(the announcing reconcile "+strings.TrimSpace(ms)+" ms)")
+		}
+	}
 	return strings.Join(out, ", ")
 }
 
@@ -458,6 +465,21 @@ func firstLogAfter(path string, t time.Time, has ...string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// lastLogLine is the last line of a log that has sub ("" if none).
+func lastLogLine(path, sub string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], sub) {
+			return lines[i]
+		}
+	}
+	return ""
 }
 
 func containsAll(s string, subs []string) bool {

@@ -106,7 +106,7 @@ func TestEgressIPNeighbours(t *testing.T) {
 		ip("-n", extNS, "neigh", "replace", a.String(), "lladdr", "02:00:00:00:00:01", "dev", "eth0", "nud", "stale")
 	}
 	for i := range Announcements {
-		pending, err := r.announce(context.Background(), mac, phys, moved)
+		pending, err := r.announce(context.Background(), time.Now(), mac, phys, moved)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestEgressIPNeighbours(t *testing.T) {
 			t.Errorf("announcement %d: pending %v", i+1, pending)
 		}
 	}
-	if pending, _ := r.announce(context.Background(), mac, phys, moved); pending {
+	if pending, _ := r.announce(context.Background(), time.Now(), mac, phys, moved); pending {
 		t.Error("announcements still pending after all their copies")
 	}
 	for _, a := range moved {

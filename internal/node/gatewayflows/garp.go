@@ -33,8 +33,9 @@ const (
 // the node holds and had not sent Announcements of yet, and forgets the
 // ones it no longer holds (announced again if they come back). pending
 // says copies are still due (the caller comes back after
-// AnnounceInterval).
-func (r *GatewayReconciler) announce(ctx context.Context, macText string, physical int, ips []netip.Addr) (pending bool, err error) {
+// AnnounceInterval). began is when the reconcile began (logged with the
+// first announcement: how long the flows before it took).
+func (r *GatewayReconciler) announce(ctx context.Context, began time.Time, macText string, physical int, ips []netip.Addr) (pending bool, err error) {
 	mac, err := net.ParseMAC(macText)
 	if err != nil {
 		return false, fmt.Errorf("gateway MAC %q: %w", macText, err)
@@ -60,7 +61,8 @@ func (r *GatewayReconciler) announce(ctx context.Context, macText string, physic
 		}
 		now[ip] = sent + 1
 		if sent == 0 {
-			ctrl.LoggerFrom(ctx).Info("egress IP announced", "address", ip, "bridge", r.bridge().Bridge)
+			ctrl.LoggerFrom(ctx).Info("egress IP announced", "address", ip, "bridge", r.bridge().Bridge,
+				"reconcileMillis", time.Since(began).Milliseconds())
 		}
 		pending = pending || now[ip] < Announcements
 	}

@@ -150,6 +150,7 @@ var usesNodeChanged = predicate.Funcs{
 // Reconcile computes the bridge's flows and writes them when they differ
 // from what the bridge holds.
 func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	began := time.Now()
 	log := ctrl.LoggerFrom(ctx)
 	resync := r.Opts.Gateway.Resync
 	if resync == 0 {
@@ -179,7 +180,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) 
 	}
 	// Once the bridge answers for them: announced, so the outside sends
 	// their replies here at once.
-	pending, err := r.announce(ctx, in.MAC, in.Physical, in.EgressIPs)
+	pending, err := r.announce(ctx, began, in.MAC, in.Physical, in.EgressIPs)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
