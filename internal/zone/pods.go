@@ -229,6 +229,15 @@ func (r *Reconciler) attachPod(ctx context.Context, key string) (*corev1.Pod, ct
 				return pod, ctrl.Result{}, err
 			}
 		}
+		if req.Key == podnet.DefaultKey && len(req.DefaultRouteElsewhere) > 0 {
+			// As the service routes: a running pod keeps the routes it
+			// started with (one attached before these routes has none).
+			if cur, ok := current[req.Key]; ok {
+				req.NodeAddresses = hostRoutes(cur)
+			} else if local.Gateway != nil {
+				req.NodeAddresses = local.Gateway.Addresses()
+			}
+		}
 		entry, err := r.attachLayer3(ctx, pod, local, req, current)
 		if err != nil {
 			r.notePod(pod, "AddressAllocationFailed", fmt.Sprintf("network %s: %v", req.Key, err))
@@ -556,16 +565,36 @@ func (r *Reconciler) infrastructureRoutes(ctx context.Context) ([]netip.Prefix, 
 // ranges (its infrastructure service routes).
 func serviceRoutes(a podnet.Attachment, serviceCIDRs []netip.Prefix) []netip.Prefix {
 	var out []netip.Prefix
-	for _, rt := range a.Routes {
-		d, err := netip.ParsePrefix(rt.Dest)
-		if err != nil {
-			continue
-		}
+	for _, d := range routeDests(a) {
 		for _, c := range serviceCIDRs {
 			if c.Contains(d.Addr()) && d.Bits() >= c.Bits() {
 				out = append(out, d)
 				break
 			}
+		}
+	}
+	return out
+}
+
+// hostRoutes are the addresses an attachment routes one by one (/32,
+// /128): on a default attachment whose default route is elsewhere, its
+// node's addresses.
+func hostRoutes(a podnet.Attachment) []netip.Addr {
+	var out []netip.Addr
+	for _, d := range routeDests(a) {
+		if d.IsSingleIP() {
+			out = append(out, d.Addr())
+		}
+	}
+	return out
+}
+
+// routeDests are an attachment's routes' destinations (those that parse).
+func routeDests(a podnet.Attachment) []netip.Prefix {
+	var out []netip.Prefix
+	for _, rt := range a.Routes {
+		if d, err := netip.ParsePrefix(rt.Dest); err == nil {
+			out = append(out, d)
 		}
 	}
 	return out

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/node/gatewayflows"
@@ -481,6 +482,43 @@ func TestNorthSouth(t *testing.T) {
 		if got, err := curlFrom("ns-l2b/a", fmt.Sprintf("http://%s:30180/hostname", node1IP)); err == nil || strings.HasPrefix(got, "echo-") {
 			t.Fatalf("ns-l2b/a → node1's address:30180 reached ns-l3a's service (%q, %v)", got, err)
 		}
+	})
+
+	t.Run("a default-network pod reaches its own node: the host over TCP, the network's node ports", func(t *testing.T) {
+		// The gateway router holds the node's address too, and answers
+		// only pings there: the cluster router sends what a pod sends to
+		// its own node's address into the management port, and the node's
+		// switch serves the network's node ports.
+		const ns = "ns-def"
+		if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = admin.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		})
+		for _, o := range []client.Object{deployment(ns, "echo", 1), nodePortService(ns, "echo", 30182, false)} {
+			if err := admin.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		readyPods(t, ns, "echo", 1)
+		netns, err := sandbox.PodNetns(ctx, dir, admin, "plain/a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, func() error {
+			if out, err := inNetns(ctx, netns, "nc", "-z", "-w", "3", node1IP, strconv.Itoa(egressip.DefaultHealthPort)); err != nil {
+				return fmt.Errorf("plain/a → its node %s:%d over TCP: %v: %s", node1IP, egressip.DefaultHealthPort, err, out)
+			}
+			return nil
+		})
+		eventually(t, func() error {
+			got, err := inNetns(ctx, netns, "curl", "-s", "-m", "2", fmt.Sprintf("http://%s:30182/hostname", node1IP))
+			if err != nil || !strings.HasPrefix(got, "echo-") {
+				return fmt.Errorf("plain/a → its node %s:30182 answered %q (%v), want the default network's echo pod", node1IP, got, err)
+			}
+			return nil
+		})
 	})
 
 	t.Run("node agent restarted rewrites nothing", func(t *testing.T) {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/clustermanager/egressip"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/testing/cmtest"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
@@ -89,6 +91,19 @@ func TestSecondaryNetworkEgress(t *testing.T) {
 				t.Errorf("%s's route to the cluster DNS: %q (%v), want the default network's eth0", p.name, svc, err)
 			}
 			nodeIP := strings.Split(sandbox.NodeIP(map[string]int{"node1": 1, "node2": 2}[p.node]), "/")[0]
+			// Its own node's address goes by the default network: the
+			// secondary network's gateway router holds that address, and
+			// would answer a ping but not TCP. The node agent's egress IP
+			// health port listens on every address of the node.
+			if r, err := inNetns(ctx, netns, "ip", "-4", "route", "get", nodeIP); err != nil || !strings.Contains(r, "dev eth0") {
+				t.Errorf("%s's route to its node %s: %q (%v), want the default network's eth0", p.name, nodeIP, r, err)
+			}
+			eventually(t, func() error {
+				if out, err := inNetns(ctx, netns, "nc", "-z", "-w", "3", nodeIP, strconv.Itoa(egressip.DefaultHealthPort)); err != nil {
+					return fmt.Errorf("%s → its node %s:%d over TCP: %v: %s", p.name, nodeIP, egressip.DefaultHealthPort, err, out)
+				}
+				return nil
+			})
 			eventually(t, func() error {
 				got, err := probeOut(ctx, ns+"/"+p.name, 0)
 				if err != nil || got != nodeIP {

@@ -30,7 +30,8 @@ import (
 //     default route (default-route) is the default route of those IP
 //     families, and the default network keeps for them the routes to the
 //     cluster subnets, join subnet and service CIDRs
-//     (Request.DefaultRouteElsewhere).
+//     (Request.DefaultRouteElsewhere), and to the pod's node's own
+//     addresses (Request.NodeAddresses).
 func Attach(r Request, addrs []netip.Prefix, gateways []netip.Addr, mac string, podKey string, cfg config.Cluster) Attachment {
 	a := Attachment{Role: r.Role, MAC: mac}
 	for _, p := range addrs {
@@ -52,6 +53,11 @@ func Attach(r Request, addrs []netip.Prefix, gateways []netip.Addr, mac string, 
 		for _, s := range cfg.ServiceCIDRs {
 			if r.DefaultRouteElsewhere[s.Addr().Is4()] {
 				routeTo = append(routeTo, s)
+			}
+		}
+		for _, n := range r.NodeAddresses {
+			if r.DefaultRouteElsewhere[n.Is4()] {
+				routeTo = append(routeTo, netip.PrefixFrom(n, n.BitLen()))
 			}
 		}
 	case r.Role == RolePrimary:

@@ -200,6 +200,12 @@ type Request struct {
 	// default-route), on the default attachment: it then routes only the
 	// cluster's subnets, join subnet and service CIDRs of those families.
 	DefaultRouteElsewhere map[bool]bool
+	// NodeAddresses are the pod's node's addresses, routed (host routes)
+	// through the default attachment for the DefaultRouteElsewhere
+	// families: the secondary network's gateway router holds the node's
+	// address, so a pod sending to its own node through it would be
+	// answered by the router (ping) and not by the host (TCP, UDP).
+	NodeAddresses []netip.Addr
 }
 
 // Topology is the request's network topology (the default network is Layer3).

@@ -209,7 +209,8 @@ func TestAttachSecondaryAndDefault(t *testing.T) {
 // gateway that the pod asks for its default route (default-route) takes
 // the default route of that family; the default network keeps routes to
 // the cluster's subnets, join subnet and service CIDRs of that family, and
-// its default route of the other.
+// the node's own address of it (the secondary's gateway router holds that
+// address), and its default route of the other.
 func TestAttachDefaultRouteElsewhere(t *testing.T) {
 	cfg := config.Default()
 	egress, err := netconf.ParseConfig(`{"type":"ovn-k8s-cni-overlay","name":"ns.e","topology":"layer3","role":"secondary","subnets":"10.140.0.0/16/24","egress":"gateway"}`)
@@ -230,7 +231,8 @@ func TestAttachDefaultRouteElsewhere(t *testing.T) {
 	if notAsked.Gateways != nil {
 		t.Errorf("a pod that did not ask got the secondary's default route: %v", notAsked.Gateways)
 	}
-	def := Attach(Request{Key: DefaultKey, Network: "default", Role: RolePrimary, DefaultRouteElsewhere: map[bool]bool{true: true}},
+	def := Attach(Request{Key: DefaultKey, Network: "default", Role: RolePrimary, DefaultRouteElsewhere: map[bool]bool{true: true},
+		NodeAddresses: addrs("192.168.100.11", "fd00:192:168:100::11")},
 		pfx("10.244.1.6/24", "fd00:10:244:2::6/64"), addrs("10.244.1.1", "fd00:10:244:2::1"), "", "ns/p", cfg)
 	if d := cmp.Diff([]string{"fd00:10:244:2::1"}, def.Gateways); d != "" {
 		t.Errorf("the default network's gateways (-want +got):\n%s", d)
@@ -241,9 +243,15 @@ func TestAttachDefaultRouteElsewhere(t *testing.T) {
 			v4 = append(v4, r)
 		}
 	}
-	want := []Route{{Dest: "10.244.0.0/16", NextHop: "10.244.1.1"}, {Dest: "100.64.0.0/16", NextHop: "10.244.1.1"}, {Dest: "10.96.0.0/16", NextHop: "10.244.1.1"}}
+	want := []Route{{Dest: "10.244.0.0/16", NextHop: "10.244.1.1"}, {Dest: "100.64.0.0/16", NextHop: "10.244.1.1"}, {Dest: "10.96.0.0/16", NextHop: "10.244.1.1"},
+		{Dest: "192.168.100.11/32", NextHop: "10.244.1.1"}} // the node's IPv4 address: its IPv6 one goes by the default route anyway
 	if d := cmp.Diff(want, v4); d != "" {
 		t.Errorf("the default network's IPv4 routes (-want +got):\n%s", d)
+	}
+	for _, r := range def.Routes {
+		if r.Dest == "fd00:192:168:100::11/128" {
+			t.Errorf("a host route for the node's IPv6 address, whose family keeps its default route: %v", r)
+		}
 	}
 }
 

@@ -113,6 +113,15 @@ func Render(in Input) Output {
 			out.Contributions = append(out.Contributions, ovsdbsync.Contribution{
 				Target: &nbdb.LogicalRouter{Name: in.Network.GatewayRouter(in.Node)}, Column: "load_balancer", Members: routerLBs,
 			})
+			if in.Network.IsDefault() {
+				// The default network's pods reach their own node's address
+				// through the management port (topology's node reroute), not
+				// the gateway router: its node ports and external IPs are
+				// served to them on their switch.
+				out.Contributions = append(out.Contributions, ovsdbsync.Contribution{
+					Target: &nbdb.LogicalSwitch{Name: in.Network.NodeSwitch(in.Node)}, Column: "load_balancer", Members: routerLBs,
+				})
+			}
 		}
 	}
 	if in.Infrastructure && in.Network.IsDefault() {

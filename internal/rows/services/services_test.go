@@ -260,3 +260,35 @@ func TestRenderInfrastructure(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderDefaultNodePortOnSwitch: the default network's pods reach
+// their own node's address through the management port, not the gateway
+// router, so its node load balancers (node ports, external IPs) go on the
+// node's switch too; a user-defined network's stay on its router alone
+// (TestRender's NodePort case).
+func TestRenderDefaultNodePortOnSwitch(t *testing.T) {
+	def := topology.DefaultNetwork(config.Default())
+	out := Render(Input{Service: svc(func(s *corev1.Service) {
+		s.Spec.Type = corev1.ServiceTypeNodePort
+		s.Spec.Ports[0].NodePort = 30080
+	}), Network: def, Node: "node2", NodeIPs: []netip.Addr{netip.MustParseAddr("192.168.100.12")}})
+	var routerLBs, switchLBs []string
+	for _, c := range out.Contributions {
+		switch tgt := c.Target.(type) {
+		case *nbdb.LogicalRouter:
+			if tgt.Name == def.GatewayRouter("node2") {
+				routerLBs = c.Members
+			}
+		case *nbdb.LogicalSwitch:
+			if tgt.Name == def.NodeSwitch("node2") {
+				switchLBs = c.Members
+			}
+		}
+	}
+	if len(routerLBs) == 0 {
+		t.Fatalf("no node load balancer on %s: %+v", def.GatewayRouter("node2"), out.Contributions)
+	}
+	if d := cmp.Diff(routerLBs, switchLBs); d != "" {
+		t.Errorf("the node switch %s's load balancers (-router's +switch's):\n%s", def.NodeSwitch("node2"), d)
+	}
+}

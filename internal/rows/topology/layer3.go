@@ -220,6 +220,16 @@ func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		crRoutes = append(crRoutes, crJoinRoutes...)
 		crPolicies = append(crPolicies, b.isolation(cr, cfg)...)
 	}
+	if n.IsDefault() {
+		// A pod reaching its own node's address meets the host through the
+		// management port (ovn-k8s-mp0), not the gateway router, which
+		// holds that address too and answers only pings. The node's
+		// NodePorts and external IPs are served on the node switch for
+		// them (services.Render). A user-defined network's management port
+		// has no host side yet (issue 52): its pods still meet their
+		// gateway router there.
+		crPolicies = append(crPolicies, b.nodeReroutes(cr, routerToSwitch(sw), local, mgmt)...)
+	}
 	b.add(&nbdb.LogicalRouter{UUID: lrID(cr), Name: cr, Ports: crPorts, StaticRoutes: crRoutes, Policies: crPolicies,
 		ExternalIDs: b.ext("")})
 	return nil
