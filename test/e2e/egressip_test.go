@@ -429,13 +429,13 @@ func failoverSteps(l sandbox.Layout, cut time.Time, from, to string) string {
 	var out []string
 	for _, s := range steps {
 		at := "-"
-		if ts, ok := firstLogAfter(filepath.Join(l.LogDir(), s.log+".log"), cut, s.has...); ok {
+		if ts, _, ok := firstLogAfter(filepath.Join(l.LogDir(), s.log+".log"), cut, s.has...); ok {
 			at = ts.Sub(cut).Round(time.Millisecond).String()
 		}
 		out = append(out, s.name+" "+at)
 	}
 	// The agent's own part: from its reconcile's start to the announcement.
-	if line := lastLogLine(filepath.Join(l.LogDir(), "node-agent-"+to+".log"), "egress IP announced"); line != "" {
+	if _, line, ok := firstLogAfter(filepath.Join(l.LogDir(), "node-agent-"+to+".log"), cut, "egress IP announced"); ok {
 		if _, ms, ok := strings.Cut(line, `"reconcileMillis":`); ok {
 			ms, _, _ = strings.Cut(ms, "}")
 			out = append(out, "(the announcing reconcile "+strings.TrimSpace(ms)+" ms)")
@@ -444,12 +444,12 @@ func failoverSteps(l sandbox.Layout, cut time.Time, from, to string) string {
 	return strings.Join(out, ", ")
 }
 
-// firstLogAfter returns the time of the first line of a JSON log at or
-// after t (to the millisecond) that has every one of has.
-func firstLogAfter(path string, t time.Time, has ...string) (time.Time, bool) {
+// firstLogAfter returns the time and text of the first line of a JSON log
+// at or after t (to the millisecond) that has every one of has.
+func firstLogAfter(path string, t time.Time, has ...string) (time.Time, string, bool) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return time.Time{}, false
+		return time.Time{}, "", false
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if !containsAll(line, has) {
@@ -461,25 +461,10 @@ func firstLogAfter(path string, t time.Time, has ...string) (time.Time, bool) {
 		}
 		ts, err := time.Parse(time.RFC3339Nano, l.TS)
 		if err == nil && !ts.Before(t.Truncate(time.Millisecond)) {
-			return ts, true
+			return ts, line, true
 		}
 	}
-	return time.Time{}, false
-}
-
-// lastLogLine is the last line of a log that has sub ("" if none).
-func lastLogLine(path, sub string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(string(b), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if strings.Contains(lines[i], sub) {
-			return lines[i]
-		}
-	}
-	return ""
+	return time.Time{}, "", false
 }
 
 func containsAll(s string, subs []string) bool {

@@ -577,7 +577,7 @@ func parseBridgePorts(out []byte) (bridgePorts, error) {
 		line = strings.TrimSpace(line)
 		switch {
 		case line == "":
-		case strings.HasPrefix(line, "{"):
+		case strings.HasPrefix(line, `{"data":`): // a table, never a port's name
 			rows, err := jsonTable([]byte(line), 2)
 			if err != nil {
 				return bp, err

@@ -186,7 +186,7 @@ func layer2(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 	// Pods reach their node's address through the node's management port.
 	var trPolicies, trNATs []string
 	if !secondary {
-		trPolicies = b.nodeReroutes(tr, trtos, local, mgmt)
+		trPolicies = b.nodeReroutes(tr, trtos, local, primaryAddrs(local), mgmt)
 	}
 	trPolicies = append(trPolicies, b.isolation(tr, cfg)...)
 	// Traffic toward the management port is SNATed on the transit router to
@@ -269,16 +269,16 @@ func (b *builder) layer2GatewayRouter(local nodeinfo.Info, gr string, grJoin []n
 }
 
 // nodeReroutes adds the policies of router sending what the network's pods
-// (entering by inport) send to the local node's address into the node's
+// (entering by inport) send to the local node's addresses into the node's
 // management port (seed 000's 1004), and returns their IDs.
-func (b *builder) nodeReroutes(router, inport string, local nodeinfo.Info, mgmt []netip.Prefix) []string {
+func (b *builder) nodeReroutes(router, inport string, local nodeinfo.Info, addrs []netip.Addr, mgmt []netip.Prefix) []string {
 	var out []string
-	for _, ip := range local.PrimaryIPs {
-		m, ok := FamilyOf(mgmt, ip.Addr())
+	for _, ip := range addrs {
+		m, ok := FamilyOf(mgmt, ip)
 		if !ok {
 			continue
 		}
-		match := fmt.Sprintf("inport == %q && %s.dst == %s", inport, IPMatch(ip), ip.Addr())
+		match := fmt.Sprintf("inport == %q && %s.dst == %s", inport, IPMatch(netip.PrefixFrom(ip, ip.BitLen())), ip)
 		id := policyID(router, NodeReroutePriority, match)
 		b.add(&nbdb.LogicalRouterPolicy{UUID: id, Priority: NodeReroutePriority, Match: match,
 			Action: nbdb.LogicalRouterPolicyActionReroute, Nexthops: []string{m.Addr().String()}, ExternalIDs: b.ext(local.Name)})
@@ -414,4 +414,28 @@ func (b *builder) transitRouterPeer(r Remote, local bool) (port string, routes [
 		}
 	}
 	return lrp.UUID, routes, routerSide, gwSide, nil
+}
+
+// primaryAddrs are the node's primary addresses.
+func primaryAddrs(local nodeinfo.Info) []netip.Addr {
+	var out []netip.Addr
+	for _, p := range local.PrimaryIPs {
+		out = append(out, p.Addr())
+	}
+	return out
+}
+
+// hostAddrs are every address the node's host holds on its uplinks (the
+// gateway routers' external addresses) and its primary ones, once each:
+// those a pod of the default network reaches the host at.
+func hostAddrs(local nodeinfo.Info) []netip.Addr {
+	out := primaryAddrs(local)
+	if local.Gateway != nil {
+		for _, a := range local.Gateway.Addresses() {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
 }

@@ -72,7 +72,7 @@ func layer2V1(b *builder, ls *nbdb.LogicalSwitch, local nodeinfo.Info, remotes [
 	b.add(&nbdb.LogicalRouterPort{UUID: lrpID(rtos), Name: rtos, MAC: PortMAC(grJoin),
 		Networks: PrefixStrings(append(append([]netip.Prefix{}, grJoin...), gws...)), ExternalIDs: b.ext(local.Name),
 		Options: gatewayMTU(n)})
-	policies := append(b.nodeReroutes(gr, rtos, local, mgmt), b.isolation(gr, cfg)...)
+	policies := append(b.nodeReroutes(gr, rtos, local, primaryAddrs(local), mgmt), b.isolation(gr, cfg)...)
 	nats := b.managementSNAT(gr, "", local, mgmt, cfg)
 	b.layer2GatewayRouter(local, gr, grJoin, []string{lrpID(rtos)}, nil, policies, nats, cfg)
 	return nil

@@ -228,7 +228,7 @@ func layer3(b *builder, local nodeinfo.Info, remotes []nodeinfo.Info, cfg config
 		// them (services.Render). A user-defined network's management port
 		// has no host side yet (issue 52): its pods still meet their
 		// gateway router there.
-		crPolicies = append(crPolicies, b.nodeReroutes(cr, routerToSwitch(sw), local, mgmt)...)
+		crPolicies = append(crPolicies, b.nodeReroutes(cr, routerToSwitch(sw), local, hostAddrs(local), mgmt)...)
 	}
 	b.add(&nbdb.LogicalRouter{UUID: lrID(cr), Name: cr, Ports: crPorts, StaticRoutes: crRoutes, Policies: crPolicies,
 		ExternalIDs: b.ext("")})

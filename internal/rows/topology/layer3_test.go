@@ -136,6 +136,7 @@ router ovn_cluster_router
   route src-ip 10.244.1.0/24 via 100.64.0.2
   route src-ip fd00:10:244:2::/64 via fd98::2
   policy 1004 inport == "rtos-node1" && ip4.dst == 172.18.0.1 reroute 10.244.1.2
+  policy 1004 inport == "rtos-node1" && ip4.dst == 172.18.0.2 reroute 10.244.1.2
 switch ext_node1
   port breth0_node1 type localnet addresses [unknown] {network_name=physnet}
   port etor-GR_node1 type router addresses [router] {router-port=rtoe-GR_node1}
