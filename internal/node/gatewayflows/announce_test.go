@@ -130,23 +130,7 @@ func TestEgressIPNeighbours(t *testing.T) {
 // mod_dl_dst: for set_field:...->eth_dst) made every resync rewrite the
 // whole table, on every node, every five seconds.
 func TestApplyWritesOnce(t *testing.T) {
-	deps.Require(t, deps.CheckOVN)
-	const nodeNS = "gwapply-node"
-	_ = deps.OVNCommand("ip", "netns", "del", nodeNS).Run()
-	if out, err := deps.OVNCommand("ip", "netns", "add", nodeNS).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", nodeNS).Run() })
-	ovs, err := ovnrun.StartNode(ovnrun.NodeOptions{Name: nodeNS, Dir: t.TempDir(), Netns: nodeNS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ovs.Stop)
-	if _, err := ovs.VSCtl("add-br", "br-ex", "--", "set", "Bridge", "br-ex", "datapath_type=netdev"); err != nil {
-		t.Fatal(err)
-	}
-	r := &GatewayReconciler{Opts: node.Options{Host: cni.Host{OVSDB: ovs.DB, Command: deps.OVNCommand},
-		Gateway: node.GatewayOptions{Bridge: "br-ex", Interface: "eth0"}}}
+	r := bridgeReconciler(t, "gwapply-node", deps.OVNCommand)
 	a, p := netip.MustParseAddr, netip.MustParsePrefix
 	table := gateway.Build(gateway.Input{
 		Physical: 1, MAC: "02:00:c0:a8:64:0b",

@@ -45,28 +45,11 @@ patch-blue_br-ex_node2-to-br-int
 // period, putting back a flow deleted behind its back; the bridge holds
 // the flows after each write.
 func TestWriteRunsFewTools(t *testing.T) {
-	deps.Require(t, deps.CheckOVN)
-	const nodeNS = "gwwrite-node"
-	_ = deps.OVNCommand("ip", "netns", "del", nodeNS).Run()
-	if out, err := deps.OVNCommand("ip", "netns", "add", nodeNS).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v: %s", err, out)
-	}
-	t.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", nodeNS).Run() })
-	ovs, err := ovnrun.StartNode(ovnrun.NodeOptions{Name: nodeNS, Dir: t.TempDir(), Netns: nodeNS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ovs.Stop)
-	if _, err := ovs.VSCtl("add-br", "br-ex", "--", "set", "Bridge", "br-ex", "datapath_type=netdev"); err != nil {
-		t.Fatal(err)
-	}
 	var runs atomic.Int32
-	count := func(program string, args ...string) *exec.Cmd {
+	r := bridgeReconciler(t, "gwwrite-node", func(program string, args ...string) *exec.Cmd {
 		runs.Add(1)
 		return deps.OVNCommand(program, args...)
-	}
-	r := &GatewayReconciler{Opts: node.Options{Host: cni.Host{OVSDB: ovs.DB, Command: count},
-		Gateway: node.GatewayOptions{Bridge: "br-ex", Interface: "eth0"}}}
+	})
 	holds := func(flows string) bool {
 		diff := deps.OVNCommand("ovs-ofctl", "-O", "OpenFlow15", "diff-flows", r.mgmt(), "/dev/stdin")
 		diff.Stdin = strings.NewReader(flows)
@@ -111,4 +94,27 @@ func TestWriteRunsFewTools(t *testing.T) {
 			t.Errorf("%s: the bridge does not hold the flows", step.name)
 		}
 	}
+}
+
+// bridgeReconciler starts Open vSwitch in a network namespace of its own
+// with a userspace bridge br-ex, and returns a reconciler of that bridge
+// whose tools run by command.
+func bridgeReconciler(t *testing.T, nodeNS string, command func(string, ...string) *exec.Cmd) *GatewayReconciler {
+	t.Helper()
+	deps.Require(t, deps.CheckOVN)
+	_ = deps.OVNCommand("ip", "netns", "del", nodeNS).Run()
+	if out, err := deps.OVNCommand("ip", "netns", "add", nodeNS).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = deps.OVNCommand("ip", "netns", "del", nodeNS).Run() })
+	ovs, err := ovnrun.StartNode(ovnrun.NodeOptions{Name: nodeNS, Dir: t.TempDir(), Netns: nodeNS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ovs.Stop)
+	if _, err := ovs.VSCtl("add-br", "br-ex", "--", "set", "Bridge", "br-ex", "datapath_type=netdev"); err != nil {
+		t.Fatal(err)
+	}
+	return &GatewayReconciler{Opts: node.Options{Host: cni.Host{OVSDB: ovs.DB, Command: command},
+		Gateway: node.GatewayOptions{Bridge: "br-ex", Interface: "eth0"}}}
 }
