@@ -147,8 +147,9 @@ var usesNodeChanged = predicate.Funcs{
 	},
 }
 
-// Reconcile computes the bridge's flows and writes them when they differ
-// from what the bridge holds.
+// Reconcile computes the bridge's flows and writes them (write): compared
+// with what the bridge holds at the first pass and once per resync period,
+// and in between replaced only when they changed since the last write.
 func (r *GatewayReconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 	began := time.Now()
 	log := ctrl.LoggerFrom(ctx)
