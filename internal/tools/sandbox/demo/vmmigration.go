@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -41,18 +42,28 @@ const (
 	ProbeInterval = 50 * time.Millisecond
 	// moveBound is the verdicts' bound on the first answer from the target
 	// and on the gaps, beyond the machine's own longest stall in the same
-	// window (Migration.ControlGap): what must hold on any machine, not the
-	// goals (100 and 200 ms, reported in the rows' names). The move waits
-	// for ovn-controller on the target and for every zone's re-binding; on
-	// the deployed sandbox holding the examples, on this 2-core machine at
-	// a load of 20-40, those took up to 1.4 s (first answer) and 1.8 s
-	// (gap), and stalls of the whole machine added seconds more, where the
-	// idle sandbox takes 0.2-0.3 s (docs/performance.md).
+	// window (Migration.ControlFirstStall, ControlGap): what must hold on
+	// any machine, not the goals (100 and 200 ms, reported in the rows'
+	// names). The idle sandbox takes 0.1-0.3 s. On the deployed sandbox
+	// holding the examples, on this 2-core machine at a load of 20-40, the
+	// first answer took up to 2.5 s from node3 and 4.5 s from outside, and
+	// the gaps up to 3.2 and 4.7 s, with stalls of the whole machine in
+	// them (docs/performance.md).
 	moveBound = 3 * time.Second
-	// controlSlack is how many more attempts the VM may lose than the pod
-	// that does not move, in the same window: a stall's two edges fall on
-	// the two probers' attempts up to an interval apart.
+	// The VM may lose at most twice the attempts the pod that does not move
+	// lost in the same window, plus controlSlack: the two share the client's
+	// node but not the far end's (a stall of the target's node, such as
+	// the kubelet tearing a pod down there, reaches the VM alone), and a
+	// stall's edges fall on the two probers' attempts up to an interval
+	// apart. A second outage of the VM's own (300 ms loses 6 attempts)
+	// fails when the machine is quiet.
 	controlSlack = 2
+	// minControlAnswers is how many answers the pod that does not move
+	// must give in the window it is compared in (the VM gives at least 25
+	// there): fewer, and the floor itself is broken.
+	minControlAnswers = 10
+	// controlName is the pod that does not move.
+	controlName = "control"
 )
 
 // Migration is one measured live migration of the demo VM.
@@ -60,10 +71,11 @@ type Migration struct {
 	From, To string // the source's and the target's nodes
 	// Announced is when the RARP was sent (to read the components' logs
 	// against); Rebound when every zone had bound the port to the target
-	// alone, and SourceDeleted when the source pod's deletion was asked,
-	// both from Announced.
-	Announced              time.Time
-	Rebound, SourceDeleted time.Duration
+	// alone, SourceDeleted when the source pod's deletion was asked and
+	// SourceGone when it had gone from the API (the VM answered ten times
+	// more after that), all from Announced.
+	Announced                          time.Time
+	Rebound, SourceDeleted, SourceGone time.Duration
 	// Address, MAC and TunnelID are the target's attachment; Kept says
 	// they are the source's.
 	Address, MAC string
@@ -95,15 +107,18 @@ type Migration struct {
 	// in Gap.
 	SourceLate int
 	Late       []string
-	// ControlLate is how many attempts in the same window went unanswered
-	// from the same client to a pod of the network that does not move: the
-	// machine's own losses (a loaded machine stalls now and then; tearing
-	// the source pod down is such a load). SourceLate is held to it.
-	ControlLate int
-	// ControlGap is that pod's longest gap in answers across the migration
-	// (the window of Gap): the machine's longest stall, which the bounds on
-	// FirstAnswer and the gaps allow for.
-	ControlGap time.Duration
+	// ControlLate and ControlAnswered are how many attempts in the same
+	// window went unanswered, and were answered, from the same client to a
+	// pod of the network that does not move (on node1): the machine's own
+	// losses (a loaded machine stalls now and then; tearing the source pod
+	// down is such a load). SourceLate is held to them.
+	ControlLate, ControlAnswered int
+	// ControlFirstStall is that pod's longest silence from the RARP to the
+	// target's first answer, and ControlGap its longest gap in the window
+	// of Gap: the machine's longest stalls there, which the bounds on
+	// FirstAnswer and the gaps allow for. (The outside's path has stalls of
+	// its own, on node1's gateway, that these do not see.)
+	ControlFirstStall, ControlGap time.Duration
 	// Activated: the target pod carries the zone's activation.
 	Activated bool
 	// GARP: the gateway's gratuitous ARP reached the VM on the target.
@@ -176,7 +191,7 @@ func VMMigrations(ctx context.Context, dir, binary string, c client.Client, n in
 	source := virtLauncher("virt-launcher-vm1-0", "node1")
 	clientPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: VMNamespace, Name: "client"},
 		Spec: corev1.PodSpec{NodeName: "node3", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
-	controlPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: VMNamespace, Name: "control"},
+	controlPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: VMNamespace, Name: controlName},
 		Spec: corev1.PodSpec{NodeName: "node1", Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: VMNamespace, Name: VMName},
 		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, Selector: map[string]string{kubevirt.VMNameLabel: VMName},
@@ -343,8 +358,17 @@ func (r *vmRun) migrate(source, target *corev1.Pod, a podnet.Attachment, addr ne
 	if err := r.c.Delete(r.ctx, source); err != nil {
 		return m, err
 	}
-	if _, err := r.probes.WaitAnswers(ref(target), 20, time.Minute); err != nil {
-		return m, err
+	// The source pod is gone (the kubelet has torn it down and its port is
+	// out of its node's bridge) and the VM still answers on the target.
+	if err := proc.WaitFor(2*time.Minute, 100*time.Millisecond, func() (bool, error) {
+		err := r.c.Get(r.ctx, client.ObjectKeyFromObject(source), &corev1.Pod{})
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		return m, fmt.Errorf("source pod %s never went: %w", ref(source), err)
+	}
+	m.SourceGone = time.Since(announced)
+	if _, err := r.probes.WaitAnswers(ref(target), 10, time.Minute); err != nil {
+		return m, fmt.Errorf("once the source pod had gone: %w", err)
 	}
 	end := time.Now()
 	for _, l := range r.probes.Since(settled) {
@@ -354,10 +378,18 @@ func (r *vmRun) migrate(source, target *corev1.Pod, a podnet.Attachment, addr ne
 			}
 		}
 	}
+	control := VMNamespace + "/" + controlName
 	for _, l := range r.control.Since(settled) {
-		if l.Answer != VMNamespace+"/control" && !l.Began.After(end) {
+		switch {
+		case l.Began.After(end):
+		case l.Answer == control:
+			m.ControlAnswered++
+		default:
 			m.ControlLate++
 		}
+	}
+	if m.FirstAnswer > 0 {
+		m.ControlFirstStall = r.control.LongestSilence(announced, announced.Add(m.FirstAnswer), func(a string) bool { return a == control })
 	}
 	m.Gap = r.probes.LongestGap(announced.Add(-time.Second), end)
 	m.OutsideGap = r.outside.LongestGap(announced.Add(-time.Second), end)
@@ -579,12 +611,14 @@ func VMMigrationChecks(ms []Migration) []AppCheck {
 			return fmt.Sprintf("%d from the source, %d from the target", m.BlockedAnswers, m.TargetEarly)
 		})
 	all("after its RARP the target answers, the source pod still running", "within "+moveBound.String()+" beyond the stalls",
-		func(m Migration) bool { return m.FirstAnswer > 0 && m.FirstAnswer <= moveBound+m.ControlGap },
+		func(m Migration) bool { return m.FirstAnswer > 0 && m.FirstAnswer <= moveBound+m.ControlFirstStall },
 		func(m Migration) string { return fmt.Sprintf("%d ms", m.FirstAnswer.Milliseconds()) })
-	all("once every zone has moved the port, every attempt reaches the target, through the source pod's deletion (no more lost than to a pod that does not move)", "0 elsewhere",
-		func(m Migration) bool { return m.SourceLate <= m.ControlLate+controlSlack },
+	all("once every zone has moved the port, every attempt reaches the target, until the source pod has gone and after (held to a pod that does not move)", "0 elsewhere",
+		func(m Migration) bool {
+			return m.ControlAnswered >= minControlAnswers && m.SourceLate <= 2*m.ControlLate+controlSlack
+		},
 		func(m Migration) string {
-			return fmt.Sprintf("%d elsewhere, %d lost to the pod that does not move (%s)", m.SourceLate, m.ControlLate, strings.Join(m.Late, ", "))
+			return fmt.Sprintf("%d elsewhere, %d lost and %d answered by the pod that does not move (%s)", m.SourceLate, m.ControlLate, m.ControlAnswered, strings.Join(m.Late, ", "))
 		})
 	all("the target's zone records the activation on its pod", "activated",
 		func(m Migration) bool { return m.Activated }, func(Migration) string { return "not activated" })
@@ -617,6 +651,11 @@ func VMMigrationChecks(ms []Migration) []AppCheck {
 		out = append(out, *c.check)
 	}
 	out[2].Name += fmt.Sprintf(" (p50 %d ms, max %d ms)", Percentile(firsts, 50).Milliseconds(), slices.Max(firsts).Milliseconds())
+	var lost, controlLost int
+	for _, m := range ms {
+		lost, controlLost = lost+m.SourceLate, controlLost+m.ControlLate
+	}
+	out[3].Name += fmt.Sprintf(" (lost %d, the pod that does not move %d)", lost, controlLost)
 	return out
 }
 
