@@ -46,8 +46,8 @@ const (
 	// any machine, not the goals (100 and 200 ms, reported in the rows'
 	// names). The idle sandbox takes 0.1-0.3 s. On the deployed sandbox
 	// holding the examples, on this 2-core machine at a load of 20-40, the
-	// first answer took up to 2.5 s from node3 and 4.5 s from outside, and
-	// the gaps up to 3.2 and 4.7 s, with stalls of the whole machine in
+	// first answer took up to 3.0 s from node3 and 5.0 s from outside, and
+	// the gaps up to 3.2 and 5.0 s, with stalls of the whole machine in
 	// them (docs/performance.md).
 	moveBound = 3 * time.Second
 	// The VM may lose at most twice the attempts the pod that does not move
@@ -101,8 +101,9 @@ type Migration struct {
 	AfterGap, OutsideAfterGap time.Duration
 	// SourceLate is how many attempts the source answered, or nothing
 	// answered, once every zone had bound the port to the target alone and
-	// the target had answered five times since (want 0: the source pod's
-	// deletion takes nothing with it), and Late says when the first few
+	// the target had answered five times since, until the source pod had
+	// gone (want none beyond the machine's own stalls, ControlLate: the
+	// source pod's deletion takes nothing with it), and Late says when the first few
 	// began (ms from the RARP) and what they got. The re-binding itself is
 	// in Gap.
 	SourceLate int
