@@ -391,7 +391,7 @@ func probeEvery(t *testing.T, pod string, interval time.Duration) *prober {
 // probeEveryFrom probes target from a network namespace every interval.
 func probeEveryFrom(t *testing.T, netns, target string, interval, timeout time.Duration) *prober {
 	t.Helper()
-	p, err := demo.StartProber(netns, binary, target, interval, timeout)
+	p, err := demo.StartProber(netns, binary, target, interval, timeout, 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

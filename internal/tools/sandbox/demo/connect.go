@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,10 +85,7 @@ func ConnectDemo(ctx context.Context, dir, binary string, c client.Client, out i
 		return errors.Join(merr, err)
 	}
 	deleted = true
-	if err := proc.WaitFor(time.Minute, 200*time.Millisecond, func() (bool, error) {
-		err := c.Get(ctx, client.ObjectKeyFromObject(cnc), cnc)
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-	}); err != nil {
+	if err := waitGone(ctx, c, cnc.DeepCopy(), time.Minute, 200*time.Millisecond); err != nil {
 		return errors.Join(merr, err)
 	}
 	if err := syncConnectGone(dir, cnc.Name); err != nil {

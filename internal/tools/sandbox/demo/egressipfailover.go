@@ -154,7 +154,7 @@ func failover(ctx context.Context, dir, binary string, c client.Client, pod, nam
 		check.Err = err
 		return check
 	}
-	p, err := StartProber(netns, binary, server, 50*time.Millisecond, 300*time.Millisecond)
+	p, err := StartProber(netns, binary, server, 50*time.Millisecond, 300*time.Millisecond, 5*time.Minute)
 	if err != nil {
 		check.Err = err
 		return check

@@ -405,7 +405,7 @@ func (r *upgradeRun) probe(pods map[string]*corev1.Pod, a, b string) (map[string
 	out := map[string]*Prober{}
 	l := sandbox.NewLayoutMust(r.dir)
 	start := func(name, netns, target, want string) error {
-		p, err := StartProber(netns, r.binary, target, UpgradeProbeInterval, 500*time.Millisecond)
+		p, err := StartProber(netns, r.binary, target, UpgradeProbeInterval, 500*time.Millisecond, 5*time.Minute)
 		if err != nil {
 			return err
 		}

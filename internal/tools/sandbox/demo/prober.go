@@ -44,10 +44,11 @@ func ParseProbeLine(s string) (ProbeLine, bool) {
 }
 
 // StartProber runs binary's probe-every in netns toward target (host:port)
-// for at most five minutes, until Stop.
-func StartProber(netns, binary, target string, interval, timeout time.Duration) (*Prober, error) {
+// until Stop, for at most duration (which bounds a prober the caller never
+// stopped; a caller that runs longer sees "the prober stopped").
+func StartProber(netns, binary, target string, interval, timeout, duration time.Duration) (*Prober, error) {
 	cmd := sandbox.Command(context.Background(), netns, []string{binary, "sandbox", "probe-every", "--interval", interval.String(),
-		"--timeout", timeout.String(), "--duration", "5m", target})
+		"--timeout", timeout.String(), "--duration", duration.String(), target})
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -156,6 +155,11 @@ type vmRun struct {
 	stops   []func()
 }
 
+// proberBudget bounds the probers of n migrations: five minutes, and three
+// more per migration (on the deployed sandbox under load one took up to
+// 40 s, most of it waiting for the source pod to go).
+func proberBudget(n int) time.Duration { return 5*time.Minute + time.Duration(n)*3*time.Minute }
+
 // VMMigrations sets the demo VM up on node1, migrates it n times between
 // node1 and node2 (each a new virt-launcher pod on the other node, the
 // VM's RARP from it, then the source pod's deletion), measuring each, and
@@ -225,7 +229,7 @@ func VMMigrations(ctx context.Context, dir, binary string, c client.Client, n in
 		{&r.outside, l.ExternalNetns(), fmt.Sprintf("%s:%d", sandbox.NodeAddr("node1"), vmNodePort)},
 		{&r.control, r.client, fmt.Sprintf("%s:%d", caddr, ProbePort)},
 	} {
-		if *p.to, err = StartProber(p.netns, binary, p.target, ProbeInterval, 300*time.Millisecond); err != nil {
+		if *p.to, err = StartProber(p.netns, binary, p.target, ProbeInterval, 300*time.Millisecond, proberBudget(n)); err != nil {
 			return nil, err
 		}
 		r.stops = append(r.stops, (*p.to).Stop)
@@ -361,11 +365,8 @@ func (r *vmRun) migrate(source, target *corev1.Pod, a podnet.Attachment, addr ne
 	}
 	// The source pod is gone (the kubelet has torn it down and its port is
 	// out of its node's bridge) and the VM still answers on the target.
-	if err := proc.WaitFor(2*time.Minute, 100*time.Millisecond, func() (bool, error) {
-		err := r.c.Get(r.ctx, client.ObjectKeyFromObject(source), &corev1.Pod{})
-		return apierrors.IsNotFound(err), nil
-	}); err != nil {
-		return m, fmt.Errorf("source pod %s never went: %w", ref(source), err)
+	if err := waitGone(r.ctx, r.c, source.DeepCopy(), 2*time.Minute, 100*time.Millisecond); err != nil {
+		return m, fmt.Errorf("the source pod: %w", err)
 	}
 	m.SourceGone = time.Since(announced)
 	if _, err := r.probes.WaitAnswers(ref(target), 10, time.Minute); err != nil {

@@ -1,0 +1,43 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// waitGone polls the API every interval until obj (its kind's object of
+// that namespace and name; obj itself is overwritten by the reads) is gone,
+// for at most timeout, and ends early with ctx. On failure it says what is
+// still there and the last error the API gave other than NotFound.
+func waitGone(ctx context.Context, c client.Client, obj client.Object, timeout, interval time.Duration) error {
+	key := client.ObjectKeyFromObject(obj)
+	wait, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var last error
+	for {
+		err := c.Get(wait, key, obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil && wait.Err() == nil {
+			last = err
+		}
+		select {
+		case <-wait.Done():
+			if ctx.Err() != nil {
+				return fmt.Errorf("waiting for %T %s to go: %w", obj, key, ctx.Err())
+			}
+			if last != nil {
+				return fmt.Errorf("%T %s still there after %s: %w", obj, key, timeout, last)
+			}
+			return fmt.Errorf("%T %s still there after %s", obj, key, timeout)
+		case <-t.C:
+		}
+	}
+}
