@@ -27,9 +27,7 @@ func ViewNames(v *View, table string) map[string][]string {
 	defer v.mu.RUnlock()
 	out := map[string][]string{}
 	for n, uuids := range v.tables[table].named {
-		for u := range uuids {
-			out[n] = append(out[n], u)
-		}
+		uuids.each(func(u string) { out[n] = append(out[n], u) })
 	}
 	return out
 }

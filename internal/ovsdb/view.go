@@ -34,13 +34,13 @@ type viewTable struct {
 	// name is the index of the model's name field (-1 if it has none), and
 	// named its rows' UUIDs by name.
 	name  int
-	named map[string]map[string]bool
+	named map[string]uuidSet
 	// extIDs is the index of the model's external_ids field (-1 if it has
 	// none), key the external ID the cache's client index names (""
 	// without one), and keyed its rows' UUIDs by that key's value.
 	extIDs int
 	key    string
-	keyed  map[string]map[string]bool
+	keyed  map[string]uuidSet
 }
 
 // newView is a view of the given tables of tc (nil when there are none).
@@ -57,12 +57,12 @@ func newView(tc *cache.TableCache, f fields, tables []string) *View {
 		vt := &viewTable{rows: map[string]model.Model{}, name: -1, extIDs: -1}
 		if fl, ok := tf.columns["name"]; ok && fl.typ.Kind() == reflect.String {
 			vt.name = fl.index
-			vt.named = map[string]map[string]bool{}
+			vt.named = map[string]uuidSet{}
 		}
 		if fl, ok := tf.columns["external_ids"]; ok && fl.typ == reflect.TypeOf(map[string]string(nil)) {
 			if key := externalIDIndex(tc.DatabaseModel().Client().Indexes(t)); key != "" {
 				vt.extIDs, vt.key = fl.index, key
-				vt.keyed = map[string]map[string]bool{}
+				vt.keyed = map[string]uuidSet{}
 			}
 		}
 		v.tables[t] = vt
@@ -116,9 +116,8 @@ func (v *View) Named(table, name string) (uuids []string, ok bool) {
 	}
 	v.mu.RLock()
 	defer v.mu.RUnlock()
-	for u := range vt.named[name] {
-		uuids = append(uuids, u)
-	}
+	set := vt.named[name]
+	set.each(func(u string) { uuids = append(uuids, u) })
 	return uuids, true
 }
 
@@ -182,9 +181,8 @@ func (v *View) KeyedEach(key, value string, f func(table, uuid string, m model.M
 		if vt.extIDs < 0 || vt.key != key {
 			continue
 		}
-		for u := range vt.keyed[value] {
-			f(name, u, vt.rows[u])
-		}
+		set := vt.keyed[value]
+		set.each(func(u string) { f(name, u, vt.rows[u]) })
 	}
 }
 
@@ -223,18 +221,23 @@ func (vt *viewTable) keyOf(m model.Model) (string, bool) {
 }
 
 // index adds uuid to the set of value in idx.
-func index(idx map[string]map[string]bool, value, uuid string) {
-	if idx[value] == nil {
-		idx[value] = map[string]bool{}
-	}
-	idx[value][uuid] = true
+func index(idx map[string]uuidSet, value, uuid string) {
+	set := idx[value]
+	set.add(uuid)
+	idx[value] = set
 }
 
 // unindex removes uuid from the set of value in idx.
-func unindex(idx map[string]map[string]bool, value, uuid string) {
-	delete(idx[value], uuid)
-	if len(idx[value]) == 0 {
+func unindex(idx map[string]uuidSet, value, uuid string) {
+	set, ok := idx[value]
+	if !ok {
+		return
+	}
+	set.remove(uuid)
+	if set.empty() {
 		delete(idx, value)
+	} else {
+		idx[value] = set
 	}
 }
 
