@@ -27,6 +27,13 @@ func TestVMLiveMigration(t *testing.T) {
 		n = v
 	}
 	ms, err := demo.VMMigrations(context.Background(), dir, binary, admin, n)
+	checkMigrations(t, ms, err)
+}
+
+// checkMigrations logs each migration's figures and fails t on err or on
+// any of demo.VMMigrationChecks.
+func checkMigrations(t *testing.T, ms []demo.Migration, err error) {
+	t.Helper()
 	for i, m := range ms {
 		t.Logf("migration %d at %s, %s to %s: first answer from the target %d ms after the RARP (outside %d ms); longest gap %d ms (outside %d ms, after the first answer %d/%d ms); every zone re-bound at %d ms, source deleted at %d ms, gone at %d ms; %d answers from the source while blocked; %d attempts lost after the re-binding %v, %d lost and %d answered by the pod that does not move (its longest silence until the first answer %d ms, longest gap %d ms)",
 			i+1, m.Announced.UTC().Format("15:04:05.000"), m.From, m.To, m.FirstAnswer.Milliseconds(), m.OutsideFirst.Milliseconds(), m.Gap.Milliseconds(), m.OutsideGap.Milliseconds(),

@@ -454,19 +454,11 @@ func (r *GatewayReconciler) networks(ctx context.Context) ([]topology.Network, e
 	seen := map[string]bool{}
 	for i := range nads.Items {
 		nad := &nads.Items[i]
-		c, err := netconf.Parse(nad)
-		if err != nil || c == nil || !c.HasGateway() || c.Topology == netconf.TopologyLocalnet || seen[c.Name] {
+		n, ok, err := topology.FromNAD(nad, r.Opts.Cluster)
+		if err != nil || !ok || !n.HasGateway() || n.Topology == netconf.TopologyLocalnet || seen[n.Name] {
 			continue
 		}
-		id, keys, ok, err := netconf.ParseAllocation(nad.Annotations)
-		if err != nil || !ok {
-			continue
-		}
-		n, err := topology.FromNetConf(c, id, keys, r.Opts.Cluster)
-		if err != nil {
-			continue
-		}
-		seen[c.Name] = true
+		seen[n.Name] = true
 		out = append(out, n)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })

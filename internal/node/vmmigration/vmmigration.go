@@ -163,16 +163,8 @@ func (r *Reconciler) layer2V1GatewayMAC(ctx context.Context, key string, id int)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
-	c, err := netconf.Parse(nad)
-	if err != nil || c == nil || !c.IsPrimary() || c.Topology != netconf.TopologyLayer2 {
-		return "", nil
-	}
-	netID, keys, ok, err := netconf.ParseAllocation(nad.Annotations)
-	if err != nil || !ok {
-		return "", err
-	}
-	n, err := topology.FromNetConf(c, netID, keys, r.Opts.Cluster)
-	if err != nil {
+	n, ok, err := topology.FromNAD(nad, r.Opts.Cluster)
+	if err != nil || !ok || n.Role != netconf.RolePrimary || n.Topology != netconf.TopologyLayer2 {
 		return "", err
 	}
 	return n.Layer2V1GatewayMAC(id), nil

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/netip"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
@@ -87,6 +89,23 @@ func FromNetConf(c *netconf.NetConf, id int, keys []int, cfg config.Cluster) (Ne
 		return n, fmt.Errorf("network %s: a Layer2 network with a gateway needs a transit-router tunnel key, and has none yet", n.Name)
 	}
 	return n, nil
+}
+
+// FromNAD builds the Network a NAD defines with what cluster-manager
+// allocated for it (its network ID and tunnel keys annotations). ok is
+// false for a NAD that is not ovn-udn's or not allocated yet; err is a
+// definition or allocation that does not parse or does not fit.
+func FromNAD(nad *nadv1.NetworkAttachmentDefinition, cfg config.Cluster) (n Network, ok bool, err error) {
+	c, err := netconf.Parse(nad)
+	if err != nil || c == nil {
+		return Network{}, false, err
+	}
+	id, keys, ok, err := netconf.ParseAllocation(nad.Annotations)
+	if err != nil || !ok {
+		return Network{}, false, err
+	}
+	n, err = FromNetConf(c, id, keys, cfg)
+	return n, err == nil, err
 }
 
 // sameFamilies returns the prefixes of list whose IP family some subnet has.

@@ -196,8 +196,10 @@ func (r *upgradeRun) egressIP(node string) error {
 
 // Layer2Upgrade plays the rolling upgrade and measures each step; at the
 // end every node is at 2.0 again (also when it fails, as far as it can),
-// and its namespace is gone. It needs three nodes.
-func Layer2Upgrade(ctx context.Context, dir, binary string, c client.Client) (steps []UpgradeStep, err error) {
+// and its namespace is gone. It needs three nodes. afterStep, if not nil,
+// runs after each step, with the nodes moved so far (a mixed cluster until
+// the last), and its error ends the upgrade.
+func Layer2Upgrade(ctx context.Context, dir, binary string, c client.Client, afterStep func(moved []string) error) (steps []UpgradeStep, err error) {
 	l, err := sandbox.NewLayout(dir)
 	if err != nil {
 		return nil, err
@@ -265,6 +267,15 @@ func Layer2Upgrade(ctx context.Context, dir, binary string, c client.Client) (st
 		steps = append(steps, step)
 		if err != nil {
 			return steps, fmt.Errorf("upgrading %s: %w", node, err)
+		}
+		if afterStep != nil {
+			var moved []string
+			for _, n := range st.Nodes[:i+1] {
+				moved = append(moved, n.Name)
+			}
+			if err := afterStep(moved); err != nil {
+				return steps, fmt.Errorf("after %s moved: %w", node, err)
+			}
 		}
 	}
 	return steps, nil

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/ovn-udn/ovn-udn/api/v1"
+	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/contract/kubevirt"
+	"github.com/ovn-udn/ovn-udn/internal/contract/nodeinfo"
 	"github.com/ovn-udn/ovn-udn/internal/contract/podnet"
 	"github.com/ovn-udn/ovn-udn/internal/deps"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
@@ -301,7 +304,7 @@ func (r *vmRun) migrate(source, target *corev1.Pod, a podnet.Attachment, addr ne
 	if err != nil {
 		return m, err
 	}
-	garp, err := r.captureGARP(netns, t)
+	garp, err := r.captureGARP(netns, m.To, t)
 	if err != nil {
 		return m, err
 	}
@@ -467,14 +470,18 @@ func (r *vmRun) portOptions(node string) string {
 }
 
 // captureGARP starts a capture, in the target's network namespace, of a
-// gratuitous ARP from the gateway of attachment a; the returned function
-// says whether one came (waiting up to ten seconds).
-func (r *vmRun) captureGARP(netns string, a podnet.Attachment) (func() bool, error) {
+// gratuitous ARP from the gateway of attachment a, as the target's node
+// has it; the returned function says whether one came (waiting up to ten
+// seconds).
+func (r *vmRun) captureGARP(netns, node string, a podnet.Attachment) (func() bool, error) {
 	gw, err := netip.ParseAddr(a.Gateways[0])
 	if err != nil {
 		return nil, err
 	}
-	gwMAC := topology.PortMAC([]netip.Prefix{netip.PrefixFrom(gw, gw.BitLen())})
+	gwMAC, err := r.gatewayMAC(node, gw)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	cmd := sandbox.Command(ctx, netns, []string{"tcpdump", "-Z", "root", "-i", "ovn-udn1", "-n", "-l", "-c", "1", "arp and ether src " + gwMAC})
 	var out strings.Builder
@@ -515,6 +522,33 @@ func (r *vmRun) captureGARP(netns string, a podnet.Attachment) (func() bool, err
 		cancel()
 		return err == nil && strings.Contains(out.String(), gw.String())
 	}, nil
+}
+
+// gatewayMAC is the MAC of the VM's gateway gw on node: the transit
+// router's, the same everywhere, or on a node still at the old Layer2
+// topology (1.0) its own gateway router's.
+func (r *vmRun) gatewayMAC(node string, gw netip.Addr) (string, error) {
+	n := &corev1.Node{}
+	if err := r.c.Get(r.ctx, client.ObjectKey{Name: node}, n); err != nil {
+		return "", err
+	}
+	info, _ := nodeinfo.Parse(n.Name, n.Annotations)
+	if !info.Layer2V1 {
+		return topology.PortMAC([]netip.Prefix{netip.PrefixFrom(gw, gw.BitLen())}), nil
+	}
+	ns, name, _ := strings.Cut(r.key, "/")
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := r.c.Get(r.ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
+		return "", err
+	}
+	network, ok, err := topology.FromNAD(nad, config.Default())
+	if err != nil || !ok {
+		return "", fmt.Errorf("the VM's network %s: allocated %v, %v", r.key, ok, err)
+	}
+	if info.ID == 0 {
+		return "", fmt.Errorf("node %s is at 1.0 without its node ID", node)
+	}
+	return network.Layer2V1GatewayMAC(info.ID), nil
 }
 
 // announcer is a started `sandbox announce --on-line`, its socket open.

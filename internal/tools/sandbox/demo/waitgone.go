@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -40,4 +42,10 @@ func waitGone(ctx context.Context, c client.Client, obj client.Object, timeout, 
 		case <-t.C:
 		}
 	}
+}
+
+// WaitNamespaceGone waits, for at most timeout, until the namespace and
+// so everything in it has gone from the API.
+func WaitNamespaceGone(ctx context.Context, c client.Client, name string, timeout time.Duration) error {
+	return waitGone(ctx, c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, timeout, 200*time.Millisecond)
 }
