@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/ovn-org/libovsdb/model"
 )
 
 func TestUUIDSet(t *testing.T) {
@@ -68,24 +69,86 @@ func TestUUIDSet(t *testing.T) {
 	}
 }
 
-// TestViewIndexesFollowRenames drives a view table's indexes through
-// several rows of one name and renames, as the monitor's updates do.
-func TestViewIndexesFollowRenames(t *testing.T) {
-	idx := map[string]uuidSet{}
-	index(idx, "sw", "u1")
-	index(idx, "sw", "u2")
-	unindex(idx, "sw", "u1")
-	index(idx, "sw-renamed", "u1")
-	unindex(idx, "gone", "u9")
-	got := map[string][]string{}
-	for n, s := range idx {
-		s.each(func(u string) { got[n] = append(got[n], u) })
+// viewRow is a model with a name and external IDs, as the view's
+// indexes read them (by field index).
+type viewRow struct {
+	UUID        string
+	Name        string
+	ExternalIDs map[string]string
+}
+
+// TestViewIndexesFollowRows drives a view table through the updates a
+// monitor applies (inserts, two rows of one name and of one owner, a
+// rename, an owner change, deletes) and checks after each that Named and
+// KeyedEach give exactly the rows that bear each name and owner.
+func TestViewIndexesFollowRows(t *testing.T) {
+	const owner = "k8s.ovn.org/owner"
+	vt := &viewTable{rows: map[string]model.Model{}, name: 1, named: map[string]uuidSet{}, extIDs: 2, key: owner, keyed: map[string]uuidSet{}}
+	v := &View{tables: map[string]*viewTable{"T": vt}}
+	row := func(uuid, name, own string) *viewRow {
+		return &viewRow{UUID: uuid, Name: name, ExternalIDs: map[string]string{owner: own, "other": "x"}}
 	}
-	if d := cmp.Diff(map[string][]string{"sw": {"u2"}, "sw-renamed": {"u1"}}, got); d != "" {
-		t.Fatalf("index (-want +got):\n%s", d)
+	type state struct{ Named, Keyed map[string][]string }
+	// want is what the rows say.
+	want := func() state {
+		st := state{Named: map[string][]string{}, Keyed: map[string][]string{}}
+		for u, m := range vt.rows {
+			r := m.(*viewRow)
+			st.Named[r.Name] = append(st.Named[r.Name], u)
+			st.Keyed[r.ExternalIDs[owner]] = append(st.Keyed[r.ExternalIDs[owner]], u)
+		}
+		return st
 	}
-	unindex(idx, "sw", "u2")
-	if _, ok := idx["sw"]; ok {
-		t.Fatal("an emptied name stays in the index")
+	// got is what the view's readers say.
+	got := func() state {
+		st := state{Named: map[string][]string{}, Keyed: map[string][]string{}}
+		for name := range vt.named {
+			uuids, _ := v.Named("T", name)
+			st.Named[name] = uuids
+		}
+		values, _ := v.KeyValues("T", owner)
+		for _, val := range values {
+			v.KeyedEach(owner, val, func(table, uuid string, m model.Model) {
+				if m == nil || m.(*viewRow).UUID != uuid {
+					t.Errorf("KeyedEach gave %s with row %v", uuid, m)
+				}
+				st.Keyed[val] = append(st.Keyed[val], uuid)
+			})
+		}
+		return st
+	}
+	sorted := cmp.Transformer("sort", func(in []string) []string {
+		out := slices.Clone(in)
+		slices.Sort(out)
+		return out
+	})
+	for i, step := range []struct {
+		uuid string
+		m    *viewRow // nil: deleted
+	}{
+		{"u1", row("u1", "sw", "net:a")},
+		{"u2", row("u2", "sw", "net:a")},
+		{"u3", row("u3", "lr", "net:b")},
+		{"u1", row("u1", "sw-renamed", "net:a")},
+		{"u2", row("u2", "sw", "net:b")},
+		{"u3", nil},
+		{"u2", nil},
+		{"u4", row("u4", "sw-renamed", "net:a")},
+		{"u1", nil},
+		{"u4", nil},
+	} {
+		v.mu.Lock()
+		if step.m == nil {
+			vt.set(step.uuid, nil)
+		} else {
+			vt.set(step.uuid, step.m)
+		}
+		v.mu.Unlock()
+		if d := cmp.Diff(want(), got(), sorted); d != "" {
+			t.Fatalf("after step %d (%s): indexes (-rows +view):\n%s", i, step.uuid, d)
+		}
+	}
+	if len(vt.named) != 0 || len(vt.keyed) != 0 {
+		t.Fatalf("emptied indexes keep %v and %v", vt.named, vt.keyed)
 	}
 }

@@ -163,8 +163,14 @@ func (r *Reconciler) layer2V1GatewayMAC(ctx context.Context, key string, id int)
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, nad); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
+	// Only a Layer2 primary network's gateway is announced: any other
+	// attachment (its NAD not parsing included) is passed over, not
+	// retried, so that it holds up none of the pod's announcements.
+	if c, err := netconf.Parse(nad); err != nil || c == nil || !c.IsPrimary() || c.Topology != netconf.TopologyLayer2 {
+		return "", nil
+	}
 	n, ok, err := topology.FromNAD(nad, r.Opts.Cluster)
-	if err != nil || !ok || n.Role != netconf.RolePrimary || n.Topology != netconf.TopologyLayer2 {
+	if err != nil || !ok {
 		return "", err
 	}
 	return n.Layer2V1GatewayMAC(id), nil

@@ -45,7 +45,9 @@ func ParseProbeLine(s string) (ProbeLine, bool) {
 
 // StartProber runs binary's probe-every in netns toward target (host:port)
 // until Stop, for at most duration (which bounds a prober the caller never
-// stopped; a caller that runs longer sees "the prober stopped").
+// stopped). A caller that runs longer gets "the prober stopped" from
+// WaitAnswers; Since, FirstSince and the gap readers just see no more
+// attempts.
 func StartProber(netns, binary, target string, interval, timeout, duration time.Duration) (*Prober, error) {
 	cmd := sandbox.Command(context.Background(), netns, []string{binary, "sandbox", "probe-every", "--interval", interval.String(),
 		"--timeout", timeout.String(), "--duration", duration.String(), target})

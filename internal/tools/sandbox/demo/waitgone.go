@@ -14,7 +14,7 @@ import (
 // waitGone polls the API every interval until obj (its kind's object of
 // that namespace and name; obj itself is overwritten by the reads) is gone,
 // for at most timeout, and ends early with ctx. On failure it says what is
-// still there and the last error the API gave other than NotFound.
+// still there, or, when the last read failed, wraps that read's error.
 func waitGone(ctx context.Context, c client.Client, obj client.Object, timeout, interval time.Duration) error {
 	key := client.ObjectKeyFromObject(obj)
 	wait, cancel := context.WithTimeout(ctx, timeout)
@@ -27,7 +27,10 @@ func waitGone(ctx context.Context, c client.Client, obj client.Object, timeout, 
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		if err != nil && wait.Err() == nil {
+		switch {
+		case err == nil:
+			last = nil
+		case wait.Err() == nil:
 			last = err
 		}
 		select {
@@ -36,7 +39,7 @@ func waitGone(ctx context.Context, c client.Client, obj client.Object, timeout, 
 				return fmt.Errorf("waiting for %T %s to go: %w", obj, key, ctx.Err())
 			}
 			if last != nil {
-				return fmt.Errorf("%T %s still there after %s: %w", obj, key, timeout, last)
+				return fmt.Errorf("%T %s not seen gone within %s: %w", obj, key, timeout, last)
 			}
 			return fmt.Errorf("%T %s still there after %s", obj, key, timeout)
 		case <-t.C:
