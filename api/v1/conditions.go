@@ -63,6 +63,11 @@ const (
 	// ReasonSubnetOverlap: a subnet overlaps a subnet reserved by the cluster
 	// (default network, services, join, masquerade or transit).
 	ReasonSubnetOverlap = "SubnetOverlap"
+	// ReasonEgressNotAllowed: a UserDefinedNetwork (a namespace's own)
+	// asks for egress, which only a ClusterUserDefinedNetwork (an
+	// administrator's) may give: a tenant's own way out would route around
+	// its namespace's EgressFirewall.
+	ReasonEgressNotAllowed = "EgressNotAllowed"
 	// ReasonInvalidSpec: the spec passed the API server's checks but cannot be
 	// rendered (e.g. an invalid namespace selector).
 	ReasonInvalidSpec = "InvalidSpec"

@@ -165,7 +165,9 @@ type UserDefinedNetworkSpec struct {
 	// masqueraded to the node's address; a pod takes it as its default
 	// route by asking for it in its networks annotation (Multus'
 	// "default-route"). Omitted, a secondary network is east-west only.
-	// Primary networks always have their gateway. Flat shape only (ovn-kubernetes' blocks have no such field).
+	// Primary networks always have their gateway. Flat shape only (ovn-kubernetes' blocks have no such field),
+	// and in a ClusterUserDefinedNetwork's template only: EgressFirewall,
+	// EgressQoS and EgressIP do not apply to this way out.
 	// +optional
 	Egress EgressMode `json:"egress,omitempty"`
 
@@ -241,7 +243,9 @@ type UserDefinedNetwork struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// Spec is immutable: delete and recreate the network to change it.
+	// egress is for ClusterUserDefinedNetworks only.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	// +kubebuilder:validation:XValidation:rule="!has(self.egress)",message="egress is allowed only in a ClusterUserDefinedNetwork (an administrator's network): a namespace's own network could route around its EgressFirewall"
 	// +required
 	Spec UserDefinedNetworkSpec `json:"spec"`
 	// +optional

@@ -2,6 +2,7 @@ package netalloc
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/clustermanager/netalloc/registry"
 	"github.com/ovn-udn/ovn-udn/internal/contract/netconf"
 	"github.com/ovn-udn/ovn-udn/internal/fairqueue"
@@ -98,7 +100,11 @@ func (r *NADController) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	}
 	if why, err := r.refusal(ctx, nad); err != nil || why != nil {
 		if why != nil {
-			r.Recorder.Eventf(nad, corev1.EventTypeWarning, ReasonNetworkNameNotOwned, "not allocated, and no zone renders it: %v", why)
+			reason := ReasonNetworkNameNotOwned
+			if errors.Is(why, netconf.ErrEgressNotAllowed) {
+				reason = v1.ReasonEgressNotAllowed
+			}
+			r.Recorder.Eventf(nad, corev1.EventTypeWarning, reason, "not allocated, and no zone renders it: %v", why)
 			log.FromContext(ctx).Info("refused NAD", "nad", req.String(), "reason", why.Error())
 		}
 		return ctrl.Result{}, err

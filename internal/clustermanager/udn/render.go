@@ -45,7 +45,7 @@ type Request struct {
 // ForUDN returns the request for a UserDefinedNetwork.
 func ForUDN(u *v1.UserDefinedNetwork) Request {
 	return Request{
-		Owner:       Owner{Kind: "UserDefinedNetwork", Name: u.Name, UID: u.UID},
+		Owner:       Owner{Kind: netconf.KindUDN, Name: u.Name, UID: u.UID},
 		Spec:        u.Spec.Flat(),
 		NetworkName: netconf.UDNNetworkName(u.Namespace, u.Name),
 		Namespace:   u.Namespace,
@@ -56,7 +56,7 @@ func ForUDN(u *v1.UserDefinedNetwork) Request {
 // ForCUDN returns the request for a ClusterUserDefinedNetwork in one namespace.
 func ForCUDN(c *v1.ClusterUserDefinedNetwork, namespace, vrf string) Request {
 	return Request{
-		Owner:       Owner{Kind: "ClusterUserDefinedNetwork", Name: c.Name, UID: c.UID},
+		Owner:       Owner{Kind: netconf.KindCUDN, Name: c.Name, UID: c.UID},
 		Spec:        c.Spec.FlatTemplate(),
 		NetworkName: netconf.CUDNNetworkName(c.Name),
 		Namespace:   namespace,
@@ -84,6 +84,12 @@ func Config(req Request, cfg config.Cluster) (*netconf.NetConf, error) {
 	s := req.Spec
 	if err := CheckSubnets(s, cfg); err != nil {
 		return nil, err
+	}
+	if s.Egress != "" && req.Owner.Kind != netconf.KindCUDN {
+		// The API server refuses it since egress became the
+		// administrator's; a UDN created before that still has it.
+		return nil, &ConditionError{Reason: v1.ReasonEgressNotAllowed,
+			Message: "egress is allowed only in a ClusterUserDefinedNetwork: a namespace's own network could route around its EgressFirewall"}
 	}
 	c := &netconf.NetConf{
 		CNIVersion: netconf.CNIVersion,

@@ -19,6 +19,9 @@ func TestConfig(t *testing.T) {
 		req     Request
 		want    *netconf.NetConf
 		wantErr string
+		// wantReason is the condition's reason (ReasonSubnetOverlap when
+		// empty).
+		wantReason string
 	}{
 		{
 			name: "layer3 primary dual stack gets default joins per family",
@@ -36,17 +39,24 @@ func TestConfig(t *testing.T) {
 		},
 		{
 			name: "secondary layer2 with egress: the field, no join subnet written (the default is taken)",
-			req: Request{NetworkName: "ns1.out", Namespace: "ns1", Name: "out", Spec: v1.UserDefinedNetworkSpec{
+			req: Request{Owner: Owner{Kind: netconf.KindCUDN, Name: "out"}, NetworkName: "cluster.udn.out", Namespace: "ns1", Name: "cluster.udn.out", VRF: "out", Spec: v1.UserDefinedNetworkSpec{
 				Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"10.141.0.0/24"}, Egress: v1.EgressGateway}},
-			want: &netconf.NetConf{CNIVersion: "1.0.0", Name: "ns1.out", Type: netconf.CNIType, Topology: "layer2", Role: "secondary",
-				Subnets: "10.141.0.0/24", MTU: 1400, NADName: "ns1/out", Egress: netconf.EgressGateway},
+			want: &netconf.NetConf{CNIVersion: "1.0.0", Name: "cluster.udn.out", Type: netconf.CNIType, Topology: "layer2", Role: "secondary",
+				Subnets: "10.141.0.0/24", MTU: 1400, NADName: "ns1/cluster.udn.out", VRF: "out", Egress: netconf.EgressGateway},
 		},
 		{
 			name: "secondary layer2 with egress over the transit subnet gets another one",
-			req: Request{NetworkName: "ns1.out2", Namespace: "ns1", Name: "out2", Spec: v1.UserDefinedNetworkSpec{
+			req: Request{Owner: Owner{Kind: netconf.KindCUDN, Name: "out2"}, NetworkName: "cluster.udn.out2", Namespace: "ns1", Name: "cluster.udn.out2", VRF: "out2", Spec: v1.UserDefinedNetworkSpec{
 				Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"100.88.0.0/24"}, Egress: v1.EgressGateway}},
-			want: &netconf.NetConf{CNIVersion: "1.0.0", Name: "ns1.out2", Type: netconf.CNIType, Topology: "layer2", Role: "secondary",
-				Subnets: "100.88.0.0/24", MTU: 1400, NADName: "ns1/out2", Egress: netconf.EgressGateway, TransitSubnet: "100.89.0.0/16"},
+			want: &netconf.NetConf{CNIVersion: "1.0.0", Name: "cluster.udn.out2", Type: netconf.CNIType, Topology: "layer2", Role: "secondary",
+				Subnets: "100.88.0.0/24", MTU: 1400, NADName: "ns1/cluster.udn.out2", VRF: "out2", Egress: netconf.EgressGateway, TransitSubnet: "100.89.0.0/16"},
+		},
+		{
+			name: "egress on a UserDefinedNetwork (one created before egress was the administrator's)",
+			req: Request{Owner: Owner{Kind: netconf.KindUDN, Name: "out"}, NetworkName: "ns1.out", Namespace: "ns1", Name: "out", Spec: v1.UserDefinedNetworkSpec{
+				Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"10.141.0.0/24"}, Egress: v1.EgressGateway}},
+			wantErr:    "egress is allowed only in a ClusterUserDefinedNetwork: a namespace's own network could route around its EgressFirewall",
+			wantReason: v1.ReasonEgressNotAllowed,
 		},
 		{
 			name: "seed db-network: layer2, mtu, exclusions, persistent ips",
@@ -116,8 +126,12 @@ func TestConfig(t *testing.T) {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("error = %v, want %q", err, tc.wantErr)
 				}
-				if ce, ok := err.(*ConditionError); !ok || ce.Reason != v1.ReasonSubnetOverlap {
-					t.Fatalf("error %T %v is not a SubnetOverlap condition", err, err)
+				want := tc.wantReason
+				if want == "" {
+					want = v1.ReasonSubnetOverlap
+				}
+				if ce, ok := err.(*ConditionError); !ok || ce.Reason != want {
+					t.Fatalf("error %T %v is not a %s condition", err, err, want)
 				}
 				return
 			}

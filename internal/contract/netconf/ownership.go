@@ -1,6 +1,7 @@
 package netconf
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -64,12 +65,17 @@ func OwnerOfName(network string) NameOwner {
 // reference is that CUDN; a name reserved for a UserDefinedNetwork needs a
 // NAD in that namespace, and a managed one must belong to that UDN (one whose
 // owner reference was removed by hand still passes there: cluster-manager
-// puts it back, and the namespace already binds it to its UDN).
+// puts it back, and the namespace already binds it to its UDN). Egress is a
+// ClusterUserDefinedNetwork's alone (ErrEgressNotAllowed).
 func CheckOwnership(nad *nadv1.NetworkAttachmentDefinition, c *NetConf) error {
 	if c.Name == DefaultNetworkName {
 		return fmt.Errorf("network name %q is reserved for the cluster default network", c.Name)
 	}
 	owner := OwnerOfName(c.Name)
+	if c.Egress != "" && owner.Kind != KindCUDN {
+		// The check below then ties the NAD to its CUDN.
+		return fmt.Errorf("network %s: %w", c.Name, ErrEgressNotAllowed)
+	}
 	switch owner.Kind {
 	case KindCUDN:
 		// A CUDN's NADs live in any namespace: only its controller
@@ -98,6 +104,12 @@ func controlledBy(nad *nadv1.NetworkAttachmentDefinition, owner NameOwner) bool 
 	group, _, _ := strings.Cut(ref.APIVersion, "/")
 	return group == apiGroup && ref.Kind == owner.Kind && ref.Name == owner.Name
 }
+
+// ErrEgressNotAllowed refuses egress to a network that is not a
+// ClusterUserDefinedNetwork's: only an administrator's network may have a
+// way out of its own, which a namespace's EgressFirewall, EgressQoS and
+// EgressIP do not cover.
+var ErrEgressNotAllowed = errors.New("egress is allowed only on a ClusterUserDefinedNetwork's network; a namespace's own network could route around its EgressFirewall")
 
 // Refused is a NAD left out of its network, and why.
 type Refused struct {

@@ -13,6 +13,11 @@ func TestAdmit(t *testing.T) {
 	conf := func(network, nad string) string {
 		return `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"` + network + `","topology":"layer2","role":"secondary","subnets":"10.0.0.0/24","netAttachDefName":"` + nad + `"}`
 	}
+	// withEgress is the NAD with egress gateway in its config.
+	withEgress := func(n *nadv1.NetworkAttachmentDefinition) *nadv1.NetworkAttachmentDefinition {
+		n.Spec.Config = strings.Replace(n.Spec.Config, `"role":"secondary"`, `"role":"secondary","egress":"gateway"`, 1)
+		return n
+	}
 	yes := true
 	owned := func(kind, name string) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{APIVersion: "k8s.ovn.org/v1", Kind: kind, Name: name, UID: "u", Controller: &yes}}
@@ -60,6 +65,14 @@ func TestAdmit(t *testing.T) {
 		{"managed NAD whose owner reference was removed", []*nadv1.NetworkAttachmentDefinition{nad("a", "net", "a.net", true, nil)},
 			out{Admitted: []string{"a/net"}}},
 		{"a CUDN's name with a forged label and no owner reference", []*nadv1.NetworkAttachmentDefinition{nad("evil", "c", "cluster.udn.victim", true, nil)},
+			out{Refused: map[string]string{"evil/c": "belongs to ClusterUserDefinedNetwork victim"}}},
+		{"egress on a CUDN's network", []*nadv1.NetworkAttachmentDefinition{withEgress(nad("a", "cluster.udn.x", "cluster.udn.x", true, owned(KindCUDN, "x")))},
+			out{Admitted: []string{"a/cluster.udn.x"}}},
+		{"egress on a UDN's network", []*nadv1.NetworkAttachmentDefinition{withEgress(nad("a", "net", "a.net", true, owned(KindUDN, "net")))},
+			out{Refused: map[string]string{"a/net": ErrEgressNotAllowed.Error()}}},
+		{"egress on a hand-made network", []*nadv1.NetworkAttachmentDefinition{withEgress(nad("a", "w", "wire", false, nil))},
+			out{Refused: map[string]string{"a/w": ErrEgressNotAllowed.Error()}}},
+		{"egress with a CUDN's name on a hand-made NAD", []*nadv1.NetworkAttachmentDefinition{withEgress(nad("evil", "c", "cluster.udn.victim", false, nil))},
 			out{Refused: map[string]string{"evil/c": "belongs to ClusterUserDefinedNetwork victim"}}},
 		{"the default network's name", []*nadv1.NetworkAttachmentDefinition{nad("a", "d", "default", false, nil)},
 			out{Refused: map[string]string{"a/d": "reserved for the cluster default network"}}},

@@ -37,8 +37,16 @@ func TestRequests(t *testing.T) {
 	inL3 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.inl3","topology":"layer2","role":"secondary","subnets":"10.128.7.0/24","netAttachDefName":"ns1/inl3"}`
 	onJoin := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.onjoin","topology":"localnet","role":"secondary","subnets":"100.65.0.0/24","netAttachDefName":"ns1/onjoin"}`
 	sec2 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.sec2","topology":"layer2","role":"secondary","subnets":"192.168.0.128/25","netAttachDefName":"ns1/sec2"}`
-	egress := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.egress","topology":"layer3","role":"secondary","subnets":"10.140.0.0/16/24","egress":"gateway","netAttachDefName":"ns1/egress"}`
-	egress2 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.egress2","topology":"layer2","role":"secondary","subnets":"10.141.0.0/24","egress":"gateway","netAttachDefName":"ns1/egress2"}`
+	// Egress is an administrator's: a ClusterUserDefinedNetwork's NADs.
+	egress := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"cluster.udn.egress","topology":"layer3","role":"secondary","subnets":"10.140.0.0/16/24","egress":"gateway","netAttachDefName":"ns1/egress"}`
+	egress2 := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"cluster.udn.egress2","topology":"layer2","role":"secondary","subnets":"10.141.0.0/24","egress":"gateway","netAttachDefName":"ns1/egress2"}`
+	udnEgress := `{"cniVersion":"1.0.0","type":"ovn-k8s-cni-overlay","name":"ns1.egress","topology":"layer3","role":"secondary","subnets":"10.140.0.0/16/24","egress":"gateway","netAttachDefName":"ns1/egress"}`
+	cudnNAD := func(ns, name, conf string) *nadv1.NetworkAttachmentDefinition {
+		n, yes := nad(ns, name, conf, true), true
+		n.Labels = map[string]string{netconf.ManagedByLabel: ""}
+		n.OwnerReferences = []metav1.OwnerReference{{APIVersion: "k8s.ovn.org/v1", Kind: netconf.KindCUDN, Name: name, UID: "u", Controller: &yes}}
+		return n
+	}
 	route := func(sel string) map[string]string { return map[string]string{netconf.NetworksAnnotation: sel} }
 	pod := func(ann map[string]string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "p", Annotations: ann}}
@@ -105,18 +113,20 @@ func TestRequests(t *testing.T) {
 			nads(nad("ns1", "l3", l3, true), nad("ns1", "sec", sec1, true)),
 			[]want{{"default", RoleInfrastructure, "", nil}, {"ns1/l3", RolePrimary, "", nil}, {"ns1/sec", RoleSecondary, "", nil}}, ""},
 		{"default-route through a secondary with egress", pod(route(`[{"name":"egress","default-route":["10.140.0.1"]}]`)), plain,
-			nads(nad("ns1", "egress", egress, true)),
+			nads(cudnNAD("ns1", "egress", egress)),
 			[]want{{"default", RolePrimary, "", map[bool]bool{true: true}}, {"ns1/egress", RoleSecondary, "", nil}}, ""},
+		{"default-route through a namespace's own network with egress (a UDN's, or hand-made)", pod(route(`[{"name":"egress","default-route":["10.140.0.1"]}]`)), plain,
+			nads(nad("ns1", "egress", udnEgress, true)), nil, WaitBadSelection},
 		{"default-route through a secondary without egress", pod(route(`[{"name":"sec","default-route":["192.168.0.1"]}]`)), plain,
 			nads(nad("ns1", "sec", sec1, true)), nil, WaitBadSelection},
 		{"default-route beside a primary network", pod(route(`[{"name":"egress","default-route":["10.140.0.1"]}]`)), labelled,
-			nads(nad("ns1", "l3", l3, true), nad("ns1", "egress", egress, true)), nil, WaitBadSelection},
+			nads(nad("ns1", "l3", l3, true), cudnNAD("ns1", "egress", egress)), nil, WaitBadSelection},
 		{"default-route of one family twice", pod(route(`[{"name":"egress","default-route":["10.140.0.1"]},{"name":"egress2","default-route":["10.141.0.1"]}]`)), plain,
-			nads(nad("ns1", "egress", egress, true), nad("ns1", "egress2", egress2, true)), nil, WaitBadSelection},
+			nads(cudnNAD("ns1", "egress", egress), cudnNAD("ns1", "egress2", egress2)), nil, WaitBadSelection},
 		{"default-route of a family the network lacks", pod(route(`[{"name":"egress","default-route":["fd00::1"]}]`)), plain,
-			nads(nad("ns1", "egress", egress, true)), nil, WaitBadSelection},
+			nads(cudnNAD("ns1", "egress", egress)), nil, WaitBadSelection},
 		{"default-route that is no address", pod(route(`[{"name":"egress","default-route":["gw"]}]`)), plain,
-			nads(nad("ns1", "egress", egress, true)), nil, WaitBadSelection},
+			nads(cudnNAD("ns1", "egress", egress)), nil, WaitBadSelection},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -444,16 +444,22 @@ func (r *GatewayReconciler) egressIPs(ctx context.Context, subnets []netip.Prefi
 
 // networks returns the networks with a gateway router on the node: the
 // default network and every allocated Layer3 or Layer2 network with a
-// gateway (primary, or secondary with an egress gateway).
+// gateway (primary, or secondary with an egress gateway) whose NAD the
+// zones admit (netconf.Admit: a refused one, such as a namespace's own
+// network asking for egress, has no router to reach).
 func (r *GatewayReconciler) networks(ctx context.Context) ([]topology.Network, error) {
 	out := []topology.Network{topology.DefaultNetwork(r.Opts.Cluster)}
 	nads := &nadv1.NetworkAttachmentDefinitionList{}
 	if err := r.Client.List(ctx, nads); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
+	all := make([]*nadv1.NetworkAttachmentDefinition, len(nads.Items))
 	for i := range nads.Items {
-		nad := &nads.Items[i]
+		all[i] = &nads.Items[i]
+	}
+	admitted, _ := netconf.Admit(all)
+	seen := map[string]bool{}
+	for _, nad := range admitted {
 		n, ok, err := topology.FromNAD(nad, r.Opts.Cluster)
 		if err != nil || !ok || !n.HasGateway() || n.Topology == netconf.TopologyLocalnet || seen[n.Name] {
 			continue
