@@ -10,7 +10,8 @@ import (
 // NodeView is what NetworksOn reads, answered from the caller's caches:
 // the package's rule seen from one node instead of one network.
 type NodeView interface {
-	// NodePods returns the pods scheduled on node.
+	// NodePods returns the pods scheduled on node: the caller's cached
+	// objects, which NetworksOn only reads.
 	NodePods(node string) ([]corev1.Pod, error)
 	// NamespaceNetworks returns the primary user-defined networks whose
 	// NADs the namespace holds (of every topology).
