@@ -9,10 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/ovn-udn/ovn-udn/api/v1"
 	"github.com/ovn-udn/ovn-udn/internal/contract/config"
 	"github.com/ovn-udn/ovn-udn/internal/proc"
 	"github.com/ovn-udn/ovn-udn/internal/tools/sandbox"
@@ -99,6 +101,22 @@ func NorthSouthChecks(ctx context.Context, dir, binary string, c client.Client, 
 				s, err := run(ctx, dir, ref, binary, "sandbox", "probe", server)
 				return asNodeAddr(node, strings.TrimSpace(s)), err
 			})
+		})
+		// Egress is an administrator's (a ClusterUserDefinedNetwork's): the
+		// namespace's own network asking for it is refused (a dry run).
+		ns, _, _ := strings.Cut(ref, "/")
+		out = append(out, AppCheck{Name: "egress on a namespace's own network (UserDefinedNetwork)", From: ns, Target: "the API server", Want: "refused"})
+		jobs = append(jobs, func(a *AppCheck) {
+			udn := &v1.UserDefinedNetwork{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-way-out"},
+				Spec: v1.UserDefinedNetworkSpec{Topology: v1.Layer2, Role: v1.Secondary, Subnets: []v1.NetworkSubnet{"10.164.0.0/24"}, Egress: v1.EgressGateway}}
+			switch err := c.Create(ctx, udn, client.DryRunAll); {
+			case err == nil:
+				a.Got = "accepted"
+			case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "egress is allowed only in a ClusterUserDefinedNetwork"):
+				a.Got = "refused"
+			default:
+				a.Err = err
+			}
 		})
 	}
 	// The pair runs as one job: both at once, then both rows filled.
